@@ -1,0 +1,54 @@
+/* api.h -- the REST handlers, one file per resource (api_*.c), and the
+ * helpers they share for lists and single reads. The route table in
+ * routes.c ties them to paths. */
+#ifndef CAIRN_API_H
+#define CAIRN_API_H
+
+#include "http.h"
+#include "page.h"
+#include "store.h"
+
+/* A paginated list: its name in the reply, its page-token namespace and key
+ * shape, and the store call that fetches one page with the given filter. */
+struct api_list {
+    const char *items; /* "node_types" */
+    const char *list;  /* "node-types" */
+    enum page_key shape;
+    enum db_status (*fetch)(struct db_conn *conn, const void *filter, const struct page *page,
+                            json_t **items, char *next_key);
+};
+
+/* Parse page_size and page_token, fetch a page and reply with the list
+ * envelope; replies 400 for bad paging input and 503/500 on database errors. */
+void api_reply_list(struct http_request *req, const struct api_list *list, const void *filter);
+
+/* Fetch one JSON document by key and reply 200 with it, or with
+ * not_found (whose detail names the key) when the store has none. */
+void api_reply_get(struct http_request *req,
+                   enum db_status (*fetch)(struct db_conn *conn, const char *key, json_t **out),
+                   const char *key, enum problem_code not_found);
+
+/* Check an optional query parameter against a set of values (NULL
+ * terminated) or, with values NULL, as a UUID. Returns false after replying
+ * 400 when it is present and invalid. */
+bool api_query_one_of(struct http_request *req, const char *name, const char *const *values);
+bool api_query_uuid(struct http_request *req, const char *name);
+
+/* Handlers. */
+void api_healthz(struct http_request *req);
+void api_readyz(struct http_request *req);
+void api_node_types_list(struct http_request *req);
+void api_node_types_get(struct http_request *req);
+void api_engine_versions_list(struct http_request *req);
+void api_operations_list(struct http_request *req);
+void api_operations_get(struct http_request *req);
+void api_events_list(struct http_request *req);
+void api_tokens_list(struct http_request *req);
+void api_tokens_create(struct http_request *req);
+void api_tokens_revoke(struct http_request *req);
+
+/* The route table. */
+extern const struct route api_routes[];
+extern const size_t api_route_count;
+
+#endif

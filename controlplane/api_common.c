@@ -1,0 +1,112 @@
+/* api_common.c -- list and single-read plumbing shared by the handlers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+
+struct list_call {
+    const struct api_list *list;
+    const void *filter;
+    const struct page *page;
+    json_t *items;
+    char next_key[PAGE_KEY_MAX];
+};
+
+static enum db_status list_fn(struct db_conn *conn, void *arg)
+{
+    struct list_call *c = arg;
+    json_decref(c->items);
+    c->items = NULL;
+    return c->list->fetch(conn, c->filter, c->page, &c->items, c->next_key);
+}
+
+void api_reply_list(struct http_request *req, const struct api_list *list, const void *filter)
+{
+    struct page page = {0};
+    char msg[128];
+    const char *token = http_query(req, "page_token");
+
+    if (!page_size_parse(http_query(req, "page_size"), &page.size, msg, sizeof(msg))) {
+        json_t *errors = json_array();
+        jspec_error(errors, "page_size", msg);
+        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors, "page_size %s", msg);
+        return;
+    }
+    if (token != NULL && token[0] != '\0') {
+        if (!page_token_decode(token, list->list, list->shape, page.after)) {
+            http_reply_problem(req, PROBLEM_INVALID_PAGE_TOKEN, NULL,
+                               "page_token was not issued by this list; start again without it");
+            return;
+        }
+        page.has_after = true;
+    }
+    struct list_call call = {list, filter, &page, NULL, ""};
+    enum db_status st = db_run(req->app->db, list_fn, &call);
+    if (st != DB_OK) {
+        json_decref(call.items);
+        http_reply_db_error(req, st);
+        return;
+    }
+    http_reply_json(req, 200,
+                    page_envelope(list->items, call.items, list->list,
+                                  call.next_key[0] != '\0' ? call.next_key : NULL));
+}
+
+struct get_call {
+    enum db_status (*fetch)(struct db_conn *conn, const char *key, json_t **out);
+    const char *key;
+    json_t *out;
+};
+
+static enum db_status get_fn(struct db_conn *conn, void *arg)
+{
+    struct get_call *c = arg;
+    return c->fetch(conn, c->key, &c->out);
+}
+
+void api_reply_get(struct http_request *req,
+                   enum db_status (*fetch)(struct db_conn *conn, const char *key, json_t **out),
+                   const char *key, enum problem_code not_found)
+{
+    struct get_call call = {fetch, key, NULL};
+    enum db_status st = db_run(req->app->db, get_fn, &call);
+
+    if (st == DB_NOT_FOUND)
+        http_reply_problem(req, not_found, NULL, "%s does not exist", key);
+    else if (st != DB_OK)
+        http_reply_db_error(req, st);
+    else
+        http_reply_json(req, 200, call.out);
+}
+
+static void reject_query(struct http_request *req, const char *name, const char *message)
+{
+    json_t *errors = json_array();
+    jspec_error(errors, name, message);
+    http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors, "%s %s", name, message);
+}
+
+bool api_query_one_of(struct http_request *req, const char *name, const char *const *values)
+{
+    const char *v = http_query(req, name);
+    char msg[256];
+
+    if (v == NULL)
+        return true;
+    for (const char *const *p = values; *p != NULL; p++) {
+        if (strcmp(v, *p) == 0)
+            return true;
+    }
+    jspec_one_of_message(values, msg, sizeof(msg));
+    reject_query(req, name, msg);
+    return false;
+}
+
+bool api_query_uuid(struct http_request *req, const char *name)
+{
+    const char *v = http_query(req, name);
+    if (v == NULL || page_is_uuid(v))
+        return true;
+    reject_query(req, name, "must be a UUID");
+    return false;
+}

@@ -1,0 +1,42 @@
+/* api_health.c -- GET /healthz (the process answers) and GET /readyz (the
+ * database answers and its schema is the one this binary expects). */
+#include "api.h"
+#include "migrate.h"
+
+void api_healthz(struct http_request *req)
+{
+    http_reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+struct ready_call {
+    enum migrate_state state;
+    int version;
+};
+
+static enum db_status ready_fn(struct db_conn *conn, void *arg)
+{
+    struct ready_call *c = arg;
+    c->state = migrate_state(db_pgconn(conn), &c->version);
+    return c->state == MIGRATE_UNKNOWN ? DB_UNAVAILABLE : DB_OK;
+}
+
+void api_readyz(struct http_request *req)
+{
+    struct ready_call call = {MIGRATE_UNKNOWN, 0};
+    enum db_status st = db_run(req->app->db, ready_fn, &call);
+
+    if (st != DB_OK)
+        http_reply_problem(req, PROBLEM_NOT_READY, NULL, "the database cannot be reached");
+    else if (call.state == MIGRATE_BEHIND)
+        http_reply_problem(req, PROBLEM_NOT_READY, NULL,
+                           "database schema is at version %d; this cairnd needs %d (run 'cairnd "
+                           "migrate')",
+                           call.version, migrate_latest());
+    else if (call.state == MIGRATE_AHEAD)
+        http_reply_problem(req, PROBLEM_NOT_READY, NULL,
+                           "database schema is at version %d, newer than this cairnd (%d)",
+                           call.version, migrate_latest());
+    else
+        http_reply_json(req, 200,
+                        json_pack("{s:s, s:i}", "status", "ready", "schema_version", call.version));
+}

@@ -1,0 +1,38 @@
+/* api_operations.c -- GET /v1/operations and /v1/operations/{id}: the
+ * durable workflows that move clusters toward their spec, newest first. */
+#include "api.h"
+
+static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
+                                 json_t **items, char *next_key)
+{
+    return store_operations_list(conn, filter, page, items, next_key);
+}
+
+static const struct api_list operations = {"operations", "operations", PAGE_KEY_TIME_UUID,
+                                           fetch_page};
+
+static const char *const states[] = {"pending", "running",   "succeeded",
+                                     "failed",  "cancelled", NULL};
+static const char *const kinds[] = {
+    "create",         "delete",   "scale_shards", "scale_replicas",   "change_node_type",
+    "upgrade_engine", "failover", "replace_node", "apply_parameters", NULL};
+
+void api_operations_list(struct http_request *req)
+{
+    if (!api_query_uuid(req, "cluster_id") || !api_query_one_of(req, "state", states) ||
+        !api_query_one_of(req, "kind", kinds))
+        return;
+    struct store_operation_filter f = {http_query(req, "cluster_id"), http_query(req, "state"),
+                                       http_query(req, "kind")};
+    api_reply_list(req, &operations, &f);
+}
+
+void api_operations_get(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    if (!page_is_uuid(id)) {
+        http_reply_problem(req, PROBLEM_OPERATION_NOT_FOUND, NULL, "%s does not exist", id);
+        return;
+    }
+    api_reply_get(req, store_operation_get, id, PROBLEM_OPERATION_NOT_FOUND);
+}

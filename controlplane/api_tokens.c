@@ -1,0 +1,53 @@
+/* api_tokens.c -- /v1/tokens: list, create and revoke API tokens. The
+ * secret is in the reply to POST and nowhere else, ever. */
+#include <stdlib.h>
+
+#include "api.h"
+#include "tokens.h"
+#include "xalloc.h"
+
+static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
+                                 json_t **items, char *next_key)
+{
+    (void)filter;
+    return store_tokens_list(conn, page, items, next_key);
+}
+
+static const struct api_list tokens = {"tokens", "tokens", PAGE_KEY_TIME_HEX12, fetch_page};
+
+void api_tokens_list(struct http_request *req)
+{
+    api_reply_list(req, &tokens, NULL);
+}
+
+void api_tokens_create(struct http_request *req)
+{
+    const char *name = json_string_value(json_object_get(req->json, "name"));
+    enum token_scope scope;
+    json_t *created = NULL;
+
+    /* The body spec already limited scope to the known names. */
+    (void)auth_scope_parse(json_string_value(json_object_get(req->json, "scope")), &scope);
+    enum db_status st = tokens_create(req->app->db, name, scope, &created);
+    if (st != DB_OK) {
+        http_reply_db_error(req, st);
+        return;
+    }
+    char *location = xasprintf("/v1/tokens/%s", json_string_value(json_object_get(created, "id")));
+    http_add_header(req, "Location", location);
+    free(location);
+    http_reply_json(req, 201, created);
+}
+
+void api_tokens_revoke(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    enum db_status st = tokens_revoke(req->app->db, id);
+
+    if (st == DB_NOT_FOUND)
+        http_reply_problem(req, PROBLEM_TOKEN_NOT_FOUND, NULL, "no active token has id %s", id);
+    else if (st != DB_OK)
+        http_reply_db_error(req, st);
+    else
+        http_reply_empty(req, 204);
+}

@@ -1,0 +1,25 @@
+/* app.h -- what every request handler can reach: configuration and the
+ * database pool. One instance per cairnd process. */
+#ifndef CAIRN_APP_H
+#define CAIRN_APP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct config {
+    char listen_host[64];
+    int listen_port;
+    const char *database_url;
+    int http_threads;
+    int db_pool_size;
+    size_t max_body_bytes;
+    bool no_migrate;
+    int shutdown_timeout_s;
+};
+
+struct app {
+    struct config cfg;
+    struct db_pool *db;
+};
+
+#endif

@@ -1,0 +1,123 @@
+/* config.c -- defaults, environment and flags for cairnd. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Each setting once: its flag, its variable, and how to read it. */
+enum setting_kind { SET_LISTEN, SET_STRING, SET_INT, SET_SIZE };
+
+struct setting {
+    const char *flag;
+    const char *env;
+    enum setting_kind kind;
+    long min, max;
+    size_t offset;
+};
+
+#define AT(field) offsetof(struct config, field)
+
+static const struct setting settings[] = {
+    {"listen", "CAIRN_LISTEN", SET_LISTEN, 0, 0, 0},
+    {"database-url", "CAIRN_DATABASE_URL", SET_STRING, 0, 0, AT(database_url)},
+    {"http-threads", "CAIRN_HTTP_THREADS", SET_INT, 1, 256, AT(http_threads)},
+    {"db-pool-size", "CAIRN_DB_POOL_SIZE", SET_INT, 1, 1024, AT(db_pool_size)},
+    {"max-body-bytes", "CAIRN_MAX_BODY_BYTES", SET_SIZE, 64, 64L << 20, AT(max_body_bytes)},
+    {"shutdown-timeout", "CAIRN_SHUTDOWN_TIMEOUT", SET_INT, 0, 3600, AT(shutdown_timeout_s)},
+};
+
+bool config_parse_listen(struct config *cfg, const char *text)
+{
+    const char *colon = strrchr(text, ':');
+    const char *host = text;
+    size_t hlen;
+    char *end;
+
+    if (colon == NULL)
+        return false;
+    hlen = (size_t)(colon - text);
+    if (text[0] == '[') {
+        if (hlen < 2 || text[hlen - 1] != ']')
+            return false;
+        host++;
+        hlen -= 2;
+    }
+    if (hlen == 0 || hlen >= sizeof(cfg->listen_host))
+        return false;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || errno != 0 || port < 0 || port > 65535)
+        return false;
+    memcpy(cfg->listen_host, host, hlen);
+    cfg->listen_host[hlen] = '\0';
+    cfg->listen_port = (int)port;
+    return true;
+}
+
+static bool apply(struct config *cfg, const struct setting *s, const char *value, const char *name,
+                  char *err, size_t errsize)
+{
+    char *field = (char *)cfg + s->offset;
+    char *end;
+    long v;
+
+    switch (s->kind) {
+    case SET_LISTEN:
+        if (!config_parse_listen(cfg, value)) {
+            snprintf(err, errsize, "%s: expected HOST:PORT, got '%s'", name, value);
+            return false;
+        }
+        return true;
+    case SET_STRING:
+        *(const char **)field = value;
+        return true;
+    case SET_INT:
+    case SET_SIZE:
+        errno = 0;
+        v = strtol(value, &end, 10);
+        if (value[0] == '\0' || *end != '\0' || errno != 0 || v < s->min || v > s->max) {
+            snprintf(err, errsize, "%s: expected an integer from %ld to %ld, got '%s'", name,
+                     s->min, s->max, value);
+            return false;
+        }
+        if (s->kind == SET_INT)
+            *(int *)field = (int)v;
+        else
+            *(size_t *)field = (size_t)v;
+        return true;
+    }
+    return false;
+}
+
+bool config_from_env(struct config *cfg, char *err, size_t errsize)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    strcpy(cfg->listen_host, "127.0.0.1");
+    cfg->listen_port = 8080;
+    cfg->http_threads = 4;
+    cfg->max_body_bytes = 1 << 20;
+    cfg->shutdown_timeout_s = 10;
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        const char *v = getenv(settings[i].env);
+        if (v != NULL && v[0] != '\0' &&
+            !apply(cfg, &settings[i], v, settings[i].env, err, errsize))
+            return false;
+    }
+    return true;
+}
+
+bool config_set(struct config *cfg, const char *flag, const char *value, char *err, size_t errsize)
+{
+    char name[64];
+
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        if (strcmp(settings[i].flag, flag) == 0) {
+            snprintf(name, sizeof(name), "--%s", flag);
+            return apply(cfg, &settings[i], value, name, err, errsize);
+        }
+    }
+    snprintf(err, errsize, "unknown option --%s", flag);
+    return false;
+}

@@ -1,0 +1,79 @@
+/* db.h -- PostgreSQL access for cairnd: a connection pool shared by the HTTP
+ * worker threads, prepared statements, and a transaction wrapper.
+ *
+ * Transaction contract: the function given to db_tx() runs inside BEGIN ...
+ * COMMIT on one connection and only talks to the database; it does not send
+ * HTTP replies. It returns DB_OK to commit, anything else to roll back.
+ * Serialization failures and deadlocks (SQLSTATE 40001, 40P01) roll back and
+ * run the function again, a few times, with a short backoff; so it must not
+ * keep state across attempts except through its argument, which it resets
+ * itself. The caller maps the final status to a reply. */
+#ifndef CAIRN_DB_H
+#define CAIRN_DB_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+enum db_status {
+    DB_OK = 0,
+    DB_NOT_FOUND,   /* the row asked for does not exist */
+    DB_CONFLICT,    /* a unique constraint refused the change */
+    DB_RETRY,       /* serialization failure or deadlock: try the transaction again */
+    DB_UNAVAILABLE, /* no connection to the database */
+    DB_ERROR,       /* anything else: logged where it happened */
+};
+
+enum db_isolation { DB_READ_COMMITTED, DB_SERIALIZABLE };
+
+struct db_pool;
+struct db_conn;
+
+/* A statement prepared lazily on each connection the first time it runs
+ * there. Declare them static const; their address names them. */
+struct db_stmt {
+    const char *sql;
+};
+
+/* Create a pool of at most size connections to url (a libpq URI or
+ * key=value string). Connections are opened on first use, so this succeeds
+ * even while the database is down. Free with db_pool_free(). */
+struct db_pool *db_pool_new(const char *url, int size);
+void db_pool_free(struct db_pool *pool);
+
+/* Borrow a healthy connection, reconnecting if needed; waits up to a few
+ * seconds for a free one. Returns DB_OK or DB_UNAVAILABLE. Every borrowed
+ * connection goes back through db_release(). */
+enum db_status db_acquire(struct db_pool *pool, struct db_conn **out);
+void db_release(struct db_pool *pool, struct db_conn *conn);
+
+/* Run stmt with text parameters (NULL for SQL NULL). On success returns the
+ * result, which the caller PQclear()s, and sets *status to DB_OK; on failure
+ * logs, returns NULL and sets *status. */
+PGresult *db_query(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
+                   const char *const *params, enum db_status *status);
+
+/* Run one or more SQL commands without parameters (BEGIN, a migration). */
+enum db_status db_exec(struct db_conn *conn, const char *sql);
+
+/* The underlying libpq connection, for code that needs more than the above. */
+PGconn *db_pgconn(struct db_conn *conn);
+
+typedef enum db_status (*db_fn)(struct db_conn *conn, void *arg);
+
+/* Run fn in a transaction at the given isolation level, with the retries
+ * described at the top of this file. Returns fn's status or the database's. */
+enum db_status db_tx(struct db_pool *pool, enum db_isolation isolation, db_fn fn, void *arg);
+
+/* Run fn on a borrowed connection outside an explicit transaction (each
+ * statement commits on its own); for reads. If the connection turns out to
+ * have died while idle in the pool, fn runs once more on a fresh one. */
+enum db_status db_run(struct db_pool *pool, db_fn fn, void *arg);
+
+/* Map a libpq result status and SQLSTATE to a db_status. */
+enum db_status db_classify(PGconn *conn, const PGresult *res);
+
+/* Open a single connection outside any pool (command-line tools, the
+ * migrator). Returns NULL and writes a message to err on failure. */
+PGconn *db_connect(const char *url, char *err, size_t errsize);
+
+#endif

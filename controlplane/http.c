@@ -1,0 +1,489 @@
+/* http.c -- the request lifecycle on libmicrohttpd: request ids, body cap,
+ * routing, authentication, query and body checks, replies, access log and
+ * graceful shutdown. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crypto.h"
+#include "log.h"
+#include "timeutil.h"
+#include "xalloc.h"
+
+#define CONNECTION_TIMEOUT_S 30
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    struct app *app;
+    const struct route *table;
+    size_t nroutes;
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    int active; /* requests between their first callback and completion */
+};
+
+/* ---- replies ---------------------------------------------------------- */
+
+static void set_reply(struct http_request *req, int status, char *body, size_t len,
+                      const char *content_type)
+{
+    if (req->replied) {
+        log_error("second reply to one request ignored", "request_id=%s status=%d", req->request_id,
+                  status);
+        free(body);
+        return;
+    }
+    req->replied = true;
+    req->status = status;
+    req->reply = body;
+    req->reply_len = len;
+    req->content_type = content_type;
+}
+
+void http_add_header(struct http_request *req, const char *name, const char *value)
+{
+    if (req->nheaders == HTTP_MAX_HEADERS) {
+        log_error("too many reply headers", "request_id=%s header=%s", req->request_id, name);
+        return;
+    }
+    req->header_names[req->nheaders] = name;
+    req->header_values[req->nheaders] = xstrdup(value);
+    req->nheaders++;
+}
+
+static void reply_document(struct http_request *req, int status, json_t *doc,
+                           const char *content_type)
+{
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    json_decref(doc);
+    if (text == NULL) {
+        fprintf(stderr, "cairn: out of memory encoding JSON\n");
+        abort();
+    }
+    set_reply(req, status, text, strlen(text), content_type);
+}
+
+void http_reply_json(struct http_request *req, int status, json_t *body)
+{
+    reply_document(req, status, body, "application/json");
+}
+
+void http_reply_empty(struct http_request *req, int status)
+{
+    set_reply(req, status, NULL, 0, NULL);
+}
+
+void http_reply_problem(struct http_request *req, enum problem_code code, json_t *errors,
+                        const char *detail_fmt, ...)
+{
+    const struct problem_info *info = problem_info(code);
+    char detail[1024];
+    va_list ap;
+
+    va_start(ap, detail_fmt);
+    vsnprintf(detail, sizeof(detail), detail_fmt, ap);
+    va_end(ap);
+    json_t *doc = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "type", info->type, "title",
+                            info->title, "status", info->status, "detail", detail, "code",
+                            info->code, "instance", req->path, "request_id", req->request_id);
+    if (errors != NULL)
+        json_object_set_new(doc, "errors", errors);
+    if (info->status == 401)
+        http_add_header(req, "WWW-Authenticate", "Bearer realm=\"cairn\"");
+    reply_document(req, info->status, doc, "application/problem+json");
+}
+
+void http_reply_db_error(struct http_request *req, enum db_status status)
+{
+    if (status == DB_UNAVAILABLE)
+        http_reply_problem(req, PROBLEM_DATABASE_UNAVAILABLE, NULL,
+                           "the database cannot be reached; retry shortly");
+    else
+        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL,
+                           "the request failed on a database error; see the server log for "
+                           "request %s",
+                           req->request_id);
+}
+
+const char *http_query(struct http_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *http_param(struct http_request *req, const char *name)
+{
+    return route_param(&req->params, name);
+}
+
+/* ---- the request lifecycle --------------------------------------------- */
+
+static bool valid_request_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 128)
+        return false;
+    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
+}
+
+static struct http_request *request_new(struct http_server *srv, struct MHD_Connection *conn,
+                                        const char *url, const char *method)
+{
+    struct http_request *req = xcalloc(1, sizeof(*req));
+    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+
+    req->app = srv->app;
+    req->conn = conn;
+    req->method = method;
+    req->path = xstrdup(url);
+    req->started_us = time_mono_us();
+    if (rid != NULL && valid_request_id(rid)) {
+        strcpy(req->request_id, rid);
+    } else {
+        unsigned char raw[8];
+        crypto_random(raw, sizeof(raw));
+        strcpy(req->request_id, "req_");
+        crypto_hex(raw, sizeof(raw), req->request_id + 4);
+    }
+    pthread_mutex_lock(&srv->lock);
+    srv->active++;
+    pthread_mutex_unlock(&srv->lock);
+    return req;
+}
+
+static void request_free(struct http_request *req)
+{
+    for (int i = 0; i < req->nheaders; i++)
+        free(req->header_values[i]);
+    free(req->reply);
+    free(req->body);
+    json_decref(req->json);
+    free((char *)req->path);
+    free(req);
+}
+
+struct query_check {
+    struct http_request *req;
+    json_t *errors;
+};
+
+static enum MHD_Result check_one_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    struct query_check *qc = cls;
+    const char *const *allowed = qc->req->route->query;
+    (void)kind;
+    (void)value;
+
+    for (; allowed != NULL && *allowed != NULL; allowed++) {
+        if (strcmp(*allowed, key) == 0)
+            return MHD_YES;
+    }
+    jspec_error(qc->errors, key, "is not a known query parameter");
+    return MHD_YES;
+}
+
+/* Everything that can be decided from the request line and headers, before
+ * any body is read: the route, the token, the query and the content type.
+ * Returns false after replying when the request cannot proceed. */
+static bool preflight(struct http_server *srv, struct http_request *req)
+{
+    char allow[128];
+    const struct route *route = route_find(srv->table, srv->nroutes, req->method, req->path,
+                                           &req->params, allow, sizeof(allow));
+    if (route == NULL) {
+        if (allow[0] != '\0') {
+            http_add_header(req, "Allow", allow);
+            http_reply_problem(req, PROBLEM_METHOD_NOT_ALLOWED, NULL,
+                               "%s is not allowed on %s; allowed: %s", req->method, req->path,
+                               allow);
+        } else {
+            http_reply_problem(req, PROBLEM_ROUTE_NOT_FOUND, NULL, "no route matches %s %s",
+                               req->method, req->path);
+        }
+        return false;
+    }
+    req->route = route;
+
+    if (route->scope != SCOPE_NONE) {
+        const char *header =
+            MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        enum db_status st = auth_verify(srv->app->db, header, &req->who);
+        if (st == DB_NOT_FOUND) {
+            http_reply_problem(req, PROBLEM_UNAUTHENTICATED, NULL,
+                               header == NULL
+                                   ? "send an API token as 'Authorization: Bearer <token>'"
+                                   : "the API token is malformed, unknown or revoked");
+            return false;
+        }
+        if (st != DB_OK) {
+            http_reply_db_error(req, st);
+            return false;
+        }
+        if (!auth_allows(&req->who, route->scope)) {
+            http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
+                               "this route needs a token with scope '%s'; token %s has scope '%s'",
+                               route_scope_name(route->scope), req->who.token_id,
+                               auth_scope_name(req->who.scope));
+            return false;
+        }
+    }
+
+    struct query_check qc = {req, json_array()};
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, check_one_arg, &qc);
+    if (json_array_size(qc.errors) > 0) {
+        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, qc.errors,
+                           "the request has query parameters this route does not accept");
+        return false;
+    }
+    json_decref(qc.errors);
+
+    const char *length =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length != NULL && strtoull(length, NULL, 10) > srv->app->cfg.max_body_bytes) {
+        req->body_too_large = true;
+        http_reply_problem(req, PROBLEM_PAYLOAD_TOO_LARGE, NULL,
+                           "the body has %s bytes; the limit is %zu", length,
+                           srv->app->cfg.max_body_bytes);
+        return false;
+    }
+    if (route->body != NULL) {
+        const char *type =
+            MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        size_t n = strlen("application/json");
+        if (type == NULL || strncasecmp(type, "application/json", n) != 0 ||
+            (type[n] != '\0' && type[n] != ';' && type[n] != ' ')) {
+            http_reply_problem(req, PROBLEM_UNSUPPORTED_MEDIA_TYPE, NULL,
+                               "send the body as application/json (got %s)",
+                               type != NULL ? type : "no Content-Type");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Parse and check the body against the route's spec. Returns false after
+ * replying when it does not pass. */
+static bool check_body(struct http_request *req)
+{
+    json_error_t jerr;
+    json_t *errors;
+
+    if (req->route->body == NULL)
+        return true;
+    if (req->body_len == 0) {
+        http_reply_problem(req, PROBLEM_MALFORMED_JSON, NULL, "the request body is empty");
+        return false;
+    }
+    req->json = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (req->json == NULL) {
+        http_reply_problem(req, PROBLEM_MALFORMED_JSON, NULL, "line %d, column %d: %s", jerr.line,
+                           jerr.column, jerr.text);
+        return false;
+    }
+    errors = json_array();
+    if (!jspec_check(req->json, req->route->body, errors)) {
+        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors,
+                           "%zu field(s) of the request body are invalid", json_array_size(errors));
+        return false;
+    }
+    json_decref(errors);
+    return true;
+}
+
+static void run_handler(struct http_server *srv, struct http_request *req)
+{
+    if (req->body_too_large) {
+        http_reply_problem(req, PROBLEM_PAYLOAD_TOO_LARGE, NULL,
+                           "the body is over the limit of %zu bytes", srv->app->cfg.max_body_bytes);
+        return;
+    }
+    if (!check_body(req))
+        return;
+    req->route->handler(req);
+    if (!req->replied) {
+        log_error("handler sent no reply", "request_id=%s route=%s", req->request_id,
+                  req->route->pattern);
+        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL, "the server sent no reply");
+    }
+}
+
+static enum MHD_Result queue_reply(struct http_request *req)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(req->reply_len, req->reply, MHD_RESPMEM_MUST_FREE);
+    enum MHD_Result ret;
+
+    req->reply = NULL; /* MHD frees it now */
+    if (req->content_type != NULL)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->content_type);
+    MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+    for (int i = 0; i < req->nheaders; i++)
+        MHD_add_response_header(resp, req->header_names[i], req->header_values[i]);
+    ret = MHD_queue_response(req->conn, (unsigned)req->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static bool has_body(struct MHD_Connection *conn)
+{
+    const char *length =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *chunked =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    return chunked != NULL || (length != NULL && strcmp(length, "0") != 0);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    struct http_server *srv = cls;
+    struct http_request *req = *con_cls;
+    (void)version;
+
+    if (req == NULL) {
+        req = request_new(srv, conn, url, method);
+        *con_cls = req;
+        /* A refusal is sent at once only when a body is on its way: that
+         * spares reading it, but costs the connection. Without a body,
+         * replying on the final call keeps the connection alive. */
+        if (!preflight(srv, req) && has_body(conn))
+            return queue_reply(req);
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (req->replied || req->body_too_large)
+            return MHD_YES;
+        if (req->body_len + n > srv->app->cfg.max_body_bytes) {
+            req->body_too_large = true;
+            free(req->body);
+            req->body = NULL;
+            req->body_len = 0;
+            return MHD_YES;
+        }
+        req->body = xrealloc(req->body, req->body_len + n + 1);
+        memcpy(req->body + req->body_len, upload_data, n);
+        req->body_len += n;
+        req->body[req->body_len] = '\0';
+        return MHD_YES;
+    }
+    if (!req->replied)
+        run_handler(srv, req);
+    return queue_reply(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct http_server *srv = cls;
+    struct http_request *req = *con_cls;
+    char path[512];
+    (void)conn;
+
+    if (req == NULL)
+        return;
+    *con_cls = NULL;
+    log_info("request",
+             "request_id=%s method=%s path=%s status=%d duration_ms=%.2f bytes=%zu token=%s%s",
+             req->request_id, req->method, log_quote(path, sizeof(path), req->path), req->status,
+             (double)(time_mono_us() - req->started_us) / 1000.0, req->reply_len,
+             req->who.authenticated ? req->who.token_id : "-",
+             toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+    request_free(req);
+    pthread_mutex_lock(&srv->lock);
+    if (--srv->active == 0)
+        pthread_cond_broadcast(&srv->idle);
+    pthread_mutex_unlock(&srv->lock);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512], quoted[600];
+    (void)cls;
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    log_warn("http server", "detail=%s", log_quote(quoted, sizeof(quoted), msg));
+}
+
+/* ---- server ------------------------------------------------------------ */
+
+struct http_server *http_start(struct app *app, const struct route *table, size_t n, char *err,
+                               size_t errsize)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char port[16];
+
+    snprintf(port, sizeof(port), "%d", app->cfg.listen_port);
+    int rc = getaddrinfo(app->cfg.listen_host, port, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errsize, "cannot resolve listen address %s: %s", app->cfg.listen_host,
+                 gai_strerror(rc));
+        return NULL;
+    }
+    struct http_server *srv = xcalloc(1, sizeof(*srv));
+    srv->app = app;
+    srv->table = table;
+    srv->nroutes = n;
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_cond_init(&srv->idle, NULL);
+
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    srv->daemon = MHD_start_daemon(
+        flags, (uint16_t)app->cfg.listen_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
+        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg.http_threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+    int saved = errno;
+    freeaddrinfo(ai);
+    if (srv->daemon == NULL) {
+        snprintf(err, errsize, "could not listen on %s:%d: %s", app->cfg.listen_host,
+                 app->cfg.listen_port, strerror(saved));
+        pthread_mutex_destroy(&srv->lock);
+        pthread_cond_destroy(&srv->idle);
+        free(srv);
+        return NULL;
+    }
+    return srv;
+}
+
+void http_stop(struct http_server *srv, int timeout_s)
+{
+    struct timespec deadline;
+    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_s;
+    pthread_mutex_lock(&srv->lock);
+    while (srv->active > 0) {
+        if (pthread_cond_timedwait(&srv->idle, &srv->lock, &deadline) == ETIMEDOUT) {
+            log_warn("shutdown deadline passed with requests in flight", "active=%d", srv->active);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&srv->lock);
+    MHD_stop_daemon(srv->daemon);
+    pthread_mutex_destroy(&srv->lock);
+    pthread_cond_destroy(&srv->idle);
+    free(srv);
+}

@@ -1,0 +1,90 @@
+/* http.h -- cairnd's HTTP server on libmicrohttpd, and what a request
+ * handler sees.
+ *
+ * The server owns the request lifecycle: it assigns the request id, reads the
+ * body up to the cap, matches the route, authenticates, rejects unknown query
+ * parameters, parses and validates a JSON body against the route's spec, then
+ * calls the handler. A handler sends exactly one reply with one of the
+ * http_reply_* functions, then returns. */
+#ifndef CAIRN_HTTP_H
+#define CAIRN_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "app.h"
+#include "auth.h"
+#include "db.h"
+#include "problem.h"
+#include "route.h"
+
+#define HTTP_MAX_HEADERS 4
+
+struct MHD_Connection;
+
+struct http_request {
+    struct app *app;
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *path;
+    char request_id[129];
+    int64_t started_us;
+
+    const struct route *route;
+    struct route_params params;
+    struct auth_identity who; /* the caller, for routes with a scope */
+
+    char *body; /* raw body, NUL-terminated */
+    size_t body_len;
+    bool body_too_large;
+    json_t *json; /* the parsed body, for routes that declare one */
+
+    /* The reply, filled by http_reply_*. */
+    bool replied;
+    int status;
+    char *reply;
+    size_t reply_len;
+    const char *content_type;
+    int nheaders;
+    const char *header_names[HTTP_MAX_HEADERS];
+    char *header_values[HTTP_MAX_HEADERS];
+};
+
+struct http_server;
+
+/* Start serving app->cfg.listen_host:listen_port with table[0..n) on a pool
+ * of app->cfg.http_threads threads. Returns NULL and writes a message to err
+ * when the address cannot be bound. */
+struct http_server *http_start(struct app *app, const struct route *table, size_t n, char *err,
+                               size_t errsize);
+
+/* Stop accepting connections, let in-flight requests finish (up to
+ * timeout_s seconds), then stop and free the server. */
+void http_stop(struct http_server *server, int timeout_s);
+
+/* Reply with a JSON document; takes ownership of body. */
+void http_reply_json(struct http_request *req, int status, json_t *body);
+
+/* Reply with no body (204, for instance). */
+void http_reply_empty(struct http_request *req, int status);
+
+/* Reply with a problem document for code. errors (may be NULL) is an array of
+ * {field, message}, owned by the call. detail is printf-style. */
+void http_reply_problem(struct http_request *req, enum problem_code code, json_t *errors,
+                        const char *detail_fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Reply for a database failure: 503 DATABASE_UNAVAILABLE or 500. */
+void http_reply_db_error(struct http_request *req, enum db_status status);
+
+/* Add a header to the reply; value is copied. At most HTTP_MAX_HEADERS. */
+void http_add_header(struct http_request *req, const char *name, const char *value);
+
+/* A query parameter's value, or NULL when absent. */
+const char *http_query(struct http_request *req, const char *name);
+
+/* A path parameter's value (never NULL for a name in the route's pattern). */
+const char *http_param(struct http_request *req, const char *name);
+
+#endif

@@ -1,0 +1,352 @@
+/* main.c -- cairnd's command line: serve (the default), migrate, token
+ * create|list|revoke, routes and version. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "config.h"
+#include "log.h"
+#include "migrate.h"
+#include "tokens.h"
+
+#define CAIRND_VERSION "0.1.0"
+
+static const char usage[] =
+    "usage: cairnd [serve] [--listen HOST:PORT] [--database-url URL] [--http-threads N]\n"
+    "              [--db-pool-size N] [--max-body-bytes N] [--shutdown-timeout SECONDS]\n"
+    "              [--no-migrate]\n"
+    "       cairnd migrate [--database-url URL]\n"
+    "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
+    "       cairnd token list [--database-url URL]\n"
+    "       cairnd token revoke ID [--database-url URL]\n"
+    "       cairnd routes\n"
+    "       cairnd version\n"
+    "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
+    "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT.\n";
+
+/* Options shared by every subcommand; --name and --scope only mean
+ * something to `token create`. */
+struct cli {
+    struct config cfg;
+    const char *name;
+    const char *scope;
+    char **args; /* positional arguments after the subcommand */
+    int nargs;
+};
+
+static int fail(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "cairnd: ");
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    return 1;
+}
+
+static bool parse_cli(int argc, char **argv, struct cli *cli)
+{
+    static const struct option options[] = {
+        {"listen", required_argument, NULL, 0},
+        {"database-url", required_argument, NULL, 0},
+        {"http-threads", required_argument, NULL, 0},
+        {"db-pool-size", required_argument, NULL, 0},
+        {"max-body-bytes", required_argument, NULL, 0},
+        {"shutdown-timeout", required_argument, NULL, 0},
+        {"no-migrate", no_argument, NULL, 'M'},
+        {"name", required_argument, NULL, 'n'},
+        {"scope", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    char err[256];
+    int idx, c;
+
+    if (!config_from_env(&cli->cfg, err, sizeof(err))) {
+        fail("%s", err);
+        return false;
+    }
+    while ((c = getopt_long(argc, argv, "h", options, &idx)) != -1) {
+        switch (c) {
+        case 0:
+            if (!config_set(&cli->cfg, options[idx].name, optarg, err, sizeof(err))) {
+                fail("%s", err);
+                return false;
+            }
+            break;
+        case 'M':
+            cli->cfg.no_migrate = true;
+            break;
+        case 'n':
+            cli->name = optarg;
+            break;
+        case 's':
+            cli->scope = optarg;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        default:
+            fputs(usage, stderr);
+            return false;
+        }
+    }
+    if (cli->cfg.db_pool_size == 0)
+        cli->cfg.db_pool_size = cli->cfg.http_threads + 2;
+    cli->args = argv + optind;
+    cli->nargs = argc - optind;
+    return true;
+}
+
+static PGconn *connect_or_complain(const struct config *cfg)
+{
+    char err[512];
+    PGconn *pg;
+
+    if (cfg->database_url == NULL) {
+        fail("%s", "no database: set CAIRN_DATABASE_URL or pass --database-url");
+        return NULL;
+    }
+    pg = db_connect(cfg->database_url, err, sizeof(err));
+    if (pg == NULL)
+        fail("%s", err);
+    return pg;
+}
+
+/* Bring the schema up to date, or with --no-migrate only make sure the
+ * database is not newer than this binary. */
+static bool prepare_schema(const struct config *cfg, bool no_migrate)
+{
+    char err[512];
+    int version = 0, applied = 0;
+    PGconn *pg = connect_or_complain(cfg);
+    bool ok = true;
+
+    if (pg == NULL)
+        return false;
+    if (no_migrate) {
+        enum migrate_state state = migrate_state(pg, &version);
+        if (state == MIGRATE_AHEAD) {
+            snprintf(err, sizeof(err),
+                     "database schema is at version %d, newer than this cairnd knows (%d); "
+                     "run a newer cairnd",
+                     version, migrate_latest());
+            ok = false;
+        } else if (state == MIGRATE_BEHIND) {
+            log_warn("database schema is behind; /readyz reports not ready until 'cairnd "
+                     "migrate' runs",
+                     "schema_version=%d wanted=%d", version, migrate_latest());
+        }
+    } else if (migrate_apply(pg, &version, &applied, err, sizeof(err))) {
+        log_info("schema ready", "schema_version=%d applied=%d", version, applied);
+    } else {
+        ok = false;
+    }
+    if (!ok)
+        fail("%s", err);
+    PQfinish(pg);
+    return ok;
+}
+
+static int cmd_serve(struct cli *cli)
+{
+    struct app app = {.cfg = cli->cfg};
+    struct http_server *server;
+    sigset_t stop;
+    char err[512];
+    int sig;
+
+    if (!prepare_schema(&app.cfg, app.cfg.no_migrate))
+        return 1;
+    /* Block the stop signals before any thread starts, so every thread
+     * inherits the mask and only sigwait() below sees them. */
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    app.db = db_pool_new(app.cfg.database_url, app.cfg.db_pool_size);
+    server = http_start(&app, api_routes, api_route_count, err, sizeof(err));
+    if (server == NULL) {
+        db_pool_free(app.db);
+        return fail("%s", err);
+    }
+    log_info("listening", "address=%s:%d threads=%d db_pool=%d version=%s", app.cfg.listen_host,
+             app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size, CAIRND_VERSION);
+    sigwait(&stop, &sig);
+    log_info("shutting down", "signal=%s timeout_s=%d", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+             app.cfg.shutdown_timeout_s);
+    http_stop(server, app.cfg.shutdown_timeout_s);
+    db_pool_free(app.db);
+    log_info("stopped", NULL);
+    return 0;
+}
+
+static int cmd_migrate(struct cli *cli)
+{
+    char err[512];
+    int version = 0, applied = 0;
+    PGconn *pg = connect_or_complain(&cli->cfg);
+
+    if (pg == NULL)
+        return 1;
+    bool ok = migrate_apply(pg, &version, &applied, err, sizeof(err));
+    PQfinish(pg);
+    if (!ok)
+        return fail("%s", err);
+    printf("schema at version %d (applied %d)\n", version, applied);
+    return 0;
+}
+
+static int cmd_token_create(struct cli *cli, struct db_pool *pool)
+{
+    json_t *body, *errors = json_array(), *created = NULL;
+    enum token_scope scope;
+
+    body = json_pack("{s:s?, s:s?}", "name", cli->name, "scope", cli->scope);
+    if (!jspec_check(body, tokens_create_spec, errors)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(errors, i, e)
+        {
+            fprintf(stderr, "cairnd: --%s %s\n", json_string_value(json_object_get(e, "field")),
+                    json_string_value(json_object_get(e, "message")));
+        }
+        json_decref(body);
+        json_decref(errors);
+        return 2;
+    }
+    json_decref(errors);
+    (void)auth_scope_parse(cli->scope, &scope);
+    enum db_status st = tokens_create(pool, cli->name, scope, &created);
+    json_decref(body);
+    if (st != DB_OK)
+        return fail("%s", "could not store the token (see the log above)");
+    printf("%s\n", json_string_value(json_object_get(created, "token")));
+    fprintf(stderr, "created %s token %s (%s); it is shown only once\n", cli->scope,
+            json_string_value(json_object_get(created, "id")), cli->name);
+    json_decref(created);
+    return 0;
+}
+
+static const char *or_dash(json_t *v)
+{
+    return json_is_string(v) ? json_string_value(v) : "-";
+}
+
+struct list_call {
+    struct page page;
+    json_t *items;
+    char next[PAGE_KEY_MAX];
+};
+
+static enum db_status list_fn(struct db_conn *conn, void *arg)
+{
+    struct list_call *c = arg;
+    json_decref(c->items);
+    c->items = NULL;
+    return store_tokens_list(conn, &c->page, &c->items, c->next);
+}
+
+static int cmd_token_list(struct db_pool *pool)
+{
+    struct list_call call = {.page = {.size = PAGE_SIZE_MAX}};
+    size_t i;
+    json_t *t;
+
+    printf("%-12s  %-24s  %-5s  %-27s  %-27s  %s\n", "ID", "NAME", "SCOPE", "CREATED", "LAST_USED",
+           "REVOKED");
+    do {
+        if (db_run(pool, list_fn, &call) != DB_OK)
+            return fail("%s", "could not list tokens (see the log above)");
+        json_array_foreach(call.items, i, t)
+        {
+            printf("%-12s  %-24s  %-5s  %-27s  %-27s  %s\n", or_dash(json_object_get(t, "id")),
+                   or_dash(json_object_get(t, "name")), or_dash(json_object_get(t, "scope")),
+                   or_dash(json_object_get(t, "created_at")),
+                   or_dash(json_object_get(t, "last_used_at")),
+                   or_dash(json_object_get(t, "revoked_at")));
+        }
+        json_decref(call.items);
+        call.items = NULL;
+        call.page.has_after = call.next[0] != '\0';
+        strcpy(call.page.after, call.next);
+    } while (call.page.has_after);
+    return 0;
+}
+
+static int cmd_token(struct cli *cli)
+{
+    const char *sub = cli->nargs > 0 ? cli->args[0] : "";
+    struct db_pool *pool;
+    int rc;
+
+    if (strcmp(sub, "create") != 0 && strcmp(sub, "list") != 0 && strcmp(sub, "revoke") != 0) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (strcmp(sub, "revoke") == 0 && cli->nargs != 2)
+        return fail("%s", "usage: cairnd token revoke ID");
+    if (!prepare_schema(&cli->cfg, false))
+        return 1;
+    pool = db_pool_new(cli->cfg.database_url, 1);
+    if (strcmp(sub, "create") == 0) {
+        rc = cmd_token_create(cli, pool);
+    } else if (strcmp(sub, "list") == 0) {
+        rc = cmd_token_list(pool);
+    } else {
+        enum db_status st = tokens_revoke(pool, cli->args[1]);
+        rc = st == DB_OK          ? 0
+             : st == DB_NOT_FOUND ? fail("no active token has id %s", cli->args[1])
+                                  : fail("%s", "could not revoke (see the log above)");
+        if (rc == 0)
+            fprintf(stderr, "revoked token %s\n", cli->args[1]);
+    }
+    db_pool_free(pool);
+    return rc;
+}
+
+static int cmd_routes(void)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < api_route_count; i++) {
+        json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "method", api_routes[i].method,
+                                             "path", api_routes[i].pattern, "scope",
+                                             route_scope_name(api_routes[i].scope)));
+    }
+    json_dumpf(out, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(out);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli cli = {0};
+    const char *cmd = "serve";
+
+    if (argc > 1 && argv[1][0] != '-') {
+        cmd = argv[1];
+        argv[1] = argv[0];
+        argc--;
+        argv++;
+    }
+    if (!parse_cli(argc, argv, &cli))
+        return 2;
+    if (strcmp(cmd, "serve") == 0)
+        return cmd_serve(&cli);
+    if (strcmp(cmd, "migrate") == 0)
+        return cmd_migrate(&cli);
+    if (strcmp(cmd, "token") == 0)
+        return cmd_token(&cli);
+    if (strcmp(cmd, "routes") == 0)
+        return cmd_routes();
+    if (strcmp(cmd, "version") == 0) {
+        printf("cairnd %s\n", CAIRND_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "cairnd: unknown command '%s'\n%s", cmd, usage);
+    return 2;
+}

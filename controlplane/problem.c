@@ -1,0 +1,39 @@
+/* problem.c -- the table behind problem.h. */
+#include "problem.h"
+
+#include <assert.h>
+#include <pthread.h>
+
+static const struct problem_info registry[PROBLEM_COUNT] = {
+#define PROBLEM_ROW(code, status, title) [PROBLEM_##code] = {#code, status, title, NULL},
+    PROBLEM_CODES(PROBLEM_ROW)
+#undef PROBLEM_ROW
+};
+
+/* "urn:cairn:problem:" followed by the code in lower-kebab case, computed
+ * once at first use. */
+static char types[PROBLEM_COUNT][64];
+static struct problem_info infos[PROBLEM_COUNT];
+
+static void build_types(void)
+{
+    for (int i = 0; i < PROBLEM_COUNT; i++) {
+        const char *prefix = "urn:cairn:problem:";
+        size_t o = 0;
+        for (const char *p = prefix; *p; p++)
+            types[i][o++] = *p;
+        for (const char *p = registry[i].code; *p && o + 1 < sizeof(types[i]); p++)
+            types[i][o++] = *p == '_' ? '-' : (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+        types[i][o] = '\0';
+        infos[i] = registry[i];
+        infos[i].type = types[i];
+    }
+}
+
+const struct problem_info *problem_info(enum problem_code code)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    assert(code >= 0 && code < PROBLEM_COUNT);
+    pthread_once(&once, build_types);
+    return &infos[code];
+}

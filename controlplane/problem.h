@@ -1,0 +1,44 @@
+/* problem.h -- the one registry of API error codes.
+ *
+ * Every error cairnd sends is an RFC 9457 problem document carrying a stable,
+ * machine-readable code from this list. Codes never change meaning once
+ * released; titles and details may be reworded. */
+#ifndef CAIRN_PROBLEM_H
+#define CAIRN_PROBLEM_H
+
+#define PROBLEM_CODES(X)                                                                           \
+    X(MALFORMED_JSON, 400, "Request body is not valid JSON")                                       \
+    X(VALIDATION_FAILED, 400, "Request body is invalid")                                           \
+    X(INVALID_QUERY_PARAMETER, 400, "Query parameter is invalid")                                  \
+    X(INVALID_PAGE_TOKEN, 400, "Page token is invalid")                                            \
+    X(UNAUTHENTICATED, 401, "Authentication required")                                             \
+    X(FORBIDDEN, 403, "Token scope does not allow this request")                                   \
+    X(ROUTE_NOT_FOUND, 404, "No such route")                                                       \
+    X(NODE_TYPE_NOT_FOUND, 404, "Node type not found")                                             \
+    X(OPERATION_NOT_FOUND, 404, "Operation not found")                                             \
+    X(TOKEN_NOT_FOUND, 404, "Token not found")                                                     \
+    X(METHOD_NOT_ALLOWED, 405, "Method not allowed on this route")                                 \
+    X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
+    X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json")                        \
+    X(INTERNAL_ERROR, 500, "Internal error")                                                       \
+    X(DATABASE_UNAVAILABLE, 503, "Database unavailable")                                           \
+    X(NOT_READY, 503, "Service not ready")
+
+enum problem_code {
+#define PROBLEM_ENUM(code, status, title) PROBLEM_##code,
+    PROBLEM_CODES(PROBLEM_ENUM)
+#undef PROBLEM_ENUM
+        PROBLEM_COUNT
+};
+
+struct problem_info {
+    const char *code;  /* "VALIDATION_FAILED" */
+    int status;        /* HTTP status */
+    const char *title; /* short human summary */
+    const char *type;  /* "urn:cairn:problem:validation-failed" */
+};
+
+/* The registry entry for code; never NULL for a valid code. */
+const struct problem_info *problem_info(enum problem_code code);
+
+#endif

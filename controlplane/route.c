@@ -1,0 +1,79 @@
+/* route.c -- path pattern matching for the route table. */
+#include "route.h"
+
+#include <string.h>
+
+bool route_match(const char *pattern, const char *path, struct route_params *params)
+{
+    const char *p = pattern, *s = path;
+
+    params->count = 0;
+    while (*p != '\0' && *s != '\0') {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            size_t len = strcspn(s, "/");
+            if (close == NULL || len == 0 || len >= ROUTE_MAX_PARAM_LEN ||
+                params->count == ROUTE_MAX_PARAMS)
+                return false;
+            params->names[params->count] = p + 1;
+            params->name_lens[params->count] = (size_t)(close - p - 1);
+            memcpy(params->values[params->count], s, len);
+            params->values[params->count][len] = '\0';
+            params->count++;
+            p = close + 1;
+            s += len;
+        } else if (*p++ != *s++) {
+            return false;
+        }
+    }
+    return *p == '\0' && *s == '\0';
+}
+
+const struct route *route_find(const struct route *table, size_t n, const char *method,
+                               const char *path, struct route_params *params, char *allow,
+                               size_t allow_size)
+{
+    size_t used = 0;
+
+    if (allow_size > 0)
+        allow[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (!route_match(table[i].pattern, path, params))
+            continue;
+        if (strcmp(table[i].method, method) == 0)
+            return &table[i];
+        size_t mlen = strlen(table[i].method);
+        if (used + mlen + 3 < allow_size) {
+            if (used > 0) {
+                memcpy(allow + used, ", ", 2);
+                used += 2;
+            }
+            memcpy(allow + used, table[i].method, mlen + 1);
+            used += mlen;
+        }
+    }
+    return NULL;
+}
+
+const char *route_param(const struct route_params *params, const char *name)
+{
+    size_t len = strlen(name);
+    for (int i = 0; i < params->count; i++) {
+        if (params->name_lens[i] == len && memcmp(params->names[i], name, len) == 0)
+            return params->values[i];
+    }
+    return NULL;
+}
+
+const char *route_scope_name(enum route_scope scope)
+{
+    switch (scope) {
+    case SCOPE_NONE:
+        return "none";
+    case SCOPE_READ:
+        return "read";
+    case SCOPE_ADMIN:
+        return "admin";
+    }
+    return "unknown";
+}

@@ -1,0 +1,62 @@
+/* route.h -- the route table's shape and path matching.
+ *
+ * Every route cairnd serves is one row of a static table (routes.c): method,
+ * path pattern with {param} segments, the scope a token needs, the query
+ * parameters it accepts and the declared spec of its body. Matching is pure
+ * string work, kept here so it can be tested alone. */
+#ifndef CAIRN_ROUTE_H
+#define CAIRN_ROUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "jspec.h"
+
+#define ROUTE_MAX_PARAMS    4
+#define ROUTE_MAX_PARAM_LEN 256
+
+struct http_request;
+
+/* Who may call a route. */
+enum route_scope {
+    SCOPE_NONE,  /* no token: health probes */
+    SCOPE_READ,  /* a read or an admin token */
+    SCOPE_ADMIN, /* an admin token */
+};
+
+struct route {
+    const char *method;  /* "GET", "POST", ... */
+    const char *pattern; /* "/v1/node-types/{name}" */
+    enum route_scope scope;
+    void (*handler)(struct http_request *req);
+    const char *const *query;       /* accepted query parameters, NULL-terminated, or NULL */
+    const struct jspec_field *body; /* the body's spec, or NULL when the route takes none */
+};
+
+/* Path parameters captured by a match, in pattern order. */
+struct route_params {
+    int count;
+    const char *names[ROUTE_MAX_PARAMS]; /* point into the pattern's text; not terminated */
+    size_t name_lens[ROUTE_MAX_PARAMS];
+    char values[ROUTE_MAX_PARAMS][ROUTE_MAX_PARAM_LEN];
+};
+
+/* Match path against pattern segment by segment; a {name} segment matches
+ * one non-empty segment and captures it. Returns false on mismatch or when a
+ * captured value is longer than ROUTE_MAX_PARAM_LEN-1. */
+bool route_match(const char *pattern, const char *path, struct route_params *params);
+
+/* Find the route for method and path in table[0..n). When the path matches
+ * but no route has that method, returns NULL and writes the methods that do
+ * match, comma-separated, to allow (empty when the path matches nothing). */
+const struct route *route_find(const struct route *table, size_t n, const char *method,
+                               const char *path, struct route_params *params, char *allow,
+                               size_t allow_size);
+
+/* The value of path parameter name, or NULL. */
+const char *route_param(const struct route_params *params, const char *name);
+
+/* The scope's name as the API documents it: "none", "read" or "admin". */
+const char *route_scope_name(enum route_scope scope);
+
+#endif

@@ -1,0 +1,58 @@
+/* store_catalog.c -- node types and engine versions, read-only catalogs. */
+#include "store.h"
+
+#define NODE_TYPE_JSON                                                                             \
+    "json_build_object('name', name, 'family', family, 'size', size, 'vcpus', vcpus,"              \
+    " 'memory_gib', memory_gib, 'burstable', burstable,"                                           \
+    " 'network_gbps', json_build_object('baseline', network_baseline_gbps,"                        \
+    "                                   'burst', network_burst_gbps),"                             \
+    " 'price_usd_per_hour', json_build_object('redis', price_redis_usd_hour,"                      \
+    "                                         'valkey', price_valkey_usd_hour))"
+
+static const struct db_stmt list_node_types = {
+    "SELECT sort_order::text, " NODE_TYPE_JSON " FROM node_types"
+    " WHERE sort_order > $1::int ORDER BY sort_order LIMIT $2::int"};
+
+static const struct db_stmt get_node_type = {"SELECT " NODE_TYPE_JSON
+                                             " FROM node_types WHERE name = $1"};
+
+/* An engine line is schedulable when some healthy host has its binary. */
+static const struct db_stmt list_engine_versions = {
+    "SELECT v.release_order::text, json_build_object("
+    "  'engine', v.engine, 'version', v.version, 'status', v.status,"
+    "  'upgrade_targets', coalesce((SELECT json_agg(json_build_object('engine', t.engine,"
+    "        'version', t.version) ORDER BY t.release_order)"
+    "      FROM engine_upgrade_paths p JOIN engine_versions t"
+    "        ON t.engine = p.to_engine AND t.version = p.to_version"
+    "      WHERE p.from_engine = v.engine AND p.from_version = v.version), '[]'::json),"
+    "  'schedulable', h.n > 0, 'hosts_available', h.n,"
+    "  'note', CASE WHEN h.n > 0 THEN"
+    "      format('%s healthy host(s) report %s %s', h.n, v.engine, v.version)"
+    "    ELSE format('no healthy registered host reports %s %s yet; clusters on it cannot be"
+    " scheduled until an agent with that engine registers', v.engine, v.version) END)"
+    " FROM engine_versions v"
+    " CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM host_engines e JOIN hosts ho"
+    "     ON ho.id = e.host_id AND ho.state = 'healthy'"
+    "   WHERE e.engine = v.engine AND e.version = v.version) h"
+    " WHERE v.release_order > $1::int AND ($2::text IS NULL OR v.engine = $2)"
+    " ORDER BY v.release_order LIMIT $3::int"};
+
+enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, json_t **items,
+                                     char *next_key)
+{
+    const char *params[2] = {page->has_after ? page->after : "-1", NULL};
+    return store_list(conn, &list_node_types, 2, params, page, items, next_key);
+}
+
+enum db_status store_node_type_get(struct db_conn *conn, const char *name, json_t **out)
+{
+    const char *params[1] = {name};
+    return store_get_json(conn, &get_node_type, 1, params, out);
+}
+
+enum db_status store_engine_versions_list(struct db_conn *conn, const char *engine,
+                                          const struct page *page, json_t **items, char *next_key)
+{
+    const char *params[3] = {page->has_after ? page->after : "-1", engine, NULL};
+    return store_list(conn, &list_engine_versions, 3, params, page, items, next_key);
+}

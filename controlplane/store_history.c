@@ -1,0 +1,70 @@
+/* store_history.c -- operations and events, as the API reads them. Later
+ * modules write them; this file only lists and fetches. */
+#include <string.h>
+
+#include "store.h"
+
+#define OPERATION_JSON                                                                             \
+    "json_build_object('id', id, 'cluster_id', cluster_id, 'kind', kind, 'state', state,"          \
+    " 'step', step, 'step_name', step_name, 'progress', progress, 'error', error,"                 \
+    " 'created_at', " STORE_TS("created_at") ", 'started_at', " STORE_TS(                          \
+        "started_at") ","                                                                          \
+                      " 'finished_at', " STORE_TS("finished_at") ", 'updated_at', " STORE_TS(      \
+                          "updated_at") ")"
+
+static const struct db_stmt list_operations = {"SELECT " STORE_TS(
+    "created_at") " || '|' || id, " OPERATION_JSON " FROM operations"
+                  " WHERE ($1::uuid IS NULL OR cluster_id = $1::uuid)"
+                  "   AND ($2::text IS NULL OR state = $2) AND ($3::text IS NULL OR kind = $3)"
+                  "   AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, "
+                  "$5::uuid))"
+                  " ORDER BY created_at DESC, id DESC LIMIT $6::int"};
+
+static const struct db_stmt get_operation = {"SELECT " OPERATION_JSON
+                                             " FROM operations WHERE id = $1::uuid"};
+
+static const struct db_stmt list_events = {
+    "SELECT id::text, json_build_object('id', id::text, 'cluster_id', cluster_id,"
+    "  'operation_id', operation_id, 'type', type, 'severity', severity, 'message', message,"
+    "  'detail', detail, 'created_at', " STORE_TS(
+        "created_at") ")"
+                      " FROM events"
+                      " WHERE id > $1::bigint AND ($2::uuid IS NULL OR cluster_id = $2::uuid)"
+                      "   AND ($3::timestamptz IS NULL OR created_at >= $3::timestamptz)"
+                      " ORDER BY id LIMIT $4::int"};
+
+/* Split a "time|id" page key in place; both pointers NULL without a key. */
+static void split_key(const struct page *page, char *buf, const char **time, const char **id)
+{
+    *time = *id = NULL;
+    if (!page->has_after)
+        return;
+    strcpy(buf, page->after);
+    char *bar = strchr(buf, '|');
+    *bar = '\0';
+    *time = buf;
+    *id = bar + 1;
+}
+
+enum db_status store_operations_list(struct db_conn *conn, const struct store_operation_filter *f,
+                                     const struct page *page, json_t **items, char *next_key)
+{
+    char key[PAGE_KEY_MAX];
+    const char *params[6] = {f->cluster_id, f->state, f->kind, NULL, NULL, NULL};
+
+    split_key(page, key, &params[3], &params[4]);
+    return store_list(conn, &list_operations, 6, params, page, items, next_key);
+}
+
+enum db_status store_operation_get(struct db_conn *conn, const char *id, json_t **out)
+{
+    const char *params[1] = {id};
+    return store_get_json(conn, &get_operation, 1, params, out);
+}
+
+enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
+                                 const struct page *page, json_t **items, char *next_key)
+{
+    const char *params[4] = {page->has_after ? page->after : "0", f->cluster_id, f->since, NULL};
+    return store_list(conn, &list_events, 4, params, page, items, next_key);
+}

@@ -1,0 +1,112 @@
+/* store_tokens.c -- api_tokens: only the hash of a token's secret is kept. */
+#include <stdio.h>
+#include <string.h>
+
+#include "store.h"
+
+#define TOKEN_JSON                                                                                 \
+    "json_build_object('id', id, 'name', name, 'scope', scope,"                                    \
+    " 'created_at', " STORE_TS("created_at") ", 'last_used_at', " STORE_TS(                        \
+        "last_used_at") ","                                                                        \
+                        " 'revoked_at', " STORE_TS("revoked_at") ")"
+
+static const struct db_stmt insert_token = {
+    "INSERT INTO api_tokens (id, name, scope, secret_hash) VALUES ($1, $2, $3, $4::bytea)"
+    " RETURNING " TOKEN_JSON};
+
+static const struct db_stmt list_tokens = {"SELECT " STORE_TS(
+    "created_at") " || '|' || id, " TOKEN_JSON " FROM api_tokens"
+                  " WHERE $1::timestamptz IS NULL OR (created_at, id) > ($1::timestamptz, $2)"
+                  " ORDER BY created_at, id LIMIT $3::int"};
+
+static const struct db_stmt token_secret = {
+    "SELECT scope, encode(secret_hash, 'hex'), revoked_at IS NOT NULL,"
+    " last_used_at IS NULL OR last_used_at < now() - interval '1 minute'"
+    " FROM api_tokens WHERE id = $1"};
+
+static const struct db_stmt touch_token = {"UPDATE api_tokens SET last_used_at = now()"
+                                           " WHERE id = $1"};
+
+static const struct db_stmt revoke_token = {"UPDATE api_tokens SET revoked_at = now()"
+                                            " WHERE id = $1 AND revoked_at IS NULL"};
+
+enum db_status store_token_insert(struct db_conn *conn, const struct auth_token *token,
+                                  const char *name, enum token_scope scope, json_t **out)
+{
+    char hash[2 + 2 * CRYPTO_SHA256_LEN + 1] = "\\x";
+    const char *params[4] = {token->id, name, auth_scope_name(scope), hash};
+
+    crypto_hex(token->hash, CRYPTO_SHA256_LEN, hash + 2);
+    return store_get_json(conn, &insert_token, 4, params, out);
+}
+
+enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, json_t **items,
+                                 char *next_key)
+{
+    char key[PAGE_KEY_MAX];
+    const char *params[3] = {NULL, NULL, NULL};
+
+    if (page->has_after) {
+        strcpy(key, page->after);
+        char *bar = strchr(key, '|');
+        *bar = '\0';
+        params[0] = key;
+        params[1] = bar + 1;
+    }
+    return store_list(conn, &list_tokens, 3, params, page, items, next_key);
+}
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c - 'a' + 10;
+}
+
+enum db_status store_token_secret(struct db_conn *conn, const char *id,
+                                  struct store_token_secret *out)
+{
+    const char *params[1] = {id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &token_secret, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return DB_NOT_FOUND;
+    }
+    const char *hex = PQgetvalue(res, 0, 1);
+    if (strlen(hex) != 2 * CRYPTO_SHA256_LEN ||
+        !auth_scope_parse(PQgetvalue(res, 0, 0), &out->scope)) {
+        PQclear(res);
+        return DB_ERROR;
+    }
+    for (int i = 0; i < CRYPTO_SHA256_LEN; i++)
+        out->hash[i] = (unsigned char)(hex_value(hex[2 * i]) << 4 | hex_value(hex[2 * i + 1]));
+    out->revoked = PQgetvalue(res, 0, 2)[0] == 't';
+    out->stale_last_used = PQgetvalue(res, 0, 3)[0] == 't';
+    PQclear(res);
+    return DB_OK;
+}
+
+static enum db_status run_update(struct db_conn *conn, const struct db_stmt *stmt, const char *id)
+{
+    const char *params[1] = {id};
+    enum db_status st;
+    PGresult *res = db_query(conn, stmt, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    st = strcmp(PQcmdTuples(res), "0") == 0 ? DB_NOT_FOUND : DB_OK;
+    PQclear(res);
+    return st;
+}
+
+enum db_status store_token_touch(struct db_conn *conn, const char *id)
+{
+    return run_update(conn, &touch_token, id);
+}
+
+enum db_status store_token_revoke(struct db_conn *conn, const char *id)
+{
+    return run_update(conn, &revoke_token, id);
+}

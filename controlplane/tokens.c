@@ -1,0 +1,79 @@
+/* tokens.c -- token creation and revocation rules. */
+#include "tokens.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "store.h"
+
+static const char *const scopes[] = {"admin", "read", NULL};
+
+static bool check_token_name(const json_t *value, char *msg, size_t msgsize)
+{
+    const char *s = json_string_value(value);
+    if (strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == strlen(s))
+        return true;
+    snprintf(msg, msgsize, "may contain only letters, digits, '.', '_' and '-'");
+    return false;
+}
+
+const struct jspec_field tokens_create_spec[] = {
+    {.name = "name",
+     .type = JSPEC_STRING,
+     .required = true,
+     .min_len = 1,
+     .max_len = TOKENS_NAME_MAX,
+     .check = check_token_name},
+    {.name = "scope", .type = JSPEC_STRING, .required = true, .one_of = scopes},
+    {0},
+};
+
+struct create_call {
+    const char *name;
+    enum token_scope scope;
+    struct auth_token token;
+    json_t *out;
+};
+
+static enum db_status create_fn(struct db_conn *conn, void *arg)
+{
+    struct create_call *c = arg;
+    json_decref(c->out);
+    c->out = NULL;
+    /* A fresh id each attempt: a clash on the 48-bit id is retried. */
+    auth_token_new(&c->token);
+    return store_token_insert(conn, &c->token, c->name, c->scope, &c->out);
+}
+
+enum db_status tokens_create(struct db_pool *pool, const char *name, enum token_scope scope,
+                             json_t **out)
+{
+    struct create_call call = {.name = name, .scope = scope};
+    enum db_status st = DB_CONFLICT;
+
+    for (int attempt = 0; attempt < 3 && st == DB_CONFLICT; attempt++)
+        st = db_tx(pool, DB_READ_COMMITTED, create_fn, &call);
+    if (st != DB_OK) {
+        json_decref(call.out);
+        return st;
+    }
+    json_object_set_new(call.out, "token", json_string(call.token.text));
+    *out = call.out;
+    return DB_OK;
+}
+
+struct revoke_call {
+    const char *id;
+};
+
+static enum db_status revoke_fn(struct db_conn *conn, void *arg)
+{
+    struct revoke_call *c = arg;
+    return store_token_revoke(conn, c->id);
+}
+
+enum db_status tokens_revoke(struct db_pool *pool, const char *id)
+{
+    struct revoke_call call = {id};
+    return db_tx(pool, DB_READ_COMMITTED, revoke_fn, &call);
+}

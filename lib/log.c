@@ -1,0 +1,89 @@
+/* log.c -- logfmt lines on standard error, one write(2) per line so lines
+ * from concurrent threads never interleave. */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static enum log_level min_level = LOG_INFO;
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void log_set_level(enum log_level level)
+{
+    min_level = level;
+}
+
+int log_parse_level(const char *s, enum log_level *out)
+{
+    for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+        if (strcmp(s, level_names[i]) == 0) {
+            *out = (enum log_level)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *log_quote(char *buf, size_t size, const char *s)
+{
+    size_t o = 0;
+
+    if (size < 3) {
+        if (size)
+            buf[0] = '\0';
+        return buf;
+    }
+    buf[o++] = '"';
+    for (; s != NULL && *s != '\0' && o + 3 < size; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = (char)c;
+        } else if (c < 0x20) {
+            buf[o++] = ' ';
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
+void log_write(enum log_level level, const char *msg, const char *fmt, ...)
+{
+    char line[4096];
+    char quoted[512];
+    struct timeval tv;
+    struct tm tm;
+    int n;
+
+    if (level < min_level)
+        return;
+    gettimeofday(&tv, NULL);
+    gmtime_r(&tv.tv_sec, &tm);
+    n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s msg=%s",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (long)(tv.tv_usec / 1000), level_names[level],
+                 log_quote(quoted, sizeof(quoted), msg));
+    if (fmt != NULL && n > 0 && (size_t)n < sizeof(line) - 2) {
+        va_list ap;
+        line[n++] = ' ';
+        va_start(ap, fmt);
+        int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+        va_end(ap);
+        if (m > 0)
+            n += m;
+    }
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(line) - 1)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    (void)!write(STDERR_FILENO, line, (size_t)n);
+}

@@ -1,0 +1,16 @@
+/* timeutil.h -- clocks and RFC 3339 timestamps. */
+#ifndef CAIRN_TIMEUTIL_H
+#define CAIRN_TIMEUTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Monotonic clock in microseconds, for durations and deadlines. */
+int64_t time_mono_us(void);
+
+/* Check that s is an RFC 3339 date-time ("2026-11-30T08:30:00Z",
+ * optional fraction, "Z" or a +hh:mm / -hh:mm offset), with every field in
+ * range. Pure: no time zone database or locale is consulted. */
+bool time_is_rfc3339(const char *s);
+
+#endif
