@@ -18,6 +18,14 @@ struct api_list {
                             json_t **items, char *next_key);
 };
 
+/* Fetch one page of list on a pooled connection; *items (owned by the
+ * caller) and next_key as for the store's list functions. */
+enum db_status api_fetch_page(struct db_pool *pool, const struct api_list *list, const void *filter,
+                              const struct page *page, json_t **items, char *next_key);
+
+/* The token list, for `cairnd token list` as much as for GET /v1/tokens. */
+extern const struct api_list api_tokens_listing;
+
 /* Parse page_size and page_token, fetch a page and reply with the list
  * envelope; replies 400 for bad paging input and 503/500 on database errors. */
 void api_reply_list(struct http_request *req, const struct api_list *list, const void *filter);

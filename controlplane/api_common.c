@@ -9,7 +9,7 @@ struct list_call {
     const void *filter;
     const struct page *page;
     json_t *items;
-    char next_key[PAGE_KEY_MAX];
+    char *next_key;
 };
 
 static enum db_status list_fn(struct db_conn *conn, void *arg)
@@ -18,6 +18,20 @@ static enum db_status list_fn(struct db_conn *conn, void *arg)
     json_decref(c->items);
     c->items = NULL;
     return c->list->fetch(conn, c->filter, c->page, &c->items, c->next_key);
+}
+
+enum db_status api_fetch_page(struct db_pool *pool, const struct api_list *list, const void *filter,
+                              const struct page *page, json_t **items, char *next_key)
+{
+    struct list_call call = {list, filter, page, NULL, next_key};
+    enum db_status st = db_run(pool, list_fn, &call);
+
+    if (st != DB_OK) {
+        json_decref(call.items);
+        return st;
+    }
+    *items = call.items;
+    return DB_OK;
 }
 
 void api_reply_list(struct http_request *req, const struct api_list *list, const void *filter)
@@ -40,16 +54,16 @@ void api_reply_list(struct http_request *req, const struct api_list *list, const
         }
         page.has_after = true;
     }
-    struct list_call call = {list, filter, &page, NULL, ""};
-    enum db_status st = db_run(req->app->db, list_fn, &call);
+    json_t *items;
+    char next_key[PAGE_KEY_MAX];
+    enum db_status st = api_fetch_page(req->app->db, list, filter, &page, &items, next_key);
     if (st != DB_OK) {
-        json_decref(call.items);
         http_reply_db_error(req, st);
         return;
     }
-    http_reply_json(req, 200,
-                    page_envelope(list->items, call.items, list->list,
-                                  call.next_key[0] != '\0' ? call.next_key : NULL));
+    http_reply_json(
+        req, 200,
+        page_envelope(list->items, items, list->list, next_key[0] != '\0' ? next_key : NULL));
 }
 
 struct get_call {

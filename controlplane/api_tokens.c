@@ -13,11 +13,11 @@ static enum db_status fetch_page(struct db_conn *conn, const void *filter, const
     return store_tokens_list(conn, page, items, next_key);
 }
 
-static const struct api_list tokens = {"tokens", "tokens", PAGE_KEY_TIME_HEX12, fetch_page};
+const struct api_list api_tokens_listing = {"tokens", "tokens", PAGE_KEY_TIME_HEX12, fetch_page};
 
 void api_tokens_list(struct http_request *req)
 {
-    api_reply_list(req, &tokens, NULL);
+    api_reply_list(req, &api_tokens_listing, NULL);
 }
 
 void api_tokens_create(struct http_request *req)

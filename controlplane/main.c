@@ -139,7 +139,8 @@ static bool prepare_schema(const struct config *cfg, bool no_migrate)
                      "schema_version=%d wanted=%d", version, migrate_latest());
         }
     } else if (migrate_apply(pg, &version, &applied, err, sizeof(err))) {
-        log_info("schema ready", "schema_version=%d applied=%d", version, applied);
+        if (applied > 0)
+            log_info("schema migrated", "schema_version=%d applied=%d", version, applied);
     } else {
         ok = false;
     }
@@ -209,8 +210,7 @@ static int cmd_token_create(struct cli *cli, struct db_pool *pool)
     if (!jspec_check(body, tokens_create_spec, errors)) {
         size_t i;
         json_t *e;
-        json_array_foreach(errors, i, e)
-        {
+        json_array_foreach (errors, i, e) {
             fprintf(stderr, "cairnd: --%s %s\n", json_string_value(json_object_get(e, "field")),
                     json_string_value(json_object_get(e, "message")));
         }
@@ -236,44 +236,29 @@ static const char *or_dash(json_t *v)
     return json_is_string(v) ? json_string_value(v) : "-";
 }
 
-struct list_call {
-    struct page page;
-    json_t *items;
-    char next[PAGE_KEY_MAX];
-};
-
-static enum db_status list_fn(struct db_conn *conn, void *arg)
-{
-    struct list_call *c = arg;
-    json_decref(c->items);
-    c->items = NULL;
-    return store_tokens_list(conn, &c->page, &c->items, c->next);
-}
-
 static int cmd_token_list(struct db_pool *pool)
 {
-    struct list_call call = {.page = {.size = PAGE_SIZE_MAX}};
+    struct page page = {.size = PAGE_SIZE_MAX};
+    char next[PAGE_KEY_MAX];
+    json_t *items, *t;
     size_t i;
-    json_t *t;
 
     printf("%-12s  %-24s  %-5s  %-27s  %-27s  %s\n", "ID", "NAME", "SCOPE", "CREATED", "LAST_USED",
            "REVOKED");
     do {
-        if (db_run(pool, list_fn, &call) != DB_OK)
+        if (api_fetch_page(pool, &api_tokens_listing, NULL, &page, &items, next) != DB_OK)
             return fail("%s", "could not list tokens (see the log above)");
-        json_array_foreach(call.items, i, t)
-        {
+        json_array_foreach (items, i, t) {
             printf("%-12s  %-24s  %-5s  %-27s  %-27s  %s\n", or_dash(json_object_get(t, "id")),
                    or_dash(json_object_get(t, "name")), or_dash(json_object_get(t, "scope")),
                    or_dash(json_object_get(t, "created_at")),
                    or_dash(json_object_get(t, "last_used_at")),
                    or_dash(json_object_get(t, "revoked_at")));
         }
-        json_decref(call.items);
-        call.items = NULL;
-        call.page.has_after = call.next[0] != '\0';
-        strcpy(call.page.after, call.next);
-    } while (call.page.has_after);
+        json_decref(items);
+        page.has_after = next[0] != '\0';
+        strcpy(page.after, next);
+    } while (page.has_after);
     return 0;
 }
 

@@ -103,8 +103,7 @@ static void check_object(const json_t *object, const struct jspec_field *fields,
         }
         free(sub);
     }
-    json_object_foreach((json_t *)object, key, value)
-    {
+    json_object_foreach ((json_t *)object, key, value) {
         const struct jspec_field *f = fields;
         while (f->name != NULL && strcmp(f->name, key) != 0)
             f++;
@@ -148,8 +147,7 @@ static void check_value(const json_t *value, const struct jspec_field *spec, con
         if (spec->items != NULL) {
             size_t i;
             json_t *item;
-            json_array_foreach(value, i, item)
-            {
+            json_array_foreach (value, i, item) {
                 char *sub = xasprintf("%s[%zu]", path, i);
                 check_value(item, spec->items, sub, errors);
                 free(sub);

@@ -1,0 +1,203 @@
+# shellcheck shell=bash
+# stack.sh -- shell helpers shared by scripts/demo and tests/bench: a private
+# PostgreSQL 15 cluster (run as the right user) and control of daemons by pid.
+#
+# Sourced by bash scripts that use `set -euo pipefail`; set PROG first (it
+# prefixes every message). Paths handed to these functions must be absolute.
+
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+
+say() { printf '%s: %s\n' "$PROG" "$*"; }
+warn() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() {
+    warn "$*"
+    exit 1
+}
+
+# show_log_tail FILE [LINES] -- copy the end of a log to stderr, framed, so a
+# failure message comes with its cause.
+show_log_tail() {
+    local file=$1 lines=${2:-30}
+    [ -s "$file" ] || return 0
+    printf -- '--- last %s lines of %s ---\n' "$lines" "$file" >&2
+    tail -n "$lines" "$file" >&2
+    printf -- '---\n' >&2
+}
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# pg_as_owner CMD [ARGS...] -- run a PostgreSQL server program as the user that
+# owns the cluster: ourselves, or "postgres" when we are root (initdb, postgres
+# and pg_ctl all refuse to run as root). Runs from / so a cwd the postgres user
+# cannot enter does not matter.
+pg_as_owner() {
+    if is_root; then
+        (cd / && runuser -u postgres -- "$@")
+    else
+        "$@"
+    fi
+}
+
+# pg_blocking_parent PATH -- print the topmost parent directory of PATH that
+# the postgres user cannot search (the usual reason it cannot reach a checkout
+# under /root), or nothing.
+pg_blocking_parent() {
+    local part dir="" parts
+    IFS=/ read -ra parts <<<"${1#/}"
+    unset 'parts[${#parts[@]}-1]'
+    for part in "${parts[@]}"; do
+        dir=$dir/$part
+        if ! runuser -u postgres -- test -x "$dir"; then
+            printf '%s\n' "$dir"
+            return 0
+        fi
+    done
+}
+
+# pg_prepare_path PATH dir|file -- create the directory or file PATH for the
+# server's use. As root, a file or a new (empty) directory is handed to the
+# postgres user, and we check that postgres can write PATH; if it cannot, we
+# stop and say what to do.
+pg_prepare_path() {
+    local path=$1 kind=$2 fresh=no blocked
+    if [ "$kind" = dir ]; then
+        [ -d "$path" ] && [ -n "$(ls -A "$path" 2>/dev/null)" ] || fresh=yes
+        mkdir -p "$path"
+        [ "$fresh" = no ] || chmod 700 "$path"
+    else
+        touch "$path"
+    fi
+    is_root || return 0
+    id -u postgres >/dev/null 2>&1 ||
+        die "running as root, but there is no 'postgres' user to run PostgreSQL as (is postgresql-15 installed? see scripts/install-deps)"
+    if [ "$kind" = file ] || [ "$fresh" = yes ]; then
+        chown postgres:postgres "$path"
+    fi
+    runuser -u postgres -- test -w "$path" && return 0
+    blocked=$(pg_blocking_parent "$path")
+    if [ -n "$blocked" ]; then
+        die "PostgreSQL refuses to run as root, so it runs as user 'postgres', which cannot reach $path" \
+            "because it may not enter $blocked. Either let it (chmod o+x $blocked, and likewise for any" \
+            "directory below it that is closed), use a checkout outside $blocked, or run this as a non-root user."
+    fi
+    die "the postgres user cannot write $path (owner: $(stat -c %U "$path")); fix its ownership (chown -R postgres: $path) or remove it"
+}
+
+# pg_init DATADIR [INITDB_ARGS...] -- initdb a cluster whose superuser is
+# "cairn", trusted over loopback, unless DATADIR already holds one. initdb's
+# output goes to stdout.
+pg_init() {
+    local dir=$1
+    shift
+    [ -f "$dir/PG_VERSION" ] && return 0
+    pg_as_owner "$PG_BIN/initdb" -D "$dir" -U cairn -A trust -E UTF8 --locale=C "$@"
+}
+
+# pg_is_running DATADIR -- true when a postmaster runs on DATADIR.
+pg_is_running() {
+    [ -f "$1/PG_VERSION" ] && pg_as_owner "$PG_BIN/pg_ctl" status -D "$1" >/dev/null 2>&1
+}
+
+# pg_running_port DATADIR -- print the port of the postmaster running on
+# DATADIR (line 4 of postmaster.pid).
+pg_running_port() {
+    sed -n 4p "$1/postmaster.pid"
+}
+
+# pg_start DATADIR PORT LOGFILE [POSTGRES_ARGS] -- start the cluster listening
+# on 127.0.0.1:PORT only (no Unix socket, so nothing lands in system paths) and
+# wait until it accepts connections. On failure, show the log and exit.
+pg_start() {
+    local dir=$1 port=$2 log=$3 extra=${4:-}
+    pg_prepare_path "$log" file
+    if ! pg_as_owner "$PG_BIN/pg_ctl" start -D "$dir" -l "$log" -w -t 60 -s \
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' $extra"; then
+        show_log_tail "$log"
+        die "PostgreSQL did not start (data directory $dir, port $port)"
+    fi
+}
+
+# pg_stop DATADIR -- fast shutdown (disconnect clients, checkpoint) if running.
+pg_stop() {
+    pg_is_running "$1" || return 0
+    pg_as_owner "$PG_BIN/pg_ctl" stop -D "$1" -m fast -w -t 60 -s
+}
+
+# pg_ensure_db PORT NAME -- create database NAME on the local cluster unless it
+# exists.
+pg_ensure_db() {
+    local port=$1 name=$2 found
+    found=$("$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U cairn -d postgres -XtAq -v name="$name" \
+        <<<"SELECT 1 FROM pg_database WHERE datname = :'name'")
+    [ "$found" = 1 ] && return 0
+    "$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U cairn "$name"
+}
+
+# free_port -- print a TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+    /usr/bin/python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# port_in_use HOST PORT -- true when something accepts connections there.
+port_in_use() {
+    # shellcheck disable=SC2016 # $1 and $2 belong to the inner shell
+    timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null
+}
+
+# proc_is NAME PID -- true when PID is alive and is a process called NAME (so a
+# stale pid file that now names someone else's process is not trusted).
+proc_is() {
+    local name=$1 pid=$2
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$name" ]
+}
+
+# proc_stop NAME PID TIMEOUT -- SIGTERM, wait up to TIMEOUT seconds for the
+# process to exit, then SIGKILL.
+proc_stop() {
+    local name=$1 pid=$2 timeout=$3 tenths=0
+    proc_is "$name" "$pid" || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    while proc_is "$name" "$pid"; do
+        if [ "$tenths" -ge $((timeout * 10)) ]; then
+            warn "$name (pid $pid) still running after ${timeout}s; sending SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+            return 0
+        fi
+        sleep 0.1
+        tenths=$((tenths + 1))
+    done
+}
+
+# cairnd_start BIN LISTEN LOGFILE PIDFILE [SERVE_ARGS...] -- start BIN serve in
+# the background, detached from our session, appending its output to LOGFILE
+# and writing its pid to PIDFILE. CAIRN_DATABASE_URL must be set.
+cairnd_start() {
+    local bin=$1 listen=$2 log=$3 pidfile=$4
+    shift 4
+    setsid "$bin" serve --listen "$listen" "$@" </dev/null >>"$log" 2>&1 &
+    echo "$!" >"$pidfile"
+}
+
+# wait_healthy URL NAME PID LOGFILE TIMEOUT -- poll URL until it answers 2xx.
+# If process NAME/PID dies or TIMEOUT seconds pass first, show LOGFILE's tail
+# and exit.
+wait_healthy() {
+    local url=$1 name=$2 pid=$3 log=$4 timeout=$5 deadline
+    deadline=$((SECONDS + timeout))
+    until curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            show_log_tail "$log"
+            die "$name exited before answering $url"
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            show_log_tail "$log"
+            die "$name (pid $pid) did not answer $url within ${timeout}s"
+        fi
+        sleep 0.1
+    done
+}
