@@ -15,13 +15,13 @@ struct api_list {
     const char *list;  /* "node-types" */
     enum page_key shape;
     enum db_status (*fetch)(struct db_conn *conn, const void *filter, const struct page *page,
-                            json_t **items, char *next_key);
+                            char **items, char *next_key);
 };
 
-/* Fetch one page of list on a pooled connection; *items (owned by the
- * caller) and next_key as for the store's list functions. */
+/* Fetch one page of list on a pooled connection; *items (JSON text owned
+ * by the caller) and next_key as for the store's list functions. */
 enum db_status api_fetch_page(struct db_pool *pool, const struct api_list *list, const void *filter,
-                              const struct page *page, json_t **items, char *next_key);
+                              const struct page *page, char **items, char *next_key);
 
 /* The token list, for `cairnd token list` as much as for GET /v1/tokens. */
 extern const struct api_list api_tokens_listing;
@@ -30,10 +30,10 @@ extern const struct api_list api_tokens_listing;
  * envelope; replies 400 for bad paging input and 503/500 on database errors. */
 void api_reply_list(struct http_request *req, const struct api_list *list, const void *filter);
 
-/* Fetch one JSON document by key and reply 200 with it, or with
+/* Fetch one JSON document (as text) by key and reply 200 with it, or with
  * not_found (whose detail names the key) when the store has none. */
 void api_reply_get(struct http_request *req,
-                   enum db_status (*fetch)(struct db_conn *conn, const char *key, json_t **out),
+                   enum db_status (*fetch)(struct db_conn *conn, const char *key, char **out),
                    const char *key, enum problem_code not_found);
 
 /* Check an optional query parameter against a set of values (NULL

@@ -1,5 +1,6 @@
 /* api_common.c -- list and single-read plumbing shared by the handlers. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
@@ -8,26 +9,26 @@ struct list_call {
     const struct api_list *list;
     const void *filter;
     const struct page *page;
-    json_t *items;
+    char *items;
     char *next_key;
 };
 
 static enum db_status list_fn(struct db_conn *conn, void *arg)
 {
     struct list_call *c = arg;
-    json_decref(c->items);
+    free(c->items);
     c->items = NULL;
     return c->list->fetch(conn, c->filter, c->page, &c->items, c->next_key);
 }
 
 enum db_status api_fetch_page(struct db_pool *pool, const struct api_list *list, const void *filter,
-                              const struct page *page, json_t **items, char *next_key)
+                              const struct page *page, char **items, char *next_key)
 {
     struct list_call call = {list, filter, page, NULL, next_key};
     enum db_status st = db_run(pool, list_fn, &call);
 
     if (st != DB_OK) {
-        json_decref(call.items);
+        free(call.items);
         return st;
     }
     *items = call.items;
@@ -54,22 +55,22 @@ void api_reply_list(struct http_request *req, const struct api_list *list, const
         }
         page.has_after = true;
     }
-    json_t *items;
+    char *items;
     char next_key[PAGE_KEY_MAX];
     enum db_status st = api_fetch_page(req->app->db, list, filter, &page, &items, next_key);
     if (st != DB_OK) {
         http_reply_db_error(req, st);
         return;
     }
-    http_reply_json(
+    http_reply_json_text(
         req, 200,
         page_envelope(list->items, items, list->list, next_key[0] != '\0' ? next_key : NULL));
 }
 
 struct get_call {
-    enum db_status (*fetch)(struct db_conn *conn, const char *key, json_t **out);
+    enum db_status (*fetch)(struct db_conn *conn, const char *key, char **out);
     const char *key;
-    json_t *out;
+    char *out;
 };
 
 static enum db_status get_fn(struct db_conn *conn, void *arg)
@@ -79,7 +80,7 @@ static enum db_status get_fn(struct db_conn *conn, void *arg)
 }
 
 void api_reply_get(struct http_request *req,
-                   enum db_status (*fetch)(struct db_conn *conn, const char *key, json_t **out),
+                   enum db_status (*fetch)(struct db_conn *conn, const char *key, char **out),
                    const char *key, enum problem_code not_found)
 {
     struct get_call call = {fetch, key, NULL};
@@ -90,7 +91,7 @@ void api_reply_get(struct http_request *req,
     else if (st != DB_OK)
         http_reply_db_error(req, st);
     else
-        http_reply_json(req, 200, call.out);
+        http_reply_json_text(req, 200, call.out);
 }
 
 static void reject_query(struct http_request *req, const char *name, const char *message)

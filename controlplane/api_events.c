@@ -4,7 +4,7 @@
 #include "timeutil.h"
 
 static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
-                                 json_t **items, char *next_key)
+                                 char **items, char *next_key)
 {
     return store_events_list(conn, filter, page, items, next_key);
 }

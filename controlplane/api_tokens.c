@@ -7,7 +7,7 @@
 #include "xalloc.h"
 
 static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
-                                 json_t **items, char *next_key)
+                                 char **items, char *next_key)
 {
     (void)filter;
     return store_tokens_list(conn, page, items, next_key);

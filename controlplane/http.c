@@ -80,6 +80,11 @@ void http_reply_json(struct http_request *req, int status, json_t *body)
     reply_document(req, status, body, "application/json");
 }
 
+void http_reply_json_text(struct http_request *req, int status, char *text)
+{
+    set_reply(req, status, text, strlen(text), "application/json");
+}
+
 void http_reply_empty(struct http_request *req, int status)
 {
     set_reply(req, status, NULL, 0, NULL);

@@ -67,6 +67,9 @@ void http_stop(struct http_server *server, int timeout_s);
 /* Reply with a JSON document; takes ownership of body. */
 void http_reply_json(struct http_request *req, int status, json_t *body);
 
+/* Reply with JSON text already encoded; takes ownership of text. */
+void http_reply_json_text(struct http_request *req, int status, char *text);
+
 /* Reply with no body (204, for instance). */
 void http_reply_empty(struct http_request *req, int status);
 

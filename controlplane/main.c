@@ -240,14 +240,17 @@ static int cmd_token_list(struct db_pool *pool)
 {
     struct page page = {.size = PAGE_SIZE_MAX};
     char next[PAGE_KEY_MAX];
+    char *text;
     json_t *items, *t;
     size_t i;
 
     printf("%-12s  %-24s  %-5s  %-27s  %-27s  %s\n", "ID", "NAME", "SCOPE", "CREATED", "LAST_USED",
            "REVOKED");
     do {
-        if (api_fetch_page(pool, &api_tokens_listing, NULL, &page, &items, next) != DB_OK)
+        if (api_fetch_page(pool, &api_tokens_listing, NULL, &page, &text, next) != DB_OK)
             return fail("%s", "could not list tokens (see the log above)");
+        items = json_loads(text, 0, NULL);
+        free(text);
         json_array_foreach (items, i, t) {
             printf("%-12s  %-24s  %-5s  %-27s  %-27s  %s\n", or_dash(json_object_get(t, "id")),
                    or_dash(json_object_get(t, "name")), or_dash(json_object_get(t, "scope")),

@@ -9,6 +9,7 @@
 
 #include "crypto.h"
 #include "timeutil.h"
+#include "xalloc.h"
 
 #define PAGE_TOKEN_VERSION "p1"
 
@@ -107,14 +108,18 @@ bool page_token_decode(const char *token, const char *list, enum page_key shape,
     return key_has_shape(key, shape);
 }
 
-json_t *page_envelope(const char *name, json_t *items, const char *list, const char *next_key)
+char *page_envelope(const char *name, char *items, const char *list, const char *next_key)
 {
-    json_t *out = json_object();
-    json_object_set_new(out, name, items);
-    if (next_key != NULL) {
-        char token[PAGE_TOKEN_MAX];
+    char token[PAGE_TOKEN_MAX];
+    char *out;
+
+    /* Names and base64url tokens need no JSON escaping. */
+    if (next_key == NULL) {
+        out = xasprintf("{\"%s\":%s}", name, items);
+    } else {
         page_token_encode(list, next_key, token);
-        json_object_set_new(out, "next_page_token", json_string(token));
+        out = xasprintf("{\"%s\":%s,\"next_page_token\":\"%s\"}", name, items, token);
     }
+    free(items);
     return out;
 }

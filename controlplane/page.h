@@ -7,7 +7,6 @@
 #ifndef CAIRN_PAGE_H
 #define CAIRN_PAGE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -43,9 +42,10 @@ bool page_token_decode(const char *token, const char *list, enum page_key shape,
 /* Whether s is a canonical lower- or upper-case hyphenated UUID. Pure. */
 bool page_is_uuid(const char *s);
 
-/* Build a list reply {"<name>": items, "next_page_token": ...}; takes
- * ownership of items. next_key is the key of the last item when more exist,
- * or NULL. */
-json_t *page_envelope(const char *name, json_t *items, const char *list, const char *next_key);
+/* Build the text of a list reply {"<name>": items, "next_page_token": ...}
+ * around items, the JSON text of an array; takes ownership of items and
+ * returns a new string. next_key is the key of the last item when more
+ * exist, or NULL. */
+char *page_envelope(const char *name, char *items, const char *list, const char *next_key);
 
 #endif

@@ -2,9 +2,11 @@
  *
  * Every function takes a borrowed connection (see db.h), binds all values as
  * parameters, and returns a db_status. Reads that feed the API return JSON
- * built by PostgreSQL in the API's shape; the caller owns what comes back.
- * List functions take a page (page.h) and return at most page->size items,
- * writing the key of the last one to next_key when more exist ("" when not). */
+ * text built by PostgreSQL in the API's shape, passed through to the reply
+ * without being parsed and printed again; the caller frees it. List
+ * functions take a page (page.h) and return a JSON array of at most
+ * page->size items, writing the key of the last one to next_key when more
+ * exist ("" when not). */
 #ifndef CAIRN_STORE_H
 #define CAIRN_STORE_H
 
@@ -18,30 +20,33 @@
 /* RFC 3339 UTC text with microseconds for a timestamptz column. */
 #define STORE_TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
-/* Shared by the list functions: turn rows of (key text, json text) into
- * *items, honouring the page size. */
-enum db_status store_collect(PGresult *res, int size, json_t **items, char *next_key);
+/* Shared by the list functions: join rows of (key text, json text) into a
+ * JSON array in *items, honouring the page size. */
+enum db_status store_collect(PGresult *res, int size, char **items, char *next_key);
 
 /* Run a list statement whose last parameter is the row limit: params holds
  * nparams slots, the last one left for this function to fill with
  * page->size + 1 (one more row than asked tells whether more exist). */
 enum db_status store_list(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
-                          const char **params, const struct page *page, json_t **items,
+                          const char **params, const struct page *page, char **items,
                           char *next_key);
 
-/* Run stmt and return the JSON in the first column of its single row, or
- * DB_NOT_FOUND when it returns none. */
+/* Run stmt and return the JSON in the first column of its single row, as
+ * text (store_get_text) or parsed (store_get_json), or DB_NOT_FOUND when it
+ * returns no row. */
+enum db_status store_get_text(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
+                              const char *const *params, char **out);
 enum db_status store_get_json(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
                               const char *const *params, json_t **out);
 
 /* node_types */
-enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, json_t **items,
+enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, char **items,
                                      char *next_key);
-enum db_status store_node_type_get(struct db_conn *conn, const char *name, json_t **out);
+enum db_status store_node_type_get(struct db_conn *conn, const char *name, char **out);
 
 /* engine_versions; engine (NULL for all) filters by engine. */
 enum db_status store_engine_versions_list(struct db_conn *conn, const char *engine,
-                                          const struct page *page, json_t **items, char *next_key);
+                                          const struct page *page, char **items, char *next_key);
 
 /* operations; each filter may be NULL. Newest first. */
 struct store_operation_filter {
@@ -50,8 +55,8 @@ struct store_operation_filter {
     const char *kind;
 };
 enum db_status store_operations_list(struct db_conn *conn, const struct store_operation_filter *f,
-                                     const struct page *page, json_t **items, char *next_key);
-enum db_status store_operation_get(struct db_conn *conn, const char *id, json_t **out);
+                                     const struct page *page, char **items, char *next_key);
+enum db_status store_operation_get(struct db_conn *conn, const char *id, char **out);
 
 /* events; each filter may be NULL (since is RFC 3339). Oldest first. */
 struct store_event_filter {
@@ -59,7 +64,7 @@ struct store_event_filter {
     const char *since;
 };
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
-                                 const struct page *page, json_t **items, char *next_key);
+                                 const struct page *page, char **items, char *next_key);
 
 /* api_tokens */
 struct store_token_secret {
@@ -70,7 +75,7 @@ struct store_token_secret {
 };
 enum db_status store_token_insert(struct db_conn *conn, const struct auth_token *token,
                                   const char *name, enum token_scope scope, json_t **out);
-enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, json_t **items,
+enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, char **items,
                                  char *next_key);
 enum db_status store_token_secret(struct db_conn *conn, const char *id,
                                   struct store_token_secret *out);

@@ -1,13 +1,14 @@
 /* store_catalog.c -- node types and engine versions, read-only catalogs. */
 #include "store.h"
 
+/* Numbers go out as float8 so the JSON reads 0.017, not 0.0170. */
 #define NODE_TYPE_JSON                                                                             \
     "json_build_object('name', name, 'family', family, 'size', size, 'vcpus', vcpus,"              \
-    " 'memory_gib', memory_gib, 'burstable', burstable,"                                           \
-    " 'network_gbps', json_build_object('baseline', network_baseline_gbps,"                        \
-    "                                   'burst', network_burst_gbps),"                             \
-    " 'price_usd_per_hour', json_build_object('redis', price_redis_usd_hour,"                      \
-    "                                         'valkey', price_valkey_usd_hour))"
+    " 'memory_gib', memory_gib::float8, 'burstable', burstable,"                                   \
+    " 'network_gbps', json_build_object('baseline', network_baseline_gbps::float8,"                \
+    "                                   'burst', network_burst_gbps::float8),"                     \
+    " 'price_usd_per_hour', json_build_object('redis', price_redis_usd_hour::float8,"              \
+    "                                         'valkey', price_valkey_usd_hour::float8))"
 
 static const struct db_stmt list_node_types = {
     "SELECT sort_order::text, " NODE_TYPE_JSON " FROM node_types"
@@ -37,21 +38,21 @@ static const struct db_stmt list_engine_versions = {
     " WHERE v.release_order > $1::int AND ($2::text IS NULL OR v.engine = $2)"
     " ORDER BY v.release_order LIMIT $3::int"};
 
-enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, json_t **items,
+enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, char **items,
                                      char *next_key)
 {
     const char *params[2] = {page->has_after ? page->after : "-1", NULL};
     return store_list(conn, &list_node_types, 2, params, page, items, next_key);
 }
 
-enum db_status store_node_type_get(struct db_conn *conn, const char *name, json_t **out)
+enum db_status store_node_type_get(struct db_conn *conn, const char *name, char **out)
 {
     const char *params[1] = {name};
-    return store_get_json(conn, &get_node_type, 1, params, out);
+    return store_get_text(conn, &get_node_type, 1, params, out);
 }
 
 enum db_status store_engine_versions_list(struct db_conn *conn, const char *engine,
-                                          const struct page *page, json_t **items, char *next_key)
+                                          const struct page *page, char **items, char *next_key)
 {
     const char *params[3] = {page->has_after ? page->after : "-1", engine, NULL};
     return store_list(conn, &list_engine_versions, 3, params, page, items, next_key);

@@ -47,7 +47,7 @@ static void split_key(const struct page *page, char *buf, const char **time, con
 }
 
 enum db_status store_operations_list(struct db_conn *conn, const struct store_operation_filter *f,
-                                     const struct page *page, json_t **items, char *next_key)
+                                     const struct page *page, char **items, char *next_key)
 {
     char key[PAGE_KEY_MAX];
     const char *params[6] = {f->cluster_id, f->state, f->kind, NULL, NULL, NULL};
@@ -56,14 +56,14 @@ enum db_status store_operations_list(struct db_conn *conn, const struct store_op
     return store_list(conn, &list_operations, 6, params, page, items, next_key);
 }
 
-enum db_status store_operation_get(struct db_conn *conn, const char *id, json_t **out)
+enum db_status store_operation_get(struct db_conn *conn, const char *id, char **out)
 {
     const char *params[1] = {id};
-    return store_get_json(conn, &get_operation, 1, params, out);
+    return store_get_text(conn, &get_operation, 1, params, out);
 }
 
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
-                                 const struct page *page, json_t **items, char *next_key)
+                                 const struct page *page, char **items, char *next_key)
 {
     const char *params[4] = {page->has_after ? page->after : "0", f->cluster_id, f->since, NULL};
     return store_list(conn, &list_events, 4, params, page, items, next_key);

@@ -40,7 +40,7 @@ enum db_status store_token_insert(struct db_conn *conn, const struct auth_token 
     return store_get_json(conn, &insert_token, 4, params, out);
 }
 
-enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, json_t **items,
+enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, char **items,
                                  char *next_key)
 {
     char key[PAGE_KEY_MAX];

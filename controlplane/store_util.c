@@ -1,41 +1,40 @@
 /* store_util.c -- helpers shared by the store_* files. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "store.h"
+#include "xalloc.h"
 
-static json_t *parse_cell(PGresult *res, int row, int col)
+enum db_status store_collect(PGresult *res, int size, char **items, char *next_key)
 {
-    json_error_t err;
-    json_t *v = json_loadb(PQgetvalue(res, row, col), (size_t)PQgetlength(res, row, col), 0, &err);
-    if (v == NULL)
-        log_error("database returned invalid JSON", "error=\"%s\"", err.text);
-    return v;
-}
+    int rows = PQntuples(res) < size ? PQntuples(res) : size;
+    size_t len = 2, o = 0;
+    char *out;
 
-enum db_status store_collect(PGresult *res, int size, json_t **items, char *next_key)
-{
-    int rows = PQntuples(res);
-    json_t *out = json_array();
-
-    next_key[0] = '\0';
-    for (int i = 0; i < rows && i < size; i++) {
-        json_t *item = parse_cell(res, i, 1);
-        if (item == NULL) {
-            json_decref(out);
-            return DB_ERROR;
-        }
-        json_array_append_new(out, item);
+    for (int i = 0; i < rows; i++)
+        len += (size_t)PQgetlength(res, i, 1) + 1;
+    out = xmalloc(len + 1);
+    out[o++] = '[';
+    for (int i = 0; i < rows; i++) {
+        size_t n = (size_t)PQgetlength(res, i, 1);
+        if (i > 0)
+            out[o++] = ',';
+        memcpy(out + o, PQgetvalue(res, i, 1), n);
+        o += n;
     }
-    if (rows > size && size > 0)
+    out[o++] = ']';
+    out[o] = '\0';
+    next_key[0] = '\0';
+    if (PQntuples(res) > size && size > 0)
         snprintf(next_key, PAGE_KEY_MAX, "%s", PQgetvalue(res, size - 1, 0));
     *items = out;
     return DB_OK;
 }
 
-enum db_status store_get_json(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
-                              const char *const *params, json_t **out)
+enum db_status store_get_text(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
+                              const char *const *params, char **out)
 {
     enum db_status st;
     PGresult *res = db_query(conn, stmt, nparams, params, &st);
@@ -46,13 +45,31 @@ enum db_status store_get_json(struct db_conn *conn, const struct db_stmt *stmt, 
         PQclear(res);
         return DB_NOT_FOUND;
     }
-    *out = parse_cell(res, 0, 0);
+    *out = xstrdup(PQgetvalue(res, 0, 0));
     PQclear(res);
-    return *out != NULL ? DB_OK : DB_ERROR;
+    return DB_OK;
+}
+
+enum db_status store_get_json(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
+                              const char *const *params, json_t **out)
+{
+    json_error_t err;
+    char *text = NULL;
+    enum db_status st = store_get_text(conn, stmt, nparams, params, &text);
+
+    if (st != DB_OK)
+        return st;
+    *out = json_loads(text, 0, &err);
+    free(text);
+    if (*out == NULL) {
+        log_error("database returned invalid JSON", "error=\"%s\"", err.text);
+        return DB_ERROR;
+    }
+    return DB_OK;
 }
 
 enum db_status store_list(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
-                          const char **params, const struct page *page, json_t **items,
+                          const char **params, const struct page *page, char **items,
                           char *next_key)
 {
     char limit[16];

@@ -1,0 +1,361 @@
+"""Keep api/openapi.yaml in step with cairnd's route table and error registry.
+
+Checks that the document is valid OpenAPI (with the node validator in this folder),
+that every $ref resolves, that its operations are exactly the routes `cairnd routes`
+prints, with the same scope and matching security, and that its error codes and
+problem responses agree with the registry of codes and statuses.
+
+Run from the repository root, after `make` (for bin/cairnd) and `npm ci` in this folder:
+
+    /usr/bin/python3 -m pytest tests/contract
+
+CAIRND overrides the path of the binary (default: <repo>/bin/cairnd).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+SPEC_PATH = REPO / "api" / "openapi.yaml"
+CAIRND = Path(os.environ.get("CAIRND") or REPO / "bin" / "cairnd")
+
+HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+SCOPES = ("none", "read", "admin")
+SECURITY_SCHEME = "bearer"
+PROBLEM_JSON = "application/problem+json"
+
+# The error registry as the API contract states it: code -> HTTP status.
+KNOWN_CODES = {
+    "MALFORMED_JSON": 400,
+    "VALIDATION_FAILED": 400,
+    "INVALID_QUERY_PARAMETER": 400,
+    "INVALID_PAGE_TOKEN": 400,
+    "UNAUTHENTICATED": 401,
+    "FORBIDDEN": 403,
+    "ROUTE_NOT_FOUND": 404,
+    "NODE_TYPE_NOT_FOUND": 404,
+    "OPERATION_NOT_FOUND": 404,
+    "TOKEN_NOT_FOUND": 404,
+    "METHOD_NOT_ALLOWED": 405,
+    "PAYLOAD_TOO_LARGE": 413,
+    "UNSUPPORTED_MEDIA_TYPE": 415,
+    "INTERNAL_ERROR": 500,
+    "DATABASE_UNAVAILABLE": 503,
+    "NOT_READY": 503,
+}
+
+
+# ---------------------------------------------------------------- helpers
+
+
+@pytest.fixture(scope="module")
+def spec():
+    with open(SPEC_PATH, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+@pytest.fixture(scope="module")
+def routes():
+    """The route table as `cairnd routes` prints it: {(METHOD, path): scope}."""
+    if not CAIRND.is_file() or not os.access(CAIRND, os.X_OK):
+        pytest.fail(f"{CAIRND} is missing or not executable: run `make` at the repository root "
+                    "first, or point CAIRND at the binary")
+    proc = subprocess.run([str(CAIRND), "routes"], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        pytest.fail(f"`{CAIRND} routes` exited {proc.returncode}\n"
+                    f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    try:
+        table = json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        pytest.fail(f"`{CAIRND} routes` did not print JSON ({e}):\n{proc.stdout}")
+    assert isinstance(table, list), f"`cairnd routes` printed {type(table).__name__}, not an array"
+
+    result, problems = {}, []
+    for entry in table:
+        if not (isinstance(entry, dict) and {"method", "path", "scope"} <= entry.keys()):
+            problems.append(f"entry without method, path and scope: {entry!r}")
+            continue
+        key = (entry["method"].upper(), entry["path"])
+        if key in result:
+            problems.append(f"route listed twice: {key[0]} {key[1]}")
+        result[key] = entry["scope"]
+    assert not problems, "bad `cairnd routes` output:\n  " + "\n  ".join(problems)
+    return result
+
+
+def operations(spec):
+    """Yield (METHOD, path, operation, path item) for every operation in the document."""
+    for path, item in spec.get("paths", {}).items():
+        for method in HTTP_METHODS:
+            if method in item:
+                yield method.upper(), path, item[method], item
+
+
+def resolve_pointer(doc, ref):
+    """Return the object a local `#/...` reference points at; raise KeyError if none."""
+    if not ref.startswith("#"):
+        raise KeyError(f"{ref}: not a local reference")
+    node = doc
+    for raw in ref[1:].split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise KeyError(ref)
+    return node
+
+
+def deref(doc, obj):
+    """Follow `$ref` until an object without one is reached."""
+    seen = set()
+    while isinstance(obj, dict) and "$ref" in obj:
+        ref = obj["$ref"]
+        assert ref not in seen, f"reference cycle through {ref}"
+        seen.add(ref)
+        obj = resolve_pointer(doc, ref)
+    return obj
+
+
+def walk(node, where="#"):
+    """Yield (JSON pointer, dict) for every dict in the document."""
+    if isinstance(node, dict):
+        yield where, node
+        for k, v in node.items():
+            yield from walk(v, f"{where}/{str(k).replace('~', '~0').replace('/', '~1')}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from walk(v, f"{where}/{i}")
+
+
+def kebab(code):
+    return code.lower().replace("_", "-")
+
+
+def problem_examples(spec, response):
+    """Yield (name, example value) for the problem+json examples of a resolved response."""
+    media = response.get("content", {}).get(PROBLEM_JSON)
+    if not media:
+        return
+    if "example" in media:
+        yield "example", media["example"]
+    for name, ex in media.get("examples", {}).items():
+        ex = deref(spec, ex)
+        if "value" in ex:
+            yield name, ex["value"]
+
+
+def all_responses(spec):
+    """Yield (where, status or None, resolved response) for every operation response, then
+    every component response (whose status is known only where it is used)."""
+    for method, path, op, _ in operations(spec):
+        for status, resp in op.get("responses", {}).items():
+            yield f"{method} {path} {status}", str(status), deref(spec, resp)
+    for name, resp in spec.get("components", {}).get("responses", {}).items():
+        yield f"components.responses.{name}", None, deref(spec, resp)
+
+
+# ---------------------------------------------------------------- the document itself
+
+
+def test_document_is_valid_openapi():
+    node = shutil.which("node")
+    assert node, "node is not installed: run scripts/install-deps"
+    lib = HERE / "node_modules" / "@seriousme" / "openapi-schema-validator"
+    assert lib.is_dir(), (f"{lib} is missing: run `npm ci` in {HERE} "
+                          "(the Makefile's contract-test target does this)")
+    proc = subprocess.run([node, str(HERE / "validate-openapi.mjs"), str(SPEC_PATH)],
+                          capture_output=True, text=True, timeout=120, cwd=HERE,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, f"OpenAPI validation failed:\n{proc.stdout}{proc.stderr}"
+
+
+def test_every_ref_resolves(spec):
+    broken = []
+    for where, obj in walk(spec):
+        ref = obj.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolve_pointer(spec, ref)
+            except (KeyError, IndexError, ValueError):
+                broken.append(f"{where}: {ref}")
+    assert not broken, "unresolvable $ref:\n  " + "\n  ".join(broken)
+
+
+def test_operation_ids_are_unique(spec):
+    seen, problems = {}, []
+    for method, path, op, _ in operations(spec):
+        op_id = op.get("operationId")
+        if not op_id:
+            problems.append(f"{method} {path}: no operationId")
+        elif op_id in seen:
+            problems.append(f"{method} {path}: operationId {op_id} also used by {seen[op_id]}")
+        else:
+            seen[op_id] = f"{method} {path}"
+    assert not problems, "\n".join(problems)
+
+
+def test_path_parameters_are_declared(spec):
+    problems = []
+    for method, path, op, item in operations(spec):
+        params = [deref(spec, p) for p in item.get("parameters", []) + op.get("parameters", [])]
+        declared = {p["name"] for p in params if p.get("in") == "path"}
+        in_path = {seg[1:-1] for seg in path.split("/") if seg.startswith("{")}
+        if declared != in_path:
+            problems.append(f"{method} {path}: path has {sorted(in_path)}, "
+                            f"parameters declare {sorted(declared)}")
+    assert not problems, "\n".join(problems)
+
+
+def test_lists_take_pagination_parameters(spec):
+    problems = []
+    for method, path, op, item in operations(spec):
+        ok = deref(spec, op.get("responses", {}).get("200", {}))
+        schema = deref(spec, ok.get("content", {}).get("application/json", {}).get("schema", {}))
+        if "next_page_token" not in schema.get("properties", {}):
+            continue
+        params = [deref(spec, p) for p in item.get("parameters", []) + op.get("parameters", [])]
+        names = {p["name"] for p in params if p.get("in") == "query"}
+        missing = {"page_size", "page_token"} - names
+        if missing:
+            problems.append(f"{method} {path}: list without {sorted(missing)}")
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- spec vs. route table
+
+
+def test_operations_are_exactly_the_routes(spec, routes):
+    in_spec = {(method, path) for method, path, _, _ in operations(spec)}
+    in_binary = set(routes)
+    missing_from_spec = sorted(in_binary - in_spec)
+    missing_from_binary = sorted(in_spec - in_binary)
+    lines = []
+    if missing_from_spec:
+        lines.append(f"routes in `cairnd routes` but not in {SPEC_PATH.name}:")
+        lines += [f"  {m} {p}" for m, p in missing_from_spec]
+    if missing_from_binary:
+        lines.append(f"operations in {SPEC_PATH.name} but not in `cairnd routes`:")
+        lines += [f"  {m} {p}" for m, p in missing_from_binary]
+    assert not lines, "\n".join(lines)
+
+
+def test_scopes_match_the_routes(spec, routes):
+    problems = []
+    for method, path, op, _ in operations(spec):
+        scope = op.get("x-cairn-scope")
+        if scope not in SCOPES:
+            problems.append(f"{method} {path}: x-cairn-scope is {scope!r}, not one of {SCOPES}")
+            continue
+        route_scope = routes.get((method, path))
+        if route_scope is not None and route_scope != scope:
+            problems.append(f"{method} {path}: spec says {scope}, cairnd says {route_scope}")
+    for (method, path), scope in routes.items():
+        if scope not in SCOPES:
+            problems.append(f"cairnd route {method} {path}: scope {scope!r} not one of {SCOPES}")
+    assert not problems, "\n".join(problems)
+
+
+def test_security_follows_scope(spec):
+    scheme = spec.get("components", {}).get("securitySchemes", {}).get(SECURITY_SCHEME)
+    assert scheme and scheme.get("type") == "http" and \
+        str(scheme.get("scheme", "")).lower() == "bearer", \
+        f"components.securitySchemes.{SECURITY_SCHEME} must be an http bearer scheme: {scheme}"
+    bearer = [{SECURITY_SCHEME: []}]
+    problems = []
+    for method, path, op, _ in operations(spec):
+        effective = op["security"] if "security" in op else spec.get("security")
+        scope = op.get("x-cairn-scope")
+        if scope == "none" and effective != []:
+            problems.append(f"{method} {path}: scope none but security is {effective}, not []")
+        if scope in ("read", "admin") and effective != bearer:
+            problems.append(f"{method} {path}: scope {scope} but security is {effective}, "
+                            f"not {bearer}")
+    assert not problems, "\n".join(problems)
+
+
+def test_auth_failures_are_documented(spec):
+    """Token routes document 401; admin routes, which read tokens may not call, also 403."""
+    problems = []
+    for method, path, op, _ in operations(spec):
+        scope, responses = op.get("x-cairn-scope"), op.get("responses", {})
+        want = {"none": set(), "read": {"401"}, "admin": {"401", "403"}}.get(scope, set())
+        missing = want - set(map(str, responses))
+        if missing:
+            problems.append(f"{method} {path}: scope {scope} but no {sorted(missing)} response")
+        if scope == "none" and {"401", "403"} & set(map(str, responses)):
+            problems.append(f"{method} {path}: scope none yet documents 401/403")
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- error codes
+
+
+def test_error_codes_are_the_registry(spec):
+    schema = spec["components"]["schemas"]["ErrorCode"]
+    enum = schema["enum"]
+    unknown = sorted(set(enum) - KNOWN_CODES.keys())
+    absent = sorted(KNOWN_CODES.keys() - set(enum))
+    assert not unknown, f"ErrorCode lists codes the contract does not know: {unknown}"
+    assert not absent, f"ErrorCode lacks codes of the contract: {absent}"
+    assert len(enum) == len(set(enum)), "ErrorCode lists a code twice"
+    statuses = schema.get("x-cairn-status", {})
+    wrong = {c: s for c, s in statuses.items() if KNOWN_CODES.get(c) != s}
+    assert set(statuses) == set(enum), "ErrorCode's x-cairn-status must map every code"
+    assert not wrong, f"x-cairn-status disagrees with the contract: {wrong}"
+
+
+def test_problem_responses_match_their_codes(spec):
+    problems = []
+    for where, status, resp in all_responses(spec):
+        media = resp.get("content", {}).get(PROBLEM_JSON)
+        if status is not None and status.startswith(("4", "5")) and not media:
+            problems.append(f"{where}: error response without {PROBLEM_JSON} content")
+        if not media:
+            continue
+        if status is not None and not status.startswith(("4", "5")):
+            problems.append(f"{where}: problem document on a non-error status")
+        examples = list(problem_examples(spec, resp))
+        if not examples:
+            problems.append(f"{where}: problem response without an example")
+        for name, value in examples:
+            code = value.get("code")
+            if code not in KNOWN_CODES:
+                problems.append(f"{where} example {name}: unknown code {code!r}")
+                continue
+            expected = KNOWN_CODES[code]
+            if value.get("status") != expected:
+                problems.append(f"{where} example {name}: {code} has status "
+                                f"{value.get('status')}, registry says {expected}")
+            if status is not None and status != str(expected):
+                problems.append(f"{where} example {name}: {code} is a {expected}, "
+                                f"documented under {status}")
+            if value.get("type") != f"urn:cairn:problem:{kebab(code)}":
+                problems.append(f"{where} example {name}: type {value.get('type')!r} for {code}")
+            if code in ("VALIDATION_FAILED", "INVALID_QUERY_PARAMETER") and not value.get("errors"):
+                problems.append(f"{where} example {name}: {code} without errors[]")
+    assert not problems, "\n".join(problems)
+
+
+def test_specific_problem_headers(spec):
+    """401 carries WWW-Authenticate and 405 carries Allow, wherever they are described."""
+    problems = []
+    for where, _, resp in all_responses(spec):
+        codes = {v.get("code") for _, v in problem_examples(spec, resp)}
+        headers = resp.get("headers", {})
+        if "UNAUTHENTICATED" in codes and "WWW-Authenticate" not in headers:
+            problems.append(f"{where}: UNAUTHENTICATED without a WWW-Authenticate header")
+        if "METHOD_NOT_ALLOWED" in codes and "Allow" not in headers:
+            problems.append(f"{where}: METHOD_NOT_ALLOWED without an Allow header")
+        if "X-Request-Id" not in headers:
+            problems.append(f"{where}: no X-Request-Id header")
+    assert not problems, "\n".join(problems)
