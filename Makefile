@@ -15,9 +15,10 @@ PKGS     = libmicrohttpd jansson libpq openssl
 
 CPPFLAGS += -Ilib -Icontrolplane -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 CPPFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -I$(shell pg_config --includedir 2>/dev/null)
-CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-            -Wno-missing-field-initializers -pthread -MMD -MP
+OPT      ?= -O2 -g
+SANITIZE ?=
+CFLAGS    = $(OPT) $(SANITIZE) -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Wno-missing-field-initializers -pthread -MMD -MP
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpq -pthread
 
 LIB_SRC  := $(wildcard lib/*.c)
@@ -36,13 +37,14 @@ all: bin/cairnd
 
 bin/cairnd: $(BUILD)/controlplane/main.o $(BUILD)/libcairnd.a $(BUILD)/libcairn.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libcairn.a: $(LIB_OBJ)
-	$(AR) rcs $@ $^
+	@$(AR) rcs $@ $^
 
 $(BUILD)/libcairnd.a: $(CP_OBJ)
-	$(AR) rcs $@ $^
+	@$(AR) rcs $@ $^
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -51,14 +53,16 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/gen/migrations.c: $(MIGRATIONS) scripts/embed-migrations
 	@mkdir -p $(@D)
-	scripts/embed-migrations $@ $(MIGRATIONS)
+	@scripts/embed-migrations $@ $(MIGRATIONS)
 
 $(BUILD)/gen/migrations.o: $(BUILD)/gen/migrations.c
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-overlength-strings -c -o $@ $<
+	@echo "CC $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-overlength-strings -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcairnd.a $(BUILD)/libcairn.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	@echo "CC $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS) -lcmocka
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -66,11 +70,11 @@ deps:
 	@scripts/install-deps
 
 unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@fail=0; for t in $(UNIT_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 asan:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-		LDFLAGS="-fsanitize=address,undefined" unit
+	$(MAKE) BUILD=build-asan OPT="-O1 -g" \
+		SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" unit
 
 tests/contract/node_modules: tests/contract/package.json tests/contract/package-lock.json
 	cd tests/contract && npm ci --no-audit --no-fund --loglevel=error

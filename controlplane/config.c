@@ -1,6 +1,7 @@
 /* config.c -- defaults, environment and flags for cairnd. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ bool config_parse_listen(struct config *cfg, const char *text)
         return false;
     errno = 0;
     long port = strtol(colon + 1, &end, 10);
-    if (colon[1] == '\0' || *end != '\0' || errno != 0 || port < 0 || port > 65535)
+    if (!isdigit((unsigned char)colon[1]) || *end != '\0' || errno != 0 || port > 65535)
         return false;
     memcpy(cfg->listen_host, host, hlen);
     cfg->listen_host[hlen] = '\0';
@@ -77,7 +78,8 @@ static bool apply(struct config *cfg, const struct setting *s, const char *value
     case SET_SIZE:
         errno = 0;
         v = strtol(value, &end, 10);
-        if (value[0] == '\0' || *end != '\0' || errno != 0 || v < s->min || v > s->max) {
+        if (!isdigit((unsigned char)value[0]) || *end != '\0' || errno != 0 || v < s->min ||
+            v > s->max) {
             snprintf(err, errsize, "%s: expected an integer from %ld to %ld, got '%s'", name,
                      s->min, s->max, value);
             return false;

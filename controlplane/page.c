@@ -35,7 +35,7 @@ bool page_size_parse(const char *text, int *size, char *msg, size_t msgsize)
 
 void page_token_encode(const char *list, const char *key, char *out)
 {
-    char plain[PAGE_TOKEN_MAX / 2];
+    char plain[PAGE_KEY_MAX + 32];
     int n = snprintf(plain, sizeof(plain), "%s:%s:%s", PAGE_TOKEN_VERSION, list, key);
     if (n < 0 || (size_t)n >= sizeof(plain))
         n = (int)sizeof(plain) - 1;

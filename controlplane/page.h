@@ -31,7 +31,8 @@ struct page {
  * when it is not an integer in 1..PAGE_SIZE_MAX. Pure. */
 bool page_size_parse(const char *text, int *size, char *msg, size_t msgsize);
 
-/* Encode key for list into out (room for PAGE_TOKEN_MAX bytes). Pure. */
+/* Encode key (shorter than PAGE_KEY_MAX) for list into out (room for
+ * PAGE_TOKEN_MAX bytes). Pure. */
 #define PAGE_TOKEN_MAX 256
 void page_token_encode(const char *list, const char *key, char *out);
 

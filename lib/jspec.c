@@ -12,7 +12,13 @@ static void check_value(const json_t *value, const struct jspec_field *spec, con
 
 void jspec_error(json_t *errors, const char *field, const char *message)
 {
-    json_array_append_new(errors, json_pack("{s:s, s:s}", "field", field, "message", message));
+    json_t *f = json_string(field), *m = json_string(message);
+
+    /* A field or message that is not UTF-8 must not make the failure vanish:
+     * report it with a neutral text instead. */
+    json_array_append_new(errors,
+                          json_pack("{s:o, s:o}", "field", f ? f : json_string("(unprintable)"),
+                                    "message", m ? m : json_string("is invalid")));
 }
 
 static const char *type_phrase(enum jspec_type type)

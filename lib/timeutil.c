@@ -47,15 +47,15 @@ bool time_is_rfc3339(const char *s)
     if (!digits(&p, 2, &hour) || *p++ != ':' || !digits(&p, 2, &min) || *p++ != ':' ||
         !digits(&p, 2, &sec))
         return false;
-    if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
-        min > 59 || sec > 60)
+    if (year < 1 || month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) ||
+        hour > 23 || min > 59 || sec > 60)
         return false;
     if (*p == '.') {
-        p++;
-        if (!isdigit((unsigned char)*p))
-            return false;
+        const char *frac = ++p;
         while (isdigit((unsigned char)*p))
             p++;
+        if (p == frac || p - frac > 9)
+            return false;
     }
     if (*p == 'Z' || *p == 'z')
         return p[1] == '\0';
@@ -64,5 +64,5 @@ bool time_is_rfc3339(const char *s)
     p++;
     if (!digits(&p, 2, &oh) || *p++ != ':' || !digits(&p, 2, &om))
         return false;
-    return oh <= 23 && om <= 59 && *p == '\0';
+    return oh <= 15 && om <= 59 && *p == '\0';
 }

@@ -10,7 +10,9 @@ int64_t time_mono_us(void);
 
 /* Check that s is an RFC 3339 date-time ("2026-11-30T08:30:00Z",
  * optional fraction, "Z" or a +hh:mm / -hh:mm offset), with every field in
- * range. Pure: no time zone database or locale is consulted. */
+ * range, that PostgreSQL's timestamptz can also read: year 0001 or later,
+ * at most 9 fraction digits, offsets within +-15:59. Pure: no time zone
+ * database or locale is consulted. */
 bool time_is_rfc3339(const char *s);
 
 #endif

@@ -1,0 +1,272 @@
+/* test_route.c -- path pattern matching and route lookup (controlplane/route.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api.h"
+#include "route.h"
+
+/* Assert that path does not match pattern, naming both on failure. */
+static void expect_no_match(const char *pattern, const char *path)
+{
+    struct route_params p;
+    if (route_match(pattern, path, &p))
+        fail_msg("route_match(\"%s\", \"%s\") matched, expected no match", pattern, path);
+}
+
+static void test_match_literal(void **state)
+{
+    struct route_params p;
+
+    (void)state;
+    assert_true(route_match("/v1/tokens", "/v1/tokens", &p));
+    assert_int_equal(p.count, 0);
+    assert_true(route_match("/healthz", "/healthz", &p));
+    expect_no_match("/v1/tokens", "/v1/token");
+    expect_no_match("/v1/tokens", "/v1/tokensx");
+    expect_no_match("/v1/tokens", "/V1/tokens");
+    expect_no_match("/v1/tokens", "");
+}
+
+static void test_match_captures_param(void **state)
+{
+    struct route_params p;
+
+    (void)state;
+    assert_true(route_match("/v1/node-types/{name}", "/v1/node-types/cache.r7-large", &p));
+    assert_int_equal(p.count, 1);
+    assert_int_equal(p.name_lens[0], 4);
+    assert_memory_equal(p.names[0], "name", 4);
+    assert_string_equal(p.values[0], "cache.r7-large");
+    assert_string_equal(route_param(&p, "name"), "cache.r7-large");
+}
+
+static void test_match_several_params(void **state)
+{
+    struct route_params p;
+
+    (void)state;
+    assert_true(route_match("/v1/clusters/{id}/nodes/{node}", "/v1/clusters/c1/nodes/n-2", &p));
+    assert_int_equal(p.count, 2);
+    assert_string_equal(route_param(&p, "id"), "c1");
+    assert_string_equal(route_param(&p, "node"), "n-2");
+    /* Adjacent parameters. */
+    assert_true(route_match("/{a}/{b}/{c}/{d}", "/1/2/3/4", &p));
+    assert_int_equal(p.count, ROUTE_MAX_PARAMS);
+    assert_string_equal(route_param(&p, "a"), "1");
+    assert_string_equal(route_param(&p, "d"), "4");
+}
+
+static void test_match_resets_count(void **state)
+{
+    struct route_params p;
+
+    (void)state;
+    assert_true(route_match("/v1/operations/{id}", "/v1/operations/x", &p));
+    assert_int_equal(p.count, 1);
+    assert_true(route_match("/v1/operations", "/v1/operations", &p));
+    assert_int_equal(p.count, 0);
+    assert_null(route_param(&p, "id"));
+}
+
+static void test_match_trailing_slash(void **state)
+{
+    (void)state;
+    expect_no_match("/v1/tokens", "/v1/tokens/");
+    expect_no_match("/v1/tokens/{id}", "/v1/tokens/abc/");
+    expect_no_match("/v1/tokens/{id}", "/v1/tokens/");
+}
+
+static void test_match_extra_or_missing_segments(void **state)
+{
+    (void)state;
+    expect_no_match("/v1/tokens/{id}", "/v1/tokens/abc/def");
+    expect_no_match("/v1/tokens/{id}", "/v1/tokens");
+    expect_no_match("/v1/clusters/{id}/nodes", "/v1/clusters/abc");
+    expect_no_match("/v1/clusters/{id}/nodes", "/v1/clusters/abc/nodes/x");
+    expect_no_match("/v1/tokens", "/v1/tokens/abc");
+}
+
+static void test_match_empty_segment(void **state)
+{
+    (void)state;
+    expect_no_match("/v1/clusters/{id}/nodes", "/v1/clusters//nodes");
+    expect_no_match("/v1/tokens/{id}", "/v1/tokens//");
+    expect_no_match("/v1/tokens/{id}", "/v1//tokens/x");
+}
+
+static void test_match_param_length(void **state)
+{
+    char path[16 + ROUTE_MAX_PARAM_LEN + 1];
+    struct route_params p;
+
+    (void)state;
+    strcpy(path, "/v1/tokens/");
+    size_t at = strlen(path);
+    /* The longest value that fits: ROUTE_MAX_PARAM_LEN-1 bytes. */
+    memset(path + at, 'x', ROUTE_MAX_PARAM_LEN - 1);
+    path[at + ROUTE_MAX_PARAM_LEN - 1] = '\0';
+    assert_true(route_match("/v1/tokens/{id}", path, &p));
+    assert_int_equal(strlen(route_param(&p, "id")), ROUTE_MAX_PARAM_LEN - 1);
+    /* One byte more is refused. */
+    strcat(path, "x");
+    expect_no_match("/v1/tokens/{id}", path);
+}
+
+static void test_route_param(void **state)
+{
+    struct route_params p;
+
+    (void)state;
+    assert_true(route_match("/a/{id}/b/{idx}", "/a/one/b/two", &p));
+    assert_string_equal(route_param(&p, "id"), "one");
+    assert_string_equal(route_param(&p, "idx"), "two");
+    /* Names are matched whole, not by prefix. */
+    assert_null(route_param(&p, "i"));
+    assert_null(route_param(&p, "id}"));
+    assert_null(route_param(&p, "name"));
+    assert_null(route_param(&p, ""));
+}
+
+static const struct route table[] = {
+    {"GET", "/v1/tokens", SCOPE_ADMIN, NULL, NULL, NULL},
+    {"POST", "/v1/tokens", SCOPE_ADMIN, NULL, NULL, NULL},
+    {"DELETE", "/v1/tokens/{id}", SCOPE_ADMIN, NULL, NULL, NULL},
+    {"GET", "/v1/node-types/{name}", SCOPE_READ, NULL, NULL, NULL},
+    {"GET", "/healthz", SCOPE_NONE, NULL, NULL, NULL},
+};
+static const size_t table_len = sizeof(table) / sizeof(table[0]);
+
+static void test_find_found(void **state)
+{
+    struct route_params p;
+    char allow[64];
+
+    (void)state;
+    assert_ptr_equal(route_find(table, table_len, "GET", "/v1/tokens", &p, allow, sizeof(allow)),
+                     &table[0]);
+    assert_ptr_equal(route_find(table, table_len, "POST", "/v1/tokens", &p, allow, sizeof(allow)),
+                     &table[1]);
+    assert_ptr_equal(
+        route_find(table, table_len, "DELETE", "/v1/tokens/ab12", &p, allow, sizeof(allow)),
+        &table[2]);
+    assert_string_equal(route_param(&p, "id"), "ab12");
+    assert_ptr_equal(
+        route_find(table, table_len, "GET", "/v1/node-types/m1", &p, allow, sizeof(allow)),
+        &table[3]);
+    assert_string_equal(route_param(&p, "name"), "m1");
+}
+
+static void test_find_method_not_allowed(void **state)
+{
+    struct route_params p;
+    char allow[64];
+
+    (void)state;
+    assert_null(route_find(table, table_len, "DELETE", "/v1/tokens", &p, allow, sizeof(allow)));
+    assert_string_equal(allow, "GET, POST");
+    assert_null(route_find(table, table_len, "GET", "/v1/tokens/ab12", &p, allow, sizeof(allow)));
+    assert_string_equal(allow, "DELETE");
+    /* Methods are case-sensitive. */
+    assert_null(route_find(table, table_len, "get", "/healthz", &p, allow, sizeof(allow)));
+    assert_string_equal(allow, "GET");
+}
+
+static void test_find_not_found(void **state)
+{
+    struct route_params p;
+    char allow[64];
+
+    (void)state;
+    strcpy(allow, "stale");
+    assert_null(route_find(table, table_len, "GET", "/v1/nothing", &p, allow, sizeof(allow)));
+    assert_string_equal(allow, "");
+    strcpy(allow, "stale");
+    assert_null(route_find(table, table_len, "GET", "/v1/tokens/", &p, allow, sizeof(allow)));
+    assert_string_equal(allow, "");
+}
+
+static void test_find_small_allow_buffer(void **state)
+{
+    struct route_params p;
+    char allow[8];
+
+    (void)state;
+    /* What does not fit is left out; the text stays terminated. */
+    memset(allow, 'z', sizeof(allow));
+    assert_null(route_find(table, table_len, "PUT", "/v1/tokens", &p, allow, sizeof(allow)));
+    assert_string_equal(allow, "GET");
+}
+
+static void test_find_in_api_routes(void **state)
+{
+    struct route_params p;
+    char allow[64];
+
+    (void)state;
+    const struct route *r =
+        route_find(api_routes, api_route_count, "GET", "/v1/tokens", &p, allow, sizeof(allow));
+    assert_non_null(r);
+    assert_string_equal(r->pattern, "/v1/tokens");
+    assert_int_equal(r->scope, SCOPE_ADMIN);
+    assert_null(
+        route_find(api_routes, api_route_count, "PUT", "/v1/tokens", &p, allow, sizeof(allow)));
+    assert_string_equal(allow, "GET, POST");
+    r = route_find(api_routes, api_route_count, "GET", "/healthz", &p, allow, sizeof(allow));
+    assert_non_null(r);
+    assert_int_equal(r->scope, SCOPE_NONE);
+    assert_null(
+        route_find(api_routes, api_route_count, "GET", "/v1/unknown", &p, allow, sizeof(allow)));
+    assert_string_equal(allow, "");
+}
+
+static void test_api_routes_well_formed(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < api_route_count; i++) {
+        const struct route *r = &api_routes[i];
+        assert_non_null(r->handler);
+        assert_int_equal(r->pattern[0], '/');
+        /* Every (method, pattern) pair appears once. */
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(r->method, api_routes[j].method) == 0 &&
+                strcmp(r->pattern, api_routes[j].pattern) == 0)
+                fail_msg("route %s %s is listed twice", r->method, r->pattern);
+        }
+    }
+}
+
+static void test_scope_name(void **state)
+{
+    (void)state;
+    assert_string_equal(route_scope_name(SCOPE_NONE), "none");
+    assert_string_equal(route_scope_name(SCOPE_READ), "read");
+    assert_string_equal(route_scope_name(SCOPE_ADMIN), "admin");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_match_literal),
+        cmocka_unit_test(test_match_captures_param),
+        cmocka_unit_test(test_match_several_params),
+        cmocka_unit_test(test_match_resets_count),
+        cmocka_unit_test(test_match_trailing_slash),
+        cmocka_unit_test(test_match_extra_or_missing_segments),
+        cmocka_unit_test(test_match_empty_segment),
+        cmocka_unit_test(test_match_param_length),
+        cmocka_unit_test(test_route_param),
+        cmocka_unit_test(test_find_found),
+        cmocka_unit_test(test_find_method_not_allowed),
+        cmocka_unit_test(test_find_not_found),
+        cmocka_unit_test(test_find_small_allow_buffer),
+        cmocka_unit_test(test_find_in_api_routes),
+        cmocka_unit_test(test_api_routes_well_formed),
+        cmocka_unit_test(test_scope_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
