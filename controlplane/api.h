@@ -54,6 +54,14 @@ void api_events_list(struct http_request *req);
 void api_tokens_list(struct http_request *req);
 void api_tokens_create(struct http_request *req);
 void api_tokens_revoke(struct http_request *req);
+void api_hosts_list(struct http_request *req);
+void api_hosts_get(struct http_request *req);
+void api_agent_register(struct http_request *req);
+void api_agent_sync(struct http_request *req);
+
+/* Body specs of the agent routes. */
+extern const struct jspec_field api_agent_register_spec[];
+extern const struct jspec_field api_agent_sync_spec[];
 
 /* The route table. */
 extern const struct route api_routes[];

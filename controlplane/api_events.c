@@ -1,5 +1,5 @@
 /* api_events.c -- GET /v1/events: what happened, oldest first, optionally
- * for one cluster and from a point in time. */
+ * for one cluster or host and from a point in time. */
 #include "api.h"
 #include "timeutil.h"
 
@@ -15,7 +15,7 @@ void api_events_list(struct http_request *req)
 {
     const char *since = http_query(req, "since");
 
-    if (!api_query_uuid(req, "cluster_id"))
+    if (!api_query_uuid(req, "cluster_id") || !api_query_uuid(req, "host_id"))
         return;
     if (since != NULL && !time_is_rfc3339(since)) {
         json_t *errors = json_array();
@@ -24,6 +24,7 @@ void api_events_list(struct http_request *req)
                            "since is not an RFC 3339 timestamp");
         return;
     }
-    struct store_event_filter f = {http_query(req, "cluster_id"), since};
+    struct store_event_filter f = {http_query(req, "cluster_id"), http_query(req, "host_id"),
+                                   since};
     api_reply_list(req, &events, &f);
 }

@@ -15,6 +15,9 @@ struct config {
     size_t max_body_bytes;
     bool no_migrate;
     int shutdown_timeout_s;
+    const char *agent_bootstrap_token; /* NULL: agent registration disabled */
+    int heartbeat_timeout_s;           /* a host silent this long is lost */
+    int sync_wait_ms;                  /* longest an agent's sync is held */
 };
 
 struct app {

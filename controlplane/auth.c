@@ -1,12 +1,13 @@
 /* auth.c -- token generation, parsing and verification. */
 #include "auth.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "store.h"
 
-void auth_token_new(struct auth_token *out)
+static void secret_new(const char *prefix, struct auth_token *out)
 {
     unsigned char id[AUTH_ID_LEN / 2], secret[32];
     char secret_text[AUTH_SECRET_LEN + 1];
@@ -15,21 +16,28 @@ void auth_token_new(struct auth_token *out)
     crypto_random(secret, sizeof(secret));
     crypto_hex(id, sizeof(id), out->id);
     crypto_b64url(secret, sizeof(secret), secret_text);
-    strcpy(out->text, AUTH_PREFIX);
-    strcat(out->text, out->id);
-    strcat(out->text, "_");
-    strcat(out->text, secret_text);
+    snprintf(out->text, sizeof(out->text), "%s%s_%s", prefix, out->id, secret_text);
     crypto_sha256(secret_text, AUTH_SECRET_LEN, out->hash);
 }
 
-bool auth_token_parse(const char *text, char id[AUTH_ID_LEN + 1],
-                      unsigned char hash[CRYPTO_SHA256_LEN])
+void auth_token_new(struct auth_token *out)
 {
-    const size_t plen = sizeof(AUTH_PREFIX) - 1;
+    secret_new(AUTH_PREFIX, out);
+}
+
+void auth_agent_credential_new(struct auth_token *out)
+{
+    secret_new(AUTH_AGENT_PREFIX, out);
+}
+
+static bool secret_parse(const char *text, const char *prefix, char id[AUTH_ID_LEN + 1],
+                         unsigned char hash[CRYPTO_SHA256_LEN])
+{
+    const size_t plen = strlen(prefix);
     unsigned char scratch[AUTH_SECRET_LEN];
 
-    if (strlen(text) != AUTH_TOKEN_LEN || strncmp(text, AUTH_PREFIX, plen) != 0 ||
-        text[plen + AUTH_ID_LEN] != '_')
+    if (strlen(text) != plen + AUTH_ID_LEN + 1 + AUTH_SECRET_LEN ||
+        strncmp(text, prefix, plen) != 0 || text[plen + AUTH_ID_LEN] != '_')
         return false;
     for (size_t i = 0; i < AUTH_ID_LEN; i++) {
         char c = text[plen + i];
@@ -43,6 +51,18 @@ bool auth_token_parse(const char *text, char id[AUTH_ID_LEN + 1],
     id[AUTH_ID_LEN] = '\0';
     crypto_sha256(secret, AUTH_SECRET_LEN, hash);
     return true;
+}
+
+bool auth_token_parse(const char *text, char id[AUTH_ID_LEN + 1],
+                      unsigned char hash[CRYPTO_SHA256_LEN])
+{
+    return secret_parse(text, AUTH_PREFIX, id, hash);
+}
+
+bool auth_agent_credential_parse(const char *text, char id[AUTH_ID_LEN + 1],
+                                 unsigned char hash[CRYPTO_SHA256_LEN])
+{
+    return secret_parse(text, AUTH_AGENT_PREFIX, id, hash);
 }
 
 const char *auth_bearer(const char *header)
@@ -73,30 +93,45 @@ bool auth_scope_parse(const char *s, enum token_scope *out)
 
 bool auth_allows(const struct auth_identity *who, enum route_scope scope)
 {
+    bool token = who->authenticated && who->kind == AUTH_KIND_TOKEN;
+
     switch (scope) {
     case SCOPE_NONE:
         return true;
     case SCOPE_READ:
-        return who->authenticated;
+        return token;
     case SCOPE_ADMIN:
-        return who->authenticated && who->scope == TOKEN_SCOPE_ADMIN;
+        return token && who->scope == TOKEN_SCOPE_ADMIN;
+    case SCOPE_AGENT:
+        return who->authenticated && who->kind == AUTH_KIND_AGENT;
+    case SCOPE_BOOTSTRAP:
+        return who->authenticated && who->kind == AUTH_KIND_BOOTSTRAP;
     }
     return false;
 }
 
 struct verify_args {
+    bool agent;
     const char *id;
     const unsigned char *hash;
     struct store_token_secret found;
+    char host_id[AUTH_UUID_LEN + 1];
 };
 
-/* Look the token up and compare; record its use at most once a minute so a
- * busy client does not turn every read into a write. */
+/* Look the secret up and compare; record an API token's use at most once a
+ * minute so a busy client does not turn every read into a write. */
 static enum db_status verify_fn(struct db_conn *conn, void *arg)
 {
     struct verify_args *a = arg;
-    enum db_status st = store_token_secret(conn, a->id, &a->found);
+    enum db_status st;
 
+    if (a->agent) {
+        st = store_host_credential(conn, a->id, a->host_id, a->found.hash);
+        if (st != DB_OK)
+            return st;
+        return crypto_equal(a->found.hash, a->hash, CRYPTO_SHA256_LEN) ? DB_OK : DB_NOT_FOUND;
+    }
+    st = store_token_secret(conn, a->id, &a->found);
     if (st != DB_OK)
         return st;
     if (a->found.revoked || !crypto_equal(a->found.hash, a->hash, CRYPTO_SHA256_LEN))
@@ -106,15 +141,36 @@ static enum db_status verify_fn(struct db_conn *conn, void *arg)
     return DB_OK;
 }
 
-enum db_status auth_verify(struct db_pool *pool, const char *header, struct auth_identity *who)
+static bool bootstrap_matches(const char *bootstrap, const char *presented)
 {
-    const char *token = auth_bearer(header);
+    unsigned char want[CRYPTO_SHA256_LEN], got[CRYPTO_SHA256_LEN];
+
+    /* Hash both so the comparison takes the same time whatever the lengths. */
+    crypto_sha256(bootstrap, strlen(bootstrap), want);
+    crypto_sha256(presented, strlen(presented), got);
+    return crypto_equal(want, got, CRYPTO_SHA256_LEN);
+}
+
+enum db_status auth_verify(struct db_pool *pool, const char *bootstrap, enum route_scope scope,
+                           const char *header, struct auth_identity *who)
+{
+    const char *secret = auth_bearer(header);
     unsigned char hash[CRYPTO_SHA256_LEN];
-    struct verify_args args;
+    struct verify_args args = {0};
     char id[AUTH_ID_LEN + 1];
 
     memset(who, 0, sizeof(*who));
-    if (token == NULL || !auth_token_parse(token, id, hash))
+    if (secret == NULL)
+        return DB_NOT_FOUND;
+    if (scope == SCOPE_BOOTSTRAP) {
+        if (bootstrap == NULL || !bootstrap_matches(bootstrap, secret))
+            return DB_NOT_FOUND;
+        who->authenticated = true;
+        who->kind = AUTH_KIND_BOOTSTRAP;
+        return DB_OK;
+    }
+    args.agent = auth_agent_credential_parse(secret, id, hash);
+    if (!args.agent && !auth_token_parse(secret, id, hash))
         return DB_NOT_FOUND;
     args.id = id;
     args.hash = hash;
@@ -123,6 +179,12 @@ enum db_status auth_verify(struct db_pool *pool, const char *header, struct auth
         return st;
     who->authenticated = true;
     memcpy(who->token_id, id, sizeof(who->token_id));
-    who->scope = args.found.scope;
+    if (args.agent) {
+        who->kind = AUTH_KIND_AGENT;
+        memcpy(who->host_id, args.host_id, sizeof(who->host_id));
+    } else {
+        who->kind = AUTH_KIND_TOKEN;
+        who->scope = args.found.scope;
+    }
     return DB_OK;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Each setting once: its flag, its variable, and how to read it. */
-enum setting_kind { SET_LISTEN, SET_STRING, SET_INT, SET_SIZE };
+enum setting_kind { SET_LISTEN, SET_STRING, SET_SECRET, SET_INT, SET_SIZE };
 
 struct setting {
     const char *flag;
@@ -27,6 +27,10 @@ static const struct setting settings[] = {
     {"db-pool-size", "CAIRN_DB_POOL_SIZE", SET_INT, 1, 1024, AT(db_pool_size)},
     {"max-body-bytes", "CAIRN_MAX_BODY_BYTES", SET_SIZE, 64, 64L << 20, AT(max_body_bytes)},
     {"shutdown-timeout", "CAIRN_SHUTDOWN_TIMEOUT", SET_INT, 0, 3600, AT(shutdown_timeout_s)},
+    {"agent-bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", SET_SECRET, 16, 256,
+     AT(agent_bootstrap_token)},
+    {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", SET_INT, 2, 3600, AT(heartbeat_timeout_s)},
+    {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", SET_INT, 0, 10000, AT(sync_wait_ms)},
 };
 
 bool config_parse_listen(struct config *cfg, const char *text)
@@ -74,6 +78,14 @@ static bool apply(struct config *cfg, const struct setting *s, const char *value
     case SET_STRING:
         *(const char **)field = value;
         return true;
+    case SET_SECRET:
+        if (strlen(value) < (size_t)s->min || strlen(value) > (size_t)s->max) {
+            /* The value itself stays out of the message: it is a secret. */
+            snprintf(err, errsize, "%s: expected %ld to %ld characters", name, s->min, s->max);
+            return false;
+        }
+        *(const char **)field = value;
+        return true;
     case SET_INT:
     case SET_SIZE:
         errno = 0;
@@ -101,6 +113,8 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->http_threads = 4;
     cfg->max_body_bytes = 1 << 20;
     cfg->shutdown_timeout_s = 10;
+    cfg->heartbeat_timeout_s = 6;
+    cfg->sync_wait_ms = 2000;
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         const char *v = getenv(settings[i].env);
         if (v != NULL && v[0] != '\0' &&

@@ -32,6 +32,13 @@ struct http_server {
     pthread_mutex_t lock;
     pthread_cond_t idle;
     int active; /* requests between their first callback and completion */
+
+    /* Long-polls: parked requests, woken by http_wake() or the park timer. */
+    struct http_request *parked;
+    uint64_t wake_epoch;
+    bool stopping;
+    pthread_cond_t park_changed;
+    pthread_t park_timer;
 };
 
 /* ---- replies ---------------------------------------------------------- */
@@ -149,6 +156,7 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
 
     req->app = srv->app;
+    req->server = srv;
     req->conn = conn;
     req->method = method;
     req->path = xstrdup(url);
@@ -169,6 +177,7 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
 
 static void request_free(struct http_request *req)
 {
+    route_params_clear(&req->params);
     for (int i = 0; i < req->nheaders; i++)
         free(req->header_values[i]);
     free(req->reply);
@@ -221,10 +230,17 @@ static bool preflight(struct http_server *srv, struct http_request *req)
     }
     req->route = route;
 
+    if (route->scope == SCOPE_BOOTSTRAP && srv->app->cfg.agent_bootstrap_token == NULL) {
+        http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
+                           "agent registration is disabled: start cairnd with "
+                           "--agent-bootstrap-token");
+        return false;
+    }
     if (route->scope != SCOPE_NONE) {
         const char *header =
             MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        enum db_status st = auth_verify(srv->app->db, header, &req->who);
+        enum db_status st = auth_verify(srv->app->db, srv->app->cfg.agent_bootstrap_token,
+                                        route->scope, header, &req->who);
         if (st == DB_NOT_FOUND) {
             http_reply_problem(req, PROBLEM_UNAUTHENTICATED, NULL,
                                header == NULL
@@ -237,10 +253,18 @@ static bool preflight(struct http_server *srv, struct http_request *req)
             return false;
         }
         if (!auth_allows(&req->who, route->scope)) {
-            http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
-                               "this route needs a token with scope '%s'; token %s has scope '%s'",
-                               route_scope_name(route->scope), req->who.token_id,
-                               auth_scope_name(req->who.scope));
+            if (req->who.kind == AUTH_KIND_AGENT)
+                http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
+                                   "agent credentials only open the agent routes");
+            else if (route->scope == SCOPE_AGENT)
+                http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
+                                   "this route takes an agent credential, not an API token");
+            else
+                http_reply_problem(
+                    req, PROBLEM_FORBIDDEN, NULL,
+                    "this route needs a token with scope '%s'; token %s has scope '%s'",
+                    route_scope_name(route->scope), req->who.token_id,
+                    auth_scope_name(req->who.scope));
             return false;
         }
     }
@@ -291,7 +315,8 @@ static bool check_body(struct http_request *req)
         http_reply_problem(req, PROBLEM_MALFORMED_JSON, NULL, "the request body is empty");
         return false;
     }
-    req->json = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    req->json =
+        json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (req->json == NULL) {
         http_reply_problem(req, PROBLEM_MALFORMED_JSON, NULL, "line %d, column %d: %s", jerr.line,
                            jerr.column, jerr.text);
@@ -307,6 +332,119 @@ static bool check_body(struct http_request *req)
     return true;
 }
 
+/* ---- long-polls --------------------------------------------------------- */
+
+uint64_t http_wake_epoch(struct http_request *req)
+{
+    struct http_server *srv = req->server;
+    pthread_mutex_lock(&srv->lock);
+    uint64_t epoch = srv->wake_epoch;
+    pthread_mutex_unlock(&srv->lock);
+    return epoch;
+}
+
+bool http_stopping(struct http_request *req)
+{
+    struct http_server *srv = req->server;
+    pthread_mutex_lock(&srv->lock);
+    bool stopping = srv->stopping;
+    pthread_mutex_unlock(&srv->lock);
+    return stopping;
+}
+
+bool http_suspend(struct http_request *req, const char *key, uint64_t epoch, int64_t deadline_us)
+{
+    struct http_server *srv = req->server;
+
+    pthread_mutex_lock(&srv->lock);
+    if (srv->wake_epoch != epoch || srv->stopping) {
+        pthread_mutex_unlock(&srv->lock);
+        return false;
+    }
+    snprintf(req->park_key, sizeof(req->park_key), "%s", key);
+    req->park_deadline_us = deadline_us;
+    req->resumed = true;
+    req->suspended = true;
+    req->parked = true;
+    req->park_next = srv->parked;
+    srv->parked = req;
+    MHD_suspend_connection(req->conn);
+    pthread_cond_signal(&srv->park_changed);
+    pthread_mutex_unlock(&srv->lock);
+    return true;
+}
+
+/* Resume every parked request for which pick() says so. Holds srv->lock. */
+static void resume_where(struct http_server *srv, bool (*pick)(struct http_request *, const void *),
+                         const void *arg)
+{
+    struct http_request **link = &srv->parked;
+
+    while (*link != NULL) {
+        struct http_request *req = *link;
+        if (pick(req, arg)) {
+            *link = req->park_next;
+            req->suspended = false;
+            MHD_resume_connection(req->conn);
+        } else {
+            link = &req->park_next;
+        }
+    }
+}
+
+static bool key_matches(struct http_request *req, const void *key)
+{
+    return key == NULL || strcmp(req->park_key, key) == 0;
+}
+
+static bool deadline_passed(struct http_request *req, const void *now)
+{
+    return req->park_deadline_us <= *(const int64_t *)now;
+}
+
+void http_wake(struct http_server *srv, const char *key)
+{
+    pthread_mutex_lock(&srv->lock);
+    srv->wake_epoch++;
+    resume_where(srv, key_matches, key);
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* The park timer: resumes parked requests whose deadline has passed. */
+static void *park_timer_main(void *arg)
+{
+    struct http_server *srv = arg;
+
+    pthread_mutex_lock(&srv->lock);
+    while (!srv->stopping) {
+        int64_t now = time_mono_us(), next = now + 1000000;
+        resume_where(srv, deadline_passed, &now);
+        for (struct http_request *r = srv->parked; r != NULL; r = r->park_next)
+            next = r->park_deadline_us < next ? r->park_deadline_us : next;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        int64_t ns = until.tv_nsec + (next - now) * 1000;
+        until.tv_sec += ns / 1000000000;
+        until.tv_nsec = ns % 1000000000;
+        pthread_cond_timedwait(&srv->park_changed, &srv->lock, &until);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    return NULL;
+}
+
+/* ---- handlers ----------------------------------------------------------- */
+
+static void call_handler(struct http_request *req)
+{
+    req->parked = false;
+    req->route->handler(req);
+    if (!req->replied && !req->parked) {
+        log_error("handler sent no reply", "request_id=%s route=%s", req->request_id,
+                  req->route->pattern);
+        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL, "the server sent no reply");
+    }
+}
+
 static void run_handler(struct http_server *srv, struct http_request *req)
 {
     if (req->body_too_large) {
@@ -316,12 +454,7 @@ static void run_handler(struct http_server *srv, struct http_request *req)
     }
     if (!check_body(req))
         return;
-    req->route->handler(req);
-    if (!req->replied) {
-        log_error("handler sent no reply", "request_id=%s route=%s", req->request_id,
-                  req->route->pattern);
-        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL, "the server sent no reply");
-    }
+    call_handler(req);
 }
 
 static enum MHD_Result queue_reply(struct http_request *req)
@@ -386,8 +519,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->body[req->body_len] = '\0';
         return MHD_YES;
     }
-    if (!req->replied)
+    if (req->resumed && !req->replied)
+        call_handler(req);
+    else if (!req->replied)
         run_handler(srv, req);
+    if (req->parked)
+        return MHD_YES; /* the handler runs again when woken */
     return queue_reply(req);
 }
 
@@ -449,8 +586,10 @@ struct http_server *http_start(struct app *app, const struct route *table, size_
     pthread_mutex_init(&srv->lock, NULL);
     pthread_cond_init(&srv->idle, NULL);
 
+    pthread_cond_init(&srv->park_changed, NULL);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)app->cfg.listen_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
         ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg.http_threads,
@@ -464,9 +603,11 @@ struct http_server *http_start(struct app *app, const struct route *table, size_
                  app->cfg.listen_port, strerror(saved));
         pthread_mutex_destroy(&srv->lock);
         pthread_cond_destroy(&srv->idle);
+        pthread_cond_destroy(&srv->park_changed);
         free(srv);
         return NULL;
     }
+    pthread_create(&srv->park_timer, NULL, park_timer_main, srv);
     return srv;
 }
 
@@ -477,6 +618,14 @@ void http_stop(struct http_server *srv, int timeout_s)
 
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
+    /* Long-polls answer now rather than hold the shutdown up. */
+    pthread_mutex_lock(&srv->lock);
+    srv->stopping = true;
+    resume_where(srv, key_matches, NULL);
+    pthread_cond_signal(&srv->park_changed);
+    pthread_mutex_unlock(&srv->lock);
+    pthread_join(srv->park_timer, NULL);
+
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += timeout_s;
     pthread_mutex_lock(&srv->lock);
@@ -490,5 +639,6 @@ void http_stop(struct http_server *srv, int timeout_s)
     MHD_stop_daemon(srv->daemon);
     pthread_mutex_destroy(&srv->lock);
     pthread_cond_destroy(&srv->idle);
+    pthread_cond_destroy(&srv->park_changed);
     free(srv);
 }

@@ -5,7 +5,9 @@
  * body up to the cap, matches the route, authenticates, rejects unknown query
  * parameters, parses and validates a JSON body against the route's spec, then
  * calls the handler. A handler sends exactly one reply with one of the
- * http_reply_* functions, then returns. */
+ * http_reply_* functions, then returns -- or parks the request with
+ * http_suspend() to answer later (long-polls); the handler then runs again,
+ * with resumed set, when the request is woken or its deadline passes. */
 #ifndef CAIRN_HTTP_H
 #define CAIRN_HTTP_H
 
@@ -24,8 +26,11 @@
 
 struct MHD_Connection;
 
+struct http_server;
+
 struct http_request {
     struct app *app;
+    struct http_server *server;
     struct MHD_Connection *conn;
     const char *method;
     const char *path;
@@ -41,6 +46,14 @@ struct http_request {
     bool body_too_large;
     json_t *json; /* the parsed body, for routes that declare one */
 
+    /* Long-polls: see http_suspend(). */
+    bool resumed;   /* the handler runs again after a suspension */
+    bool suspended; /* parked now (under the server's lock) */
+    bool parked;    /* the handler parked it in this call (handler thread only) */
+    char park_key[64];
+    int64_t park_deadline_us;
+    struct http_request *park_next;
+
     /* The reply, filled by http_reply_*. */
     bool replied;
     int status;
@@ -51,8 +64,6 @@ struct http_request {
     const char *header_names[HTTP_MAX_HEADERS];
     char *header_values[HTTP_MAX_HEADERS];
 };
-
-struct http_server;
 
 /* Start serving app->cfg.listen_host:listen_port with table[0..n) on a pool
  * of app->cfg.http_threads threads. Returns NULL and writes a message to err
@@ -83,6 +94,24 @@ void http_reply_db_error(struct http_request *req, enum db_status status);
 
 /* Add a header to the reply; value is copied. At most HTTP_MAX_HEADERS. */
 void http_add_header(struct http_request *req, const char *name, const char *value);
+
+/* A counter that moves on every http_wake(); read it before checking the
+ * condition a long-poll waits for, and hand it to http_suspend(). */
+uint64_t http_wake_epoch(struct http_request *req);
+
+/* Park req until http_wake() names key (or all) or deadline_us (monotonic,
+ * see time_mono_us) passes; the handler then runs again with req->resumed
+ * set and must reply or park again. Returns false without parking when a
+ * wake-up came after epoch was read or the server is stopping: the caller
+ * checks its condition again (and replies if http_stopping()). */
+bool http_suspend(struct http_request *req, const char *key, uint64_t epoch, int64_t deadline_us);
+
+/* Whether the server is shutting down: long-polls answer at once. */
+bool http_stopping(struct http_request *req);
+
+/* Wake the parked requests waiting on key, or all of them when key is NULL.
+ * Safe from any thread. */
+void http_wake(struct http_server *server, const char *key);
 
 /* A query parameter's value, or NULL when absent. */
 const char *http_query(struct http_request *req, const char *name);

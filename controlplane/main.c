@@ -10,6 +10,8 @@
 #include "config.h"
 #include "log.h"
 #include "migrate.h"
+#include "monitor.h"
+#include "notify.h"
 #include "tokens.h"
 
 #define CAIRND_VERSION "0.1.0"
@@ -17,7 +19,8 @@
 static const char usage[] =
     "usage: cairnd [serve] [--listen HOST:PORT] [--database-url URL] [--http-threads N]\n"
     "              [--db-pool-size N] [--max-body-bytes N] [--shutdown-timeout SECONDS]\n"
-    "              [--no-migrate]\n"
+    "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
+    "              [--sync-wait-ms MS]\n"
     "       cairnd migrate [--database-url URL]\n"
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
     "       cairnd token list [--database-url URL]\n"
@@ -25,7 +28,8 @@ static const char usage[] =
     "       cairnd routes\n"
     "       cairnd version\n"
     "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
-    "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT.\n";
+    "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
+    "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS.\n";
 
 /* Options shared by every subcommand; --name and --scope only mean
  * something to `token create`. */
@@ -54,6 +58,9 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"db-pool-size", required_argument, NULL, 0},
         {"max-body-bytes", required_argument, NULL, 0},
         {"shutdown-timeout", required_argument, NULL, 0},
+        {"agent-bootstrap-token", required_argument, NULL, 0},
+        {"heartbeat-timeout", required_argument, NULL, 0},
+        {"sync-wait-ms", required_argument, NULL, 0},
         {"no-migrate", no_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"scope", required_argument, NULL, 's'},
@@ -94,6 +101,12 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
     }
     if (cli->cfg.db_pool_size == 0)
         cli->cfg.db_pool_size = cli->cfg.http_threads + 2;
+    /* A held sync does not count as a heartbeat: hold it well within the
+     * timeout, or healthy hosts would be declared lost while they wait. */
+    if (cli->cfg.sync_wait_ms * 2 > cli->cfg.heartbeat_timeout_s * 1000) {
+        fail("%s", "--sync-wait-ms must be at most half of --heartbeat-timeout");
+        return false;
+    }
     cli->args = argv + optind;
     cli->nargs = argc - optind;
     return true;
@@ -174,11 +187,16 @@ static int cmd_serve(struct cli *cli)
         db_pool_free(app.db);
         return fail("%s", err);
     }
-    log_info("listening", "address=%s:%d threads=%d db_pool=%d version=%s", app.cfg.listen_host,
-             app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size, CAIRND_VERSION);
+    struct notify *notify = notify_start(app.cfg.database_url, server);
+    struct monitor *monitor = monitor_start(app.db, app.cfg.heartbeat_timeout_s);
+    log_info("listening", "address=%s:%d threads=%d db_pool=%d agents=%s version=%s",
+             app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
+             app.cfg.agent_bootstrap_token != NULL ? "enabled" : "disabled", CAIRND_VERSION);
     sigwait(&stop, &sig);
     log_info("shutting down", "signal=%s timeout_s=%d", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              app.cfg.shutdown_timeout_s);
+    monitor_stop(monitor);
+    notify_stop(notify); /* before the server it wakes goes away */
     http_stop(server, app.cfg.shutdown_timeout_s);
     db_pool_free(app.db);
     log_info("stopped", NULL);

@@ -75,6 +75,12 @@ static bool key_has_shape(char *key, enum page_key shape)
         }
         return true;
     }
+    if (shape == PAGE_KEY_NAME) {
+        size_t n = strlen(key);
+        return n > 0 && n <= 63 &&
+               strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+                   n;
+    }
     bar = strchr(key, '|');
     if (bar == NULL)
         return false;

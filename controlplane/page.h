@@ -19,6 +19,7 @@ enum page_key {
     PAGE_KEY_INT,        /* "42" */
     PAGE_KEY_TIME_UUID,  /* "<RFC 3339 time>|<uuid>" */
     PAGE_KEY_TIME_HEX12, /* "<RFC 3339 time>|<12 hex digits>" */
+    PAGE_KEY_NAME,       /* a host name: 1..63 of [A-Za-z0-9._-] */
 };
 
 struct page {

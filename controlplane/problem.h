@@ -17,6 +17,7 @@
     X(NODE_TYPE_NOT_FOUND, 404, "Node type not found")                                             \
     X(OPERATION_NOT_FOUND, 404, "Operation not found")                                             \
     X(TOKEN_NOT_FOUND, 404, "Token not found")                                                     \
+    X(HOST_NOT_FOUND, 404, "Host not found")                                                       \
     X(METHOD_NOT_ALLOWED, 405, "Method not allowed on this route")                                 \
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json")                        \

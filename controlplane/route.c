@@ -1,32 +1,44 @@
 /* route.c -- path pattern matching for the route table. */
 #include "route.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "xalloc.h"
+
+void route_params_clear(struct route_params *params)
+{
+    for (int i = 0; i < params->count; i++)
+        free(params->values[i]);
+    params->count = 0;
+}
 
 bool route_match(const char *pattern, const char *path, struct route_params *params)
 {
     const char *p = pattern, *s = path;
 
-    params->count = 0;
+    route_params_clear(params);
     while (*p != '\0' && *s != '\0') {
         if (*p == '{') {
             const char *close = strchr(p, '}');
             size_t len = strcspn(s, "/");
-            if (close == NULL || len == 0 || len >= ROUTE_MAX_PARAM_LEN ||
-                params->count == ROUTE_MAX_PARAMS)
-                return false;
+            if (close == NULL || len == 0 || params->count == ROUTE_MAX_PARAMS)
+                break;
             params->names[params->count] = p + 1;
             params->name_lens[params->count] = (size_t)(close - p - 1);
-            memcpy(params->values[params->count], s, len);
-            params->values[params->count][len] = '\0';
+            params->values[params->count] = xstrndup(s, len);
             params->count++;
             p = close + 1;
             s += len;
         } else if (*p++ != *s++) {
-            return false;
+            p = "x"; /* mismatch */
+            break;
         }
     }
-    return *p == '\0' && *s == '\0';
+    if (*p == '\0' && *s == '\0')
+        return true;
+    route_params_clear(params);
+    return false;
 }
 
 const struct route *route_find(const struct route *table, size_t n, const char *method,
@@ -74,6 +86,10 @@ const char *route_scope_name(enum route_scope scope)
         return "read";
     case SCOPE_ADMIN:
         return "admin";
+    case SCOPE_AGENT:
+        return "agent";
+    case SCOPE_BOOTSTRAP:
+        return "bootstrap";
     }
     return "unknown";
 }

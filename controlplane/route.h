@@ -19,9 +19,11 @@ struct http_request;
 
 /* Who may call a route. */
 enum route_scope {
-    SCOPE_NONE,  /* no token: health probes */
-    SCOPE_READ,  /* a read or an admin token */
-    SCOPE_ADMIN, /* an admin token */
+    SCOPE_NONE,      /* no token: health probes */
+    SCOPE_READ,      /* a read or an admin token */
+    SCOPE_ADMIN,     /* an admin token */
+    SCOPE_AGENT,     /* an agent's credential */
+    SCOPE_BOOTSTRAP, /* the agents' bootstrap token */
 };
 
 struct route {
@@ -33,18 +35,23 @@ struct route {
     const struct jspec_field *body; /* the body's spec, or NULL when the route takes none */
 };
 
-/* Path parameters captured by a match, in pattern order. */
+/* Path parameters captured by a match, in pattern order. Start from a
+ * zeroed struct; each match frees what the previous one captured, and
+ * route_params_clear() frees the last. */
 struct route_params {
     int count;
     const char *names[ROUTE_MAX_PARAMS]; /* point into the pattern's text; not terminated */
     size_t name_lens[ROUTE_MAX_PARAMS];
-    char values[ROUTE_MAX_PARAMS][ROUTE_MAX_PARAM_LEN];
+    char *values[ROUTE_MAX_PARAMS]; /* owned copies */
 };
 
 /* Match path against pattern segment by segment; a {name} segment matches
- * one non-empty segment and captures it. Returns false on mismatch or when a
- * captured value is longer than ROUTE_MAX_PARAM_LEN-1. */
+ * one non-empty segment, of any length, and captures it. Returns false on
+ * mismatch (capturing nothing). */
 bool route_match(const char *pattern, const char *path, struct route_params *params);
+
+/* Free the captured values and reset params to no parameters. */
+void route_params_clear(struct route_params *params);
 
 /* Find the route for method and path in table[0..n). When the path matches
  * but no route has that method, returns NULL and writes the methods that do
@@ -56,7 +63,8 @@ const struct route *route_find(const struct route *table, size_t n, const char *
 /* The value of path parameter name, or NULL. */
 const char *route_param(const struct route_params *params, const char *name);
 
-/* The scope's name as the API documents it: "none", "read" or "admin". */
+/* The scope's name as the API documents it: "none", "read", "admin",
+ * "agent" or "bootstrap". */
 const char *route_scope_name(enum route_scope scope);
 
 #endif

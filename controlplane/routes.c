@@ -7,7 +7,9 @@ static const char *const paged[] = {"page_size", "page_token", NULL};
 static const char *const engine_versions_query[] = {"page_size", "page_token", "engine", NULL};
 static const char *const operations_query[] = {"page_size", "page_token", "cluster_id",
                                                "state",     "kind",       NULL};
-static const char *const events_query[] = {"page_size", "page_token", "cluster_id", "since", NULL};
+static const char *const events_query[] = {"page_size", "page_token", "cluster_id",
+                                           "host_id",   "since",      NULL};
+static const char *const hosts_query[] = {"page_size", "page_token", "az", "state", NULL};
 
 const struct route api_routes[] = {
     {"GET", "/healthz", SCOPE_NONE, api_healthz, NULL, NULL},
@@ -22,6 +24,11 @@ const struct route api_routes[] = {
     {"GET", "/v1/tokens", SCOPE_ADMIN, api_tokens_list, paged, NULL},
     {"POST", "/v1/tokens", SCOPE_ADMIN, api_tokens_create, NULL, tokens_create_spec},
     {"DELETE", "/v1/tokens/{id}", SCOPE_ADMIN, api_tokens_revoke, NULL, NULL},
+    {"GET", "/v1/hosts", SCOPE_ADMIN, api_hosts_list, hosts_query, NULL},
+    {"GET", "/v1/hosts/{id}", SCOPE_ADMIN, api_hosts_get, NULL, NULL},
+    {"POST", "/v1/agent/register", SCOPE_BOOTSTRAP, api_agent_register, NULL,
+     api_agent_register_spec},
+    {"POST", "/v1/agent/sync", SCOPE_AGENT, api_agent_sync, NULL, api_agent_sync_spec},
 };
 
 const size_t api_route_count = sizeof(api_routes) / sizeof(api_routes[0]);

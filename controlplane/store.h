@@ -61,6 +61,7 @@ enum db_status store_operation_get(struct db_conn *conn, const char *id, char **
 /* events; each filter may be NULL (since is RFC 3339). Oldest first. */
 struct store_event_filter {
     const char *cluster_id;
+    const char *host_id;
     const char *since;
 };
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
@@ -82,5 +83,47 @@ enum db_status store_token_secret(struct db_conn *conn, const char *id,
 enum db_status store_token_touch(struct db_conn *conn, const char *id);
 /* DB_NOT_FOUND when no unrevoked token has this id. */
 enum db_status store_token_revoke(struct db_conn *conn, const char *id);
+
+/* hosts: registration, credentials, sync, desired set, monitor, reads */
+struct store_host_registration {
+    const char *name, *az, *address, *agent_version;
+    int vcpus;
+    long long memory_mib;
+    int port_min, port_max;
+    const char *engines; /* JSON text: [{engine, version, line, path}] */
+};
+/* Insert or take over the host named r->name with a new credential; host_id
+ * gets its id (AUTH_UUID_LEN+1 bytes). Records an event. */
+enum db_status store_host_register(struct db_conn *conn, const struct store_host_registration *r,
+                                   const struct auth_token *credential, char *host_id);
+/* The host and stored hash behind an agent credential id. */
+enum db_status store_host_credential(struct db_conn *conn, const char *credential_id, char *host_id,
+                                     unsigned char *hash);
+/* Record an event about a host; message_fmt gets the host's name and AZ. */
+enum db_status store_host_event(struct db_conn *conn, const char *host_id, const char *type,
+                                const char *severity, const char *message_fmt);
+/* Record an agent's sync: heartbeat (and recovery event), installed engines
+ * and node report (JSON texts), purge deleted nodes it no longer reports.
+ * *generation gets the desired generation. */
+enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const char *engines,
+                               const char *nodes, long long *generation);
+enum db_status store_host_generation(struct db_conn *conn, const char *host_id,
+                                     long long *generation);
+/* Give every node on the host that has no port yet the lowest free one in
+ * the host's range (nodes wait without one while the range is full). */
+enum db_status store_host_assign_ports(struct db_conn *conn, const char *host_id);
+/* The desired set for the host, as the sync reply's JSON text. */
+enum db_status store_host_desired(struct db_conn *conn, const char *host_id,
+                                  int heartbeat_timeout_s, char **out);
+/* Mark healthy hosts silent for timeout_s lost, with an event each. */
+enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, int *marked);
+
+struct store_host_filter {
+    const char *az;
+    const char *state;
+};
+enum db_status store_hosts_list(struct db_conn *conn, const struct store_host_filter *f,
+                                const struct page *page, char **items, char *next_key);
+enum db_status store_host_get(struct db_conn *conn, const char *id, char **out);
 
 #endif

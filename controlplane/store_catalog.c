@@ -11,7 +11,7 @@
     "                                         'valkey', price_valkey_usd_hour::float8))"
 
 static const struct db_stmt list_node_types = {
-    "SELECT sort_order::text, " NODE_TYPE_JSON " FROM node_types"
+    "SELECT sort_order::text AS page_key, " NODE_TYPE_JSON " FROM node_types"
     " WHERE sort_order > $1::int ORDER BY sort_order LIMIT $2::int"};
 
 static const struct db_stmt get_node_type = {"SELECT " NODE_TYPE_JSON
@@ -19,7 +19,7 @@ static const struct db_stmt get_node_type = {"SELECT " NODE_TYPE_JSON
 
 /* An engine line is schedulable when some healthy host has its binary. */
 static const struct db_stmt list_engine_versions = {
-    "SELECT v.release_order::text, json_build_object("
+    "SELECT v.release_order::text AS page_key, json_build_object("
     "  'engine', v.engine, 'version', v.version, 'status', v.status,"
     "  'upgrade_targets', coalesce((SELECT json_agg(json_build_object('engine', t.engine,"
     "        'version', t.version) ORDER BY t.release_order)"

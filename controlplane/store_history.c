@@ -24,14 +24,15 @@ static const struct db_stmt get_operation = {"SELECT " OPERATION_JSON
                                              " FROM operations WHERE id = $1::uuid"};
 
 static const struct db_stmt list_events = {
-    "SELECT id::text, json_build_object('id', id::text, 'cluster_id', cluster_id,"
-    "  'operation_id', operation_id, 'type', type, 'severity', severity, 'message', message,"
-    "  'detail', detail, 'created_at', " STORE_TS(
+    "SELECT id::text AS page_key, json_build_object('id', id::text, 'cluster_id', cluster_id,"
+    "  'host_id', host_id, 'operation_id', operation_id, 'type', type, 'severity', severity,"
+    "  'message', message, 'detail', detail, 'created_at', " STORE_TS(
         "created_at") ")"
                       " FROM events"
                       " WHERE id > $1::bigint AND ($2::uuid IS NULL OR cluster_id = $2::uuid)"
-                      "   AND ($3::timestamptz IS NULL OR created_at >= $3::timestamptz)"
-                      " ORDER BY id LIMIT $4::int"};
+                      "   AND ($3::uuid IS NULL OR host_id = $3::uuid)"
+                      "   AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)"
+                      " ORDER BY events.id LIMIT $5::int"};
 
 /* Split a "time|id" page key in place; both pointers NULL without a key. */
 static void split_key(const struct page *page, char *buf, const char **time, const char **id)
@@ -65,6 +66,7 @@ enum db_status store_operation_get(struct db_conn *conn, const char *id, char **
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
                                  const struct page *page, char **items, char *next_key)
 {
-    const char *params[4] = {page->has_after ? page->after : "0", f->cluster_id, f->since, NULL};
-    return store_list(conn, &list_events, 4, params, page, items, next_key);
+    const char *params[5] = {page->has_after ? page->after : "0", f->cluster_id, f->host_id,
+                             f->since, NULL};
+    return store_list(conn, &list_events, 5, params, page, items, next_key);
 }

@@ -3,7 +3,8 @@
 Checks that the document is valid OpenAPI (with the node validator in this folder),
 that every $ref resolves, that its operations are exactly the routes `cairnd routes`
 prints, with the same scope and matching security, and that its error codes and
-problem responses agree with the registry of codes and statuses.
+problem responses agree with the registry of codes and statuses, which must also be
+the registry cairnd is built with (controlplane/problem.h).
 
 Run from the repository root, after `make` (for bin/cairnd) and `npm ci` in this folder:
 
@@ -14,6 +15,7 @@ CAIRND overrides the path of the binary (default: <repo>/bin/cairnd).
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,10 +27,19 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 SPEC_PATH = REPO / "api" / "openapi.yaml"
 CAIRND = Path(os.environ.get("CAIRND") or REPO / "bin" / "cairnd")
+PROBLEM_H = REPO / "controlplane" / "problem.h"
 
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
-SCOPES = ("none", "read", "admin")
-SECURITY_SCHEME = "bearer"
+SCOPES = ("none", "read", "admin", "agent", "bootstrap")
+# The security scheme each scope's operations must declare (none: `security: []`). API
+# tokens, agent credentials and the bootstrap token are all bearer credentials, but none
+# opens the routes of another kind, so each kind has its own scheme.
+SECURITY_SCHEMES = {
+    "read": "bearer",
+    "admin": "bearer",
+    "agent": "agentCredential",
+    "bootstrap": "bootstrapToken",
+}
 PROBLEM_JSON = "application/problem+json"
 
 # The error registry as the API contract states it: code -> HTTP status.
@@ -43,6 +54,7 @@ KNOWN_CODES = {
     "NODE_TYPE_NOT_FOUND": 404,
     "OPERATION_NOT_FOUND": 404,
     "TOKEN_NOT_FOUND": 404,
+    "HOST_NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
     "PAYLOAD_TOO_LARGE": 413,
     "UNSUPPORTED_MEDIA_TYPE": 415,
@@ -266,29 +278,38 @@ def test_scopes_match_the_routes(spec, routes):
 
 
 def test_security_follows_scope(spec):
-    scheme = spec.get("components", {}).get("securitySchemes", {}).get(SECURITY_SCHEME)
-    assert scheme and scheme.get("type") == "http" and \
-        str(scheme.get("scheme", "")).lower() == "bearer", \
-        f"components.securitySchemes.{SECURITY_SCHEME} must be an http bearer scheme: {scheme}"
-    bearer = [{SECURITY_SCHEME: []}]
+    schemes = spec.get("components", {}).get("securitySchemes", {})
     problems = []
+    for name in sorted(set(SECURITY_SCHEMES.values())):
+        scheme = schemes.get(name)
+        if not (scheme and scheme.get("type") == "http"
+                and str(scheme.get("scheme", "")).lower() == "bearer"):
+            problems.append(f"components.securitySchemes.{name} must be an http bearer scheme: "
+                            f"{scheme}")
+    unused = sorted(set(schemes) - set(SECURITY_SCHEMES.values()))
+    if unused:
+        problems.append(f"security schemes no scope uses: {unused}")
     for method, path, op, _ in operations(spec):
         effective = op["security"] if "security" in op else spec.get("security")
         scope = op.get("x-cairn-scope")
         if scope == "none" and effective != []:
             problems.append(f"{method} {path}: scope none but security is {effective}, not []")
-        if scope in ("read", "admin") and effective != bearer:
-            problems.append(f"{method} {path}: scope {scope} but security is {effective}, "
-                            f"not {bearer}")
+        if scope in SECURITY_SCHEMES:
+            want = [{SECURITY_SCHEMES[scope]: []}]
+            if effective != want:
+                problems.append(f"{method} {path}: scope {scope} but security is {effective}, "
+                                f"not {want}")
     assert not problems, "\n".join(problems)
 
 
 def test_auth_failures_are_documented(spec):
-    """Token routes document 401; admin routes, which read tokens may not call, also 403."""
+    """Every route that takes a credential documents 401 and 403: read routes refuse agent
+    credentials, admin routes also read tokens, the agent route API tokens, and the
+    registration route answers 403 while cairnd has no bootstrap token."""
     problems = []
     for method, path, op, _ in operations(spec):
         scope, responses = op.get("x-cairn-scope"), op.get("responses", {})
-        want = {"none": set(), "read": {"401"}, "admin": {"401", "403"}}.get(scope, set())
+        want = set() if scope == "none" else {"401", "403"}
         missing = want - set(map(str, responses))
         if missing:
             problems.append(f"{method} {path}: scope {scope} but no {sorted(missing)} response")
@@ -312,6 +333,21 @@ def test_error_codes_are_the_registry(spec):
     wrong = {c: s for c, s in statuses.items() if KNOWN_CODES.get(c) != s}
     assert set(statuses) == set(enum), "ErrorCode's x-cairn-status must map every code"
     assert not wrong, f"x-cairn-status disagrees with the contract: {wrong}"
+
+
+def test_registry_is_cairnds():
+    """KNOWN_CODES is the registry cairnd is built with, code for code and status for status."""
+    text = PROBLEM_H.read_text(encoding="utf-8")
+    built = {code: int(status)
+             for code, status in re.findall(r"\bX\(\s*([A-Z_]+)\s*,\s*(\d{3})\s*,", text)}
+    assert built, f"no X(CODE, status, title) entries found in {PROBLEM_H}"
+    missing = sorted(built.keys() - KNOWN_CODES.keys())
+    extra = sorted(KNOWN_CODES.keys() - built.keys())
+    wrong = {c: (KNOWN_CODES[c], s) for c, s in built.items() if c in KNOWN_CODES
+             and KNOWN_CODES[c] != s}
+    assert not missing, f"codes in {PROBLEM_H.name} that the contract lacks: {missing}"
+    assert not extra, f"codes of the contract that {PROBLEM_H.name} lacks: {extra}"
+    assert not wrong, f"statuses that differ (contract, {PROBLEM_H.name}): {wrong}"
 
 
 def test_problem_responses_match_their_codes(spec):

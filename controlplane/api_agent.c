@@ -1,0 +1,282 @@
+/* api_agent.c -- the agent protocol: POST /v1/agent/register (bootstrap
+ * token) and POST /v1/agent/sync (agent credential), the long-poll through
+ * which every VM learns what to run. See docs/agent-protocol.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "log.h"
+#include "timeutil.h"
+#include "xalloc.h"
+
+#define AGENT_NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+
+static bool check_name_chars(const json_t *value, char *msg, size_t msgsize)
+{
+    const char *s = json_string_value(value);
+    if (strspn(s, AGENT_NAME_CHARS) == strlen(s))
+        return true;
+    snprintf(msg, msgsize, "may contain only letters, digits, '.', '_' and '-'");
+    return false;
+}
+
+static bool check_uuid(const json_t *value, char *msg, size_t msgsize)
+{
+    if (page_is_uuid(json_string_value(value)))
+        return true;
+    snprintf(msg, msgsize, "must be a UUID");
+    return false;
+}
+
+static const char *const engines[] = {"redis", "valkey", NULL};
+static const char *const states[] = {"starting", "running",      "loading", "stopped",
+                                     "crashed",  "unresponsive", NULL};
+static const char *const roles[] = {"primary", "replica", NULL};
+
+static const struct jspec_field engine_fields[] = {
+    {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engines},
+    {.name = "version", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 32},
+    {.name = "line", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 16},
+    {.name = "path", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 4096},
+    {0},
+};
+static const struct jspec_field engine_item = {.type = JSPEC_OBJECT, .fields = engine_fields};
+
+static const struct jspec_field port_range_fields[] = {
+    {.name = "min",
+     .type = JSPEC_INTEGER,
+     .required = true,
+     .has_range = true,
+     .min = 1024,
+     .max = 65535},
+    {.name = "max",
+     .type = JSPEC_INTEGER,
+     .required = true,
+     .has_range = true,
+     .min = 1024,
+     .max = 65535},
+    {0},
+};
+
+const struct jspec_field api_agent_register_spec[] = {
+    {.name = "name",
+     .type = JSPEC_STRING,
+     .required = true,
+     .min_len = 1,
+     .max_len = 63,
+     .check = check_name_chars},
+    {.name = "az",
+     .type = JSPEC_STRING,
+     .required = true,
+     .min_len = 1,
+     .max_len = 32,
+     .check = check_name_chars},
+    {.name = "address", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 255},
+    {.name = "vcpus",
+     .type = JSPEC_INTEGER,
+     .required = true,
+     .has_range = true,
+     .min = 1,
+     .max = 1024},
+    {.name = "memory_mib",
+     .type = JSPEC_INTEGER,
+     .required = true,
+     .has_range = true,
+     .min = 64,
+     .max = 16777216},
+    {.name = "ports", .type = JSPEC_OBJECT, .required = true, .fields = port_range_fields},
+    {.name = "engines",
+     .type = JSPEC_ARRAY,
+     .required = true,
+     .max_len = 16,
+     .items = &engine_item},
+    {.name = "agent_version", .type = JSPEC_STRING, .max_len = 32},
+    {0},
+};
+
+static const struct jspec_field node_fields[] = {
+    {.name = "node_id", .type = JSPEC_STRING, .required = true, .check = check_uuid},
+    {.name = "pid",
+     .type = JSPEC_INTEGER,
+     .nullable = true,
+     .has_range = true,
+     .min = 1,
+     .max = 4194304},
+    {.name = "state", .type = JSPEC_STRING, .required = true, .one_of = states},
+    {.name = "port",
+     .type = JSPEC_INTEGER,
+     .nullable = true,
+     .has_range = true,
+     .min = 1,
+     .max = 65535},
+    {.name = "role", .type = JSPEC_STRING, .nullable = true, .one_of = roles},
+    {.name = "engine", .type = JSPEC_STRING, .nullable = true, .one_of = engines},
+    {.name = "version", .type = JSPEC_STRING, .nullable = true, .max_len = 32},
+    {.name = "replication_offset", .type = JSPEC_INTEGER, .nullable = true},
+    {.name = "master_link_status", .type = JSPEC_STRING, .nullable = true, .max_len = 16},
+    {.name = "sync_in_progress", .type = JSPEC_BOOLEAN, .nullable = true},
+    {.name = "loading", .type = JSPEC_BOOLEAN, .nullable = true},
+    {.name = "restarts", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
+    {0},
+};
+static const struct jspec_field node_item = {.type = JSPEC_OBJECT, .fields = node_fields};
+
+const struct jspec_field api_agent_sync_spec[] = {
+    {.name = "generation",
+     .type = JSPEC_INTEGER,
+     .required = true,
+     .has_range = true,
+     .min = 0,
+     .max = 9e18},
+    {.name = "wait_ms", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 10000},
+    {.name = "engines",
+     .type = JSPEC_ARRAY,
+     .required = true,
+     .max_len = 16,
+     .items = &engine_item},
+    {.name = "nodes", .type = JSPEC_ARRAY, .required = true, .max_len = 1024, .items = &node_item},
+    {0},
+};
+
+/* ---- register ------------------------------------------------------------ */
+
+struct register_call {
+    struct store_host_registration reg;
+    struct auth_token credential;
+    char host_id[AUTH_UUID_LEN + 1];
+};
+
+static enum db_status register_fn(struct db_conn *conn, void *arg)
+{
+    struct register_call *c = arg;
+    auth_agent_credential_new(&c->credential);
+    return store_host_register(conn, &c->reg, &c->credential, c->host_id);
+}
+
+void api_agent_register(struct http_request *req)
+{
+    json_t *body = req->json, *ports = json_object_get(body, "ports");
+    struct register_call call = {0};
+    char *engines_text = json_dumps(json_object_get(body, "engines"), JSON_COMPACT);
+
+    call.reg.name = json_string_value(json_object_get(body, "name"));
+    call.reg.az = json_string_value(json_object_get(body, "az"));
+    call.reg.address = json_string_value(json_object_get(body, "address"));
+    call.reg.agent_version = json_string_value(json_object_get(body, "agent_version"));
+    call.reg.vcpus = (int)json_integer_value(json_object_get(body, "vcpus"));
+    call.reg.memory_mib = json_integer_value(json_object_get(body, "memory_mib"));
+    call.reg.port_min = (int)json_integer_value(json_object_get(ports, "min"));
+    call.reg.port_max = (int)json_integer_value(json_object_get(ports, "max"));
+    call.reg.engines = engines_text;
+    if (call.reg.port_min > call.reg.port_max) {
+        json_t *errors = json_array();
+        jspec_error(errors, "ports", "min must not be greater than max");
+        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors, "the port range is empty");
+        free(engines_text);
+        return;
+    }
+    enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, register_fn, &call);
+    free(engines_text);
+    if (st != DB_OK) {
+        http_reply_db_error(req, st);
+        return;
+    }
+    log_info("host registered", "host_id=%s name=%s az=%s", call.host_id, call.reg.name,
+             call.reg.az);
+    http_reply_json(req, 200,
+                    json_pack("{s:s, s:s, s:i, s:i}", "host_id", call.host_id, "credential",
+                              call.credential.text, "sync_wait_ms", req->app->cfg.sync_wait_ms,
+                              "heartbeat_timeout_s", req->app->cfg.heartbeat_timeout_s));
+}
+
+/* ---- sync ------------------------------------------------------------------ */
+
+struct sync_call {
+    const char *host_id;
+    const char *engines, *nodes; /* JSON texts of the report */
+    long long generation;
+    int heartbeat_timeout_s;
+    char *desired;
+};
+
+static enum db_status record_fn(struct db_conn *conn, void *arg)
+{
+    struct sync_call *c = arg;
+    return store_host_sync(conn, c->host_id, c->engines, c->nodes, &c->generation);
+}
+
+static enum db_status generation_fn(struct db_conn *conn, void *arg)
+{
+    struct sync_call *c = arg;
+    return store_host_generation(conn, c->host_id, &c->generation);
+}
+
+/* Nodes placed without a port get one as their desired set is read, in the
+ * same transaction, so the reply already carries it. */
+static enum db_status desired_fn(struct db_conn *conn, void *arg)
+{
+    struct sync_call *c = arg;
+    enum db_status st = store_host_assign_ports(conn, c->host_id);
+
+    free(c->desired);
+    c->desired = NULL;
+    if (st != DB_OK)
+        return st;
+    return store_host_desired(conn, c->host_id, c->heartbeat_timeout_s, &c->desired);
+}
+
+static void reply_desired(struct http_request *req, struct sync_call *call)
+{
+    enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, desired_fn, call);
+    if (st != DB_OK)
+        http_reply_db_error(req, st);
+    else
+        http_reply_json_text(req, 200, call->desired);
+}
+
+/* The first pass records the agent's report; every pass (the first and each
+ * wake-up) then answers when the desired generation differs from the
+ * agent's, when the wait is over or cairnd is stopping, and parks the
+ * request otherwise. A NOTIFY from any cairnd wakes it (see notify.c). */
+void api_agent_sync(struct http_request *req)
+{
+    json_t *body = req->json;
+    long long known = json_integer_value(json_object_get(body, "generation"));
+    struct sync_call call = {.host_id = req->who.host_id,
+                             .heartbeat_timeout_s = req->app->cfg.heartbeat_timeout_s};
+    enum db_status st;
+
+    if (!req->resumed) {
+        char *installed = json_dumps(json_object_get(body, "engines"), JSON_COMPACT);
+        char *nodes = json_dumps(json_object_get(body, "nodes"), JSON_COMPACT);
+        call.engines = installed;
+        call.nodes = nodes;
+        st = db_tx(req->app->db, DB_READ_COMMITTED, record_fn, &call);
+        free(installed);
+        free(nodes);
+        if (st != DB_OK) {
+            http_reply_db_error(req, st);
+            return;
+        }
+        long long wait_ms = json_integer_value(json_object_get(body, "wait_ms"));
+        if (wait_ms > req->app->cfg.sync_wait_ms)
+            wait_ms = req->app->cfg.sync_wait_ms;
+        req->park_deadline_us = time_mono_us() + wait_ms * 1000;
+    }
+    for (;;) {
+        uint64_t epoch = http_wake_epoch(req);
+        if (req->resumed && (st = db_run(req->app->db, generation_fn, &call)) != DB_OK) {
+            http_reply_db_error(req, st);
+            return;
+        }
+        if (call.generation != known || time_mono_us() >= req->park_deadline_us ||
+            http_stopping(req)) {
+            reply_desired(req, &call);
+            return;
+        }
+        if (http_suspend(req, call.host_id, epoch, req->park_deadline_us))
+            return;
+        req->resumed = true; /* woken before parking: read the generation again */
+    }
+}

@@ -1,0 +1,73 @@
+/* monitor.c -- the host monitor thread. */
+#include "monitor.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "log.h"
+#include "store.h"
+#include "xalloc.h"
+
+struct monitor {
+    struct db_pool *pool;
+    int timeout_s;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stop;
+};
+
+static enum db_status check_fn(struct db_conn *conn, void *arg)
+{
+    struct monitor *m = arg;
+    int marked = 0;
+    enum db_status st = store_hosts_mark_lost(conn, m->timeout_s, &marked);
+    if (st == DB_OK && marked > 0)
+        log_warn("hosts lost", "count=%d timeout_s=%d", marked, m->timeout_s);
+    return st;
+}
+
+static void *monitor_main(void *arg)
+{
+    struct monitor *m = arg;
+
+    pthread_mutex_lock(&m->lock);
+    while (!m->stop) {
+        pthread_mutex_unlock(&m->lock);
+        (void)db_run(m->pool, check_fn, m);
+        pthread_mutex_lock(&m->lock);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &until) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+struct monitor *monitor_start(struct db_pool *pool, int timeout_s)
+{
+    struct monitor *m = xcalloc(1, sizeof(*m));
+    m->pool = pool;
+    m->timeout_s = timeout_s;
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->wake, NULL);
+    pthread_create(&m->thread, NULL, monitor_main, m);
+    return m;
+}
+
+void monitor_stop(struct monitor *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->stop = true;
+    pthread_cond_signal(&m->wake);
+    pthread_mutex_unlock(&m->lock);
+    pthread_join(m->thread, NULL);
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->wake);
+    free(m);
+}

@@ -1,0 +1,105 @@
+/* notify.c -- the LISTEN thread: PostgreSQL notifications to http_wake(). */
+#include "notify.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "http.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define NOTIFY_CHANNEL   "cairn_desired"
+#define RECONNECT_MS     500
+#define POLL_INTERVAL_MS 250
+
+struct notify {
+    char *url;
+    struct http_server *server;
+    pthread_t thread;
+    atomic_bool stop;
+};
+
+/* Deliver every queued notification; false when the connection broke. */
+static bool drain(struct notify *n, PGconn *pg)
+{
+    PGnotify *note;
+
+    if (!PQconsumeInput(pg))
+        return false;
+    while ((note = PQnotifies(pg)) != NULL) {
+        http_wake(n->server, note->extra[0] != '\0' ? note->extra : NULL);
+        PQfreemem(note);
+    }
+    return true;
+}
+
+static PGconn *listen_on(const char *url)
+{
+    char err[512];
+    PGconn *pg = db_connect(url, err, sizeof(err));
+
+    if (pg == NULL)
+        return NULL;
+    PGresult *res = PQexec(pg, "LISTEN " NOTIFY_CHANNEL);
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+    if (!ok) {
+        PQfinish(pg);
+        return NULL;
+    }
+    return pg;
+}
+
+static void *notify_main(void *arg)
+{
+    struct notify *n = arg;
+    PGconn *pg = NULL;
+    bool warned = false;
+
+    while (!atomic_load(&n->stop)) {
+        if (pg == NULL) {
+            pg = listen_on(n->url);
+            if (pg == NULL) {
+                if (!warned)
+                    log_warn("cannot listen for desired-state changes; retrying", NULL);
+                warned = true;
+                usleep(RECONNECT_MS * 1000);
+                continue;
+            }
+            warned = false;
+            http_wake(n->server, NULL);
+        }
+        struct pollfd pfd = {.fd = PQsocket(pg), .events = POLLIN};
+        if (poll(&pfd, 1, POLL_INTERVAL_MS) < 0 || !drain(n, pg)) {
+            PQfinish(pg);
+            pg = NULL;
+        }
+    }
+    if (pg != NULL)
+        PQfinish(pg);
+    return NULL;
+}
+
+struct notify *notify_start(const char *url, struct http_server *server)
+{
+    struct notify *n = xcalloc(1, sizeof(*n));
+    n->url = xstrdup(url);
+    n->server = server;
+    atomic_init(&n->stop, false);
+    pthread_create(&n->thread, NULL, notify_main, n);
+    return n;
+}
+
+void notify_stop(struct notify *n)
+{
+    atomic_store(&n->stop, true);
+    pthread_join(n->thread, NULL);
+    free(n->url);
+    free(n);
+}

@@ -1,0 +1,358 @@
+/* store_hosts.c -- hosts (the VMs running cairn-agent), the engines each has,
+ * what the agents report, and the desired set each agent pulls. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler.h"
+#include "store.h"
+#include "xalloc.h"
+
+/* ---- registration and credentials ---------------------------------------- */
+
+/* Registering a name that exists takes the host over: same id, a new
+ * credential, fresh capacity and engines. */
+static const struct db_stmt upsert_host = {
+    "INSERT INTO hosts (name, az, address, vcpus, memory_mib, port_min, port_max,"
+    "                   credential_id, credential_hash, agent_version, last_seen_at, state)"
+    " VALUES ($1, $2, $3, $4::int, $5::bigint, $6::int, $7::int, $8, $9::bytea, $10, now(),"
+    "         'healthy')"
+    " ON CONFLICT (name) DO UPDATE SET az = EXCLUDED.az, address = EXCLUDED.address,"
+    "   vcpus = EXCLUDED.vcpus, memory_mib = EXCLUDED.memory_mib,"
+    "   port_min = EXCLUDED.port_min, port_max = EXCLUDED.port_max,"
+    "   credential_id = EXCLUDED.credential_id, credential_hash = EXCLUDED.credential_hash,"
+    "   agent_version = EXCLUDED.agent_version, last_seen_at = now(), state = 'healthy',"
+    "   updated_at = now()"
+    " RETURNING id, (xmax = 0)"};
+
+/* Engines: upsert what the agent has, drop what it no longer has; nothing
+ * is written when nothing changed. */
+static const struct db_stmt upsert_engines = {
+    "INSERT INTO host_engines (host_id, engine, version, full_version, path)"
+    " SELECT DISTINCT ON (e.engine, e.line) $1::uuid, e.engine, e.line, e.version, e.path"
+    " FROM jsonb_to_recordset($2::jsonb) AS e(engine text, line text, version text, path text)"
+    " ORDER BY e.engine, e.line, e.version DESC"
+    " ON CONFLICT (host_id, engine, version) DO UPDATE"
+    "   SET full_version = EXCLUDED.full_version, path = EXCLUDED.path"
+    "   WHERE host_engines.full_version <> EXCLUDED.full_version"
+    "      OR host_engines.path <> EXCLUDED.path"};
+
+static const struct db_stmt prune_engines = {
+    "DELETE FROM host_engines h WHERE h.host_id = $1::uuid AND NOT EXISTS ("
+    "  SELECT 1 FROM jsonb_to_recordset($2::jsonb) AS e(engine text, line text)"
+    "  WHERE e.engine = h.engine AND e.line = h.version)"};
+
+static const struct db_stmt host_event = {
+    "INSERT INTO events (host_id, type, severity, message, detail)"
+    " SELECT id, $2, $3, format($4, name, az), json_build_object('host_id', id, 'name', name,"
+    "        'az', az, 'address', address)"
+    " FROM hosts WHERE id = $1::uuid"};
+
+static const struct db_stmt host_credential = {
+    "SELECT id, encode(credential_hash, 'hex') FROM hosts WHERE credential_id = $1"};
+
+static enum db_status exec_stmt(struct db_conn *conn, const struct db_stmt *stmt, int n,
+                                const char *const *params)
+{
+    enum db_status st;
+    PGresult *res = db_query(conn, stmt, n, params, &st);
+    PQclear(res);
+    return st;
+}
+
+static enum db_status record_engines(struct db_conn *conn, const char *host_id, const char *engines)
+{
+    const char *params[2] = {host_id, engines};
+    enum db_status st = exec_stmt(conn, &upsert_engines, 2, params);
+    return st == DB_OK ? exec_stmt(conn, &prune_engines, 2, params) : st;
+}
+
+enum db_status store_host_event(struct db_conn *conn, const char *host_id, const char *type,
+                                const char *severity, const char *message_fmt)
+{
+    const char *params[4] = {host_id, type, severity, message_fmt};
+    return exec_stmt(conn, &host_event, 4, params);
+}
+
+enum db_status store_host_register(struct db_conn *conn, const struct store_host_registration *r,
+                                   const struct auth_token *credential, char *host_id)
+{
+    char vcpus[16], memory[24], pmin[16], pmax[16];
+    char hash[2 + 2 * CRYPTO_SHA256_LEN + 1] = "\\x";
+    const char *params[10] = {r->name, r->az, r->address,     vcpus, memory,
+                              pmin,    pmax,  credential->id, hash,  r->agent_version};
+    enum db_status st;
+
+    snprintf(vcpus, sizeof(vcpus), "%d", r->vcpus);
+    snprintf(memory, sizeof(memory), "%lld", r->memory_mib);
+    snprintf(pmin, sizeof(pmin), "%d", r->port_min);
+    snprintf(pmax, sizeof(pmax), "%d", r->port_max);
+    crypto_hex(credential->hash, CRYPTO_SHA256_LEN, hash + 2);
+    PGresult *res = db_query(conn, &upsert_host, 10, params, &st);
+    if (res == NULL)
+        return st;
+    snprintf(host_id, AUTH_UUID_LEN + 1, "%s", PQgetvalue(res, 0, 0));
+    bool inserted = PQgetvalue(res, 0, 1)[0] == 't';
+    PQclear(res);
+    if ((st = record_engines(conn, host_id, r->engines)) != DB_OK)
+        return st;
+    return store_host_event(conn, host_id, inserted ? "host.registered" : "host.reregistered",
+                            "info",
+                            inserted ? "host %s in %s registered"
+                                     : "host %s in %s registered again (new agent credential)");
+}
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c - 'a' + 10;
+}
+
+enum db_status store_host_credential(struct db_conn *conn, const char *credential_id, char *host_id,
+                                     unsigned char *hash)
+{
+    const char *params[1] = {credential_id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &host_credential, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    if (PQntuples(res) == 0 || PQgetlength(res, 0, 1) != 2 * CRYPTO_SHA256_LEN) {
+        PQclear(res);
+        return DB_NOT_FOUND;
+    }
+    snprintf(host_id, AUTH_UUID_LEN + 1, "%s", PQgetvalue(res, 0, 0));
+    const char *hex = PQgetvalue(res, 0, 1);
+    for (int i = 0; i < CRYPTO_SHA256_LEN; i++)
+        hash[i] = (unsigned char)(hex_value(hex[2 * i]) << 4 | hex_value(hex[2 * i + 1]));
+    PQclear(res);
+    return DB_OK;
+}
+
+/* ---- sync: heartbeat, report, desired set -------------------------------- */
+
+/* The heartbeat, returning the state the host was in before it. */
+static const struct db_stmt heartbeat = {
+    "WITH prev AS (SELECT state FROM hosts WHERE id = $1::uuid FOR UPDATE)"
+    " UPDATE hosts h SET last_seen_at = now(),"
+    "   state = CASE WHEN prev.state = 'lost' THEN 'healthy' ELSE prev.state END,"
+    "   updated_at = CASE WHEN prev.state = 'lost' THEN now() ELSE h.updated_at END"
+    " FROM prev WHERE h.id = $1::uuid RETURNING prev.state"};
+
+static const struct db_stmt record_nodes = {
+    "UPDATE nodes n SET pid = r.pid, process_state = r.state, role = r.role,"
+    "   running_version = r.version, replication_offset = r.replication_offset,"
+    "   master_link_status = r.master_link_status, sync_in_progress = r.sync_in_progress,"
+    "   loading = r.loading, restarts = coalesce(r.restarts, 0), reported_at = now()"
+    " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, state text, role text,"
+    "   version text, replication_offset bigint, master_link_status text,"
+    "   sync_in_progress boolean, loading boolean, restarts int)"
+    " WHERE n.id = r.node_id AND n.host_id = $1::uuid"};
+
+/* A deleted node's row goes once its agent no longer reports it: the
+ * engine is stopped and its data removed. */
+static const struct db_stmt purge_deleted = {
+    "DELETE FROM nodes WHERE host_id = $1::uuid AND desired_state = 'deleted'"
+    " AND id NOT IN (SELECT r.node_id FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid))"};
+
+static const struct db_stmt host_ports = {
+    "SELECT h.port_min, h.port_max, n.port, n.id FROM hosts h"
+    " LEFT JOIN nodes n ON n.host_id = h.id WHERE h.id = $1::uuid FOR UPDATE OF h"};
+
+static const struct db_stmt set_port = {"UPDATE nodes SET port = $2::int WHERE id = $1::uuid"};
+
+static const struct db_stmt desired_generation = {
+    "SELECT desired_generation FROM hosts WHERE id = $1::uuid"};
+
+enum db_status store_host_assign_ports(struct db_conn *conn, const char *host_id)
+{
+    const char *params[1] = {host_id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &host_ports, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    int rows = PQntuples(res);
+    int *used = xcalloc((size_t)rows + 1, sizeof(int));
+    size_t nused = 0;
+    for (int i = 0; i < rows; i++) {
+        if (!PQgetisnull(res, i, 2))
+            used[nused++] = atoi(PQgetvalue(res, i, 2));
+    }
+    for (int i = 0; i < rows && st == DB_OK; i++) {
+        if (PQgetisnull(res, i, 3) || !PQgetisnull(res, i, 2))
+            continue;
+        int port =
+            sched_pick_port(atoi(PQgetvalue(res, i, 0)), atoi(PQgetvalue(res, i, 1)), used, nused);
+        if (port < 0)
+            break; /* the range is full; the node waits without a port */
+        char text[16];
+        snprintf(text, sizeof(text), "%d", port);
+        const char *set[2] = {PQgetvalue(res, i, 3), text};
+        st = exec_stmt(conn, &set_port, 2, set);
+        used[nused++] = port;
+    }
+    free(used);
+    PQclear(res);
+    return st;
+}
+
+enum db_status store_host_generation(struct db_conn *conn, const char *host_id,
+                                     long long *generation)
+{
+    const char *params[1] = {host_id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &desired_generation, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
+    if (st == DB_OK)
+        *generation = atoll(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return st;
+}
+
+enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const char *engines,
+                               const char *nodes, long long *generation)
+{
+    const char *params[2] = {host_id, nodes};
+    enum db_status st;
+    PGresult *res = db_query(conn, &heartbeat, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return DB_NOT_FOUND;
+    }
+    bool was_lost = strcmp(PQgetvalue(res, 0, 0), "lost") == 0;
+    PQclear(res);
+    if (was_lost && (st = store_host_event(conn, host_id, "host.recovered", "info",
+                                           "host %s in %s is reporting again")) != DB_OK)
+        return st;
+    if ((st = record_engines(conn, host_id, engines)) != DB_OK ||
+        (st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
+        (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK)
+        return st;
+    return store_host_generation(conn, host_id, generation);
+}
+
+/* The desired set in the agent protocol's shape. Engine settings come from
+ * the cluster's spec with the managed-service defaults: maxmemory-policy
+ * volatile-lru, 25% reserved memory, AOF on, cluster mode unless disabled. */
+static const struct db_stmt desired_set = {
+    "SELECT json_build_object('generation', h.desired_generation,"
+    "  'heartbeat_timeout_s', $2::int,"
+    "  'nodes', coalesce((SELECT json_agg(json_build_object("
+    "      'node_id', n.id, 'engine', n.engine, 'version', n.engine_version, 'port', n.port,"
+    "      'run', n.desired_state = 'running', 'deleted', n.desired_state = 'deleted',"
+    "      'restart_policy', n.restart_policy,"
+    "      'config', json_build_object("
+    "        'memory_mib', round(t.memory_gib * 1024)::bigint,"
+    "        'reserved_memory_percent',"
+    "          coalesce((c.spec #>> '{parameters,reserved-memory-percent}')::int, 25),"
+    "        'maxmemory_policy',"
+    "          coalesce(c.spec #>> '{parameters,maxmemory-policy}', 'volatile-lru'),"
+    "        'appendonly', coalesce((c.spec #>> '{parameters,appendonly}')::boolean, true),"
+    "        'cluster_enabled', coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled',"
+    "        'cluster_node_timeout_ms',"
+    "          coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000),"
+    "        'password', NULL,"
+    "        'parameters', (coalesce(c.spec -> 'parameters', '{}'::jsonb) - 'maxmemory-policy'"
+    "           - 'reserved-memory-percent' - 'appendonly' - 'cluster-node-timeout')"
+    "           || n.parameters))"
+    "    ORDER BY n.port)"
+    "    FROM nodes n JOIN node_types t ON t.name = n.node_type"
+    "    JOIN clusters c ON c.id = n.cluster_id"
+    "    WHERE n.host_id = h.id AND n.port IS NOT NULL), '[]'::json))"
+    " FROM hosts h WHERE h.id = $1::uuid"};
+
+enum db_status store_host_desired(struct db_conn *conn, const char *host_id,
+                                  int heartbeat_timeout_s, char **out)
+{
+    char timeout[16];
+    const char *params[2] = {host_id, timeout};
+
+    snprintf(timeout, sizeof(timeout), "%d", heartbeat_timeout_s);
+    return store_get_text(conn, &desired_set, 2, params, out);
+}
+
+/* ---- the host monitor ------------------------------------------------------ */
+
+static const struct db_stmt mark_lost = {
+    "WITH lost AS (UPDATE hosts SET state = 'lost', updated_at = now()"
+    "   WHERE state = 'healthy' AND last_seen_at < now() - make_interval(secs => $1::int)"
+    "   RETURNING id, name, az, address, last_seen_at)"
+    " INSERT INTO events (host_id, type, severity, message, detail)"
+    " SELECT id, 'host.lost', 'warning',"
+    "   format('host %s in %s missed its heartbeats for %s s', name, az, $1::int),"
+    "   json_build_object('host_id', id, 'name', name, 'az', az, 'address', address,"
+    "                     'last_seen_at', " STORE_TS(
+        "last_seen_at") ")"
+                        " FROM lost RETURNING host_id"};
+
+enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, int *marked)
+{
+    char timeout[16];
+    const char *params[1] = {timeout};
+    enum db_status st;
+
+    snprintf(timeout, sizeof(timeout), "%d", timeout_s);
+    PGresult *res = db_query(conn, &mark_lost, 1, params, &st);
+    if (res == NULL)
+        return st;
+    *marked = PQntuples(res);
+    PQclear(res);
+    return DB_OK;
+}
+
+/* ---- reads for the API ------------------------------------------------------ */
+
+#define HOST_JSON                                                                                  \
+    "json_build_object('id', h.id, 'name', h.name, 'az', h.az, 'address', h.address,"              \
+    " 'state', h.state, 'capacity', json_build_object('vcpus', h.vcpus,"                           \
+    "   'memory_mib', h.memory_mib),"                                                              \
+    " 'allocated', (SELECT json_build_object('vcpus', coalesce(sum(t.vcpus), 0),"                  \
+    "     'memory_mib', coalesce(round(sum(t.memory_gib) * 1024), 0)::bigint,"                     \
+    "     'nodes', count(n.id))"                                                                   \
+    "   FROM nodes n JOIN node_types t ON t.name = n.node_type"                                    \
+    "   WHERE n.host_id = h.id AND n.desired_state <> 'deleted'),"                                 \
+    " 'ports', json_build_object('min', h.port_min, 'max', h.port_max),"                           \
+    " 'engines', coalesce((SELECT json_agg(json_build_object('engine', e.engine,"                  \
+    "     'version', e.version, 'full_version', e.full_version, 'path', e.path)"                   \
+    "     ORDER BY e.engine, e.version) FROM host_engines e WHERE e.host_id = h.id), '[]'::json)," \
+    " 'agent_version', h.agent_version, 'desired_generation', h.desired_generation,"               \
+    " 'last_seen_at', " STORE_TS("h.last_seen_at") ", 'created_at', " STORE_TS(                    \
+        "h.created_at") ", 'updated_at', " STORE_TS("h.updated_at") ")"
+
+static const struct db_stmt list_hosts = {
+    "SELECT h.name AS page_key, " HOST_JSON " FROM hosts h"
+    " WHERE h.name > $1 AND ($2::text IS NULL OR h.az = $2) AND ($3::text IS NULL OR h.state = $3)"
+    " ORDER BY h.name LIMIT $4::int"};
+
+static const struct db_stmt get_host = {
+    "SELECT (" HOST_JSON "::jsonb || jsonb_build_object('nodes', coalesce((SELECT jsonb_agg("
+    "   jsonb_build_object('id', n.id, 'cluster_id', n.cluster_id, 'port', n.port,"
+    "     'engine', n.engine, 'engine_version', n.engine_version, 'node_type', n.node_type,"
+    "     'desired_state', n.desired_state, 'process_state', n.process_state, 'role', n.role,"
+    "     'pid', n.pid, 'running_version', n.running_version,"
+    "     'replication_offset', n.replication_offset,"
+    "     'master_link_status', n.master_link_status, 'sync_in_progress', n.sync_in_progress,"
+    "     'loading', n.loading, 'restarts', n.restarts,"
+    "     'reported_at', " STORE_TS(
+        "n.reported_at") ") ORDER BY n.port)"
+                         "   FROM nodes n WHERE n.host_id = h.id), '[]'::jsonb)))::text"
+                         " FROM hosts h WHERE h.id = $1::uuid"};
+
+enum db_status store_hosts_list(struct db_conn *conn, const struct store_host_filter *f,
+                                const struct page *page, char **items, char *next_key)
+{
+    const char *params[4] = {page->has_after ? page->after : "", f->az, f->state, NULL};
+    return store_list(conn, &list_hosts, 4, params, page, items, next_key);
+}
+
+enum db_status store_host_get(struct db_conn *conn, const char *id, char **out)
+{
+    const char *params[1] = {id};
+    return store_get_text(conn, &get_host, 1, params, out);
+}

@@ -1,0 +1,258 @@
+"""Reading operations and events, with rows inserted straight into PostgreSQL."""
+
+import pytest
+
+import expect
+from expect import eq
+
+CL_A = "aaaaaaaa-0000-4000-8000-000000000001"
+CL_B = "bbbbbbbb-0000-4000-8000-000000000002"
+OP_KEYS = {"id", "cluster_id", "kind", "state", "step", "step_name", "progress", "error",
+           "created_at", "started_at", "finished_at", "updated_at"}
+EV_KEYS = {"id", "cluster_id", "host_id", "operation_id", "type", "severity", "message", "detail",
+           "created_at"}
+
+# id, cluster, kind, state, step, step_name, progress, error, created, started, finished
+OPS = [
+    ("00000000-0000-4000-8000-00000000000a", CL_A, "create", "succeeded", 5, "done", 100, None,
+     "2026-01-01 10:00:00.000001+00", "2026-01-01 10:00:01+00", "2026-01-01 10:05:00+00"),
+    ("00000000-0000-4000-8000-00000000000b", CL_A, "scale_shards", "failed", 2, "move_slots", 40,
+     '{"code": "INSUFFICIENT_CAPACITY", "message": "need 3 AZs"}',
+     "2026-01-02 10:00:00.5+00", "2026-01-02 10:00:01+00", "2026-01-02 10:01:00+00"),
+    ("00000000-0000-4000-8000-00000000000c", CL_B, "create", "running", 1, "place_nodes", 10, None,
+     "2026-01-03 12:00:00+02", "2026-01-03 10:00:02+00", None),
+    ("00000000-0000-4000-8000-00000000000d", None, "upgrade_engine", "pending", 0, None, 0, None,
+     "2026-01-04 10:00:00+00", None, None),
+    ("00000000-0000-4000-8000-00000000000e", CL_B, "failover", "cancelled", 0, None, 0, None,
+     "2026-01-05 10:00:00.123456+00", None, "2026-01-05 10:00:03+00"),
+]
+NEWEST_FIRST = ["00000000-0000-4000-8000-00000000000e", "00000000-0000-4000-8000-00000000000d",
+                "00000000-0000-4000-8000-00000000000c", "00000000-0000-4000-8000-00000000000b",
+                "00000000-0000-4000-8000-00000000000a"]
+
+
+def lit(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, int):
+        return str(v)
+    return "'" + v.replace("'", "''") + "'"
+
+
+def insert_ops(cairn):
+    rows = []
+    for (oid, cl, kind, state, step, step_name, progress, err, created, started,
+         finished) in OPS:
+        rows.append(
+            f"({lit(oid)}, {lit(cl)}, {lit(kind)}, {lit(state)}, {step}, {lit(step_name)}, "
+            f"'{{}}'::jsonb, {progress}, {lit(err)}::jsonb, {lit(created)}, {lit(started)}, "
+            f"{lit(finished)}, {lit(created)}::timestamptz + interval '1 minute')")
+    cairn.psql("INSERT INTO operations (id, cluster_id, kind, state, step, step_name, context, "
+               "progress, error, created_at, started_at, finished_at, updated_at) VALUES "
+               + ", ".join(rows))
+
+
+def insert_events(cairn):
+    cairn.psql(
+        "INSERT INTO events (cluster_id, operation_id, type, severity, message, detail, created_at)"
+        " VALUES "
+        f"({lit(CL_A)}, {lit(OPS[0][0])}, 'cluster.created', 'info', 'cluster created', "
+        "   '{\"shards\": 3}', '2026-02-01 08:00:00+00'),"
+        f"({lit(CL_B)}, NULL, 'node.down', 'error', 'node n1 stopped answering', "
+        "   '{\"node\": \"n1\"}', '2026-02-01 09:00:00.25+00'),"
+        f"({lit(CL_A)}, NULL, 'failover', 'warning', 'promoted replica', "
+        "   '{}', '2026-02-01 10:00:00+00'),"
+        "(NULL, NULL, 'host.lost', 'warning', 'host h3 lost', "
+        "   '{\"host\": \"h3\", \"nested\": {\"a\": [1, 2]}}', '2026-02-01 11:00:00+00')")
+
+
+@pytest.fixture(scope="module")
+def ops(module_cairn):
+    """A cairnd whose database holds OPS and the events of insert_events()."""
+    insert_ops(module_cairn)
+    insert_events(module_cairn)
+    return module_cairn
+
+
+@pytest.fixture(scope="module")
+def events(ops):
+    return ops
+
+# --------------------------------------------------------------------------
+# Operations
+
+
+def test_get_operation_exact(ops):
+    body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[1][0]}"))
+    eq(body, {
+        "id": OPS[1][0], "cluster_id": CL_A, "kind": "scale_shards", "state": "failed",
+        "step": 2, "step_name": "move_slots", "progress": 40,
+        "error": {"code": "INSUFFICIENT_CAPACITY", "message": "need 3 AZs"},
+        "created_at": "2026-01-02T10:00:00.500000Z", "started_at": "2026-01-02T10:00:01.000000Z",
+        "finished_at": "2026-01-02T10:01:00.000000Z", "updated_at": "2026-01-02T10:01:00.500000Z",
+    }, "operation b")
+
+
+def test_get_operation_with_nulls_and_utc_conversion(ops):
+    body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[3][0]}"))
+    eq(body, {
+        "id": OPS[3][0], "cluster_id": None, "kind": "upgrade_engine", "state": "pending",
+        "step": 0, "step_name": None, "progress": 0, "error": None,
+        "created_at": "2026-01-04T10:00:00.000000Z", "started_at": None, "finished_at": None,
+        "updated_at": "2026-01-04T10:01:00.000000Z",
+    }, "operation d")
+    body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[2][0]}"))
+    eq(body["created_at"], "2026-01-03T10:00:00.000000Z", "created_at given at +02:00")
+
+
+def test_list_operations_newest_first(ops):
+    body = expect.json_ok(ops.read.get("/v1/operations"))
+    eq(set(body), {"operations"}, "list members")
+    eq([o["id"] for o in body["operations"]], NEWEST_FIRST, "order")
+    for o in body["operations"]:
+        eq(set(o), OP_KEYS, f"members of {o['id']}")
+        for k in ("created_at", "updated_at"):
+            expect.timestamp(o[k], k)
+        single = expect.json_ok(ops.read.get(f"/v1/operations/{o['id']}"))
+        eq(o, single, f"list item vs GET {o['id']}")
+
+
+@pytest.mark.parametrize("params,want", [
+    ({"cluster_id": CL_A}, ["b", "a"]),
+    ({"cluster_id": CL_B}, ["e", "c"]),
+    ({"cluster_id": "cccccccc-0000-4000-8000-000000000003"}, []),
+    ({"state": "running"}, ["c"]),
+    ({"state": "succeeded"}, ["a"]),
+    ({"state": "cancelled"}, ["e"]),
+    ({"kind": "create"}, ["c", "a"]),
+    ({"kind": "failover"}, ["e"]),
+    ({"cluster_id": CL_A, "state": "failed"}, ["b"]),
+    ({"cluster_id": CL_B, "kind": "create", "state": "running"}, ["c"]),
+    ({"cluster_id": CL_B, "kind": "create", "state": "failed"}, []),
+])
+def test_filter_operations(ops, params, want):
+    body = expect.json_ok(ops.read.get("/v1/operations", params=params))
+    got = [o["id"][-1] for o in body["operations"]]
+    eq(got, want, f"operations for {params}")
+
+
+def test_uppercase_cluster_id_filter_matches(ops):
+    body = expect.json_ok(ops.read.get("/v1/operations", params={"cluster_id": CL_A.upper()}))
+    eq([o["id"][-1] for o in body["operations"]], ["b", "a"], "operations for an upper-case uuid")
+
+
+@pytest.mark.parametrize("value", ["not-a-uuid", "aaaaaaaa-0000-4000-8000-00000000000",
+                                   "aaaaaaaa00004000800000000000001x", "1", ""])
+def test_malformed_cluster_id_filter(ops, value):
+    for path in ("/v1/operations", "/v1/events"):
+        r = ops.read.get(f"{path}?cluster_id={value}")
+        expect.problem(r, "INVALID_QUERY_PARAMETER", fields=["cluster_id"])
+
+
+@pytest.mark.parametrize("param,value", [("state", "done"), ("state", "RUNNING"),
+                                         ("state", "runnin"), ("kind", "no_such_kind")])
+def test_bad_state_or_kind_filter(ops, param, value):
+    expect.problem(ops.read.get("/v1/operations", params={param: value}),
+                   "INVALID_QUERY_PARAMETER", fields=[param])
+
+
+@pytest.mark.parametrize("oid", ["00000000-0000-4000-8000-0000000000ff", "not-a-uuid", "123",
+                                 "00000000-0000-4000-8000-00000000000a-", "f" * 300],
+                         ids=["unknown", "not-a-uuid", "number", "suffix", "300-chars"])
+def test_unknown_or_malformed_operation_is_404(ops, oid):
+    r = ops.read.get(f"/v1/operations/{oid}")
+    expect.problem(r, "OPERATION_NOT_FOUND")
+
+
+def test_walk_operations(ops):
+    pages = expect.walk(ops.read, "/v1/operations", "operations", 2)
+    eq([len(p["operations"]) for p in pages], [2, 2, 1], "page sizes")
+    eq([o["id"] for p in pages for o in p["operations"]], NEWEST_FIRST, "walked order")
+
+
+def test_walk_filtered_operations(ops):
+    pages = expect.walk(ops.read, "/v1/operations", "operations", 1, params={"cluster_id": CL_B})
+    eq([o["id"][-1] for p in pages for o in p["operations"]], ["e", "c"], "walked CL_B ops")
+
+
+def test_default_page_size_is_100(cairn):
+    cairn.psql("INSERT INTO operations (kind, state, step, progress, context, created_at, "
+               "updated_at) SELECT 'create', 'succeeded', 0, 100, '{}', "
+               "timestamptz '2026-03-01 00:00:00+00' + n * interval '1 second', now() "
+               "FROM generate_series(1, 101) AS n")
+    first = expect.json_ok(cairn.read.get("/v1/operations"))
+    eq(len(first["operations"]), 100, "items on the default first page")
+    assert "next_page_token" in first, "101 operations need a second page"
+    eq(first["operations"][0]["created_at"], "2026-03-01T00:01:41.000000Z", "newest first")
+    second = expect.json_ok(cairn.read.get("/v1/operations",
+                                           params={"page_token": first["next_page_token"]}))
+    eq(len(second["operations"]), 1, "items on the second page")
+    assert "next_page_token" not in second, f"next_page_token on the last page: {second}"
+    eq(second["operations"][0]["created_at"], "2026-03-01T00:00:01.000000Z", "oldest last")
+
+
+# --------------------------------------------------------------------------
+# Events
+
+
+def test_list_events_oldest_first(events):
+    body = expect.json_ok(events.read.get("/v1/events"))
+    eq(set(body), {"events"}, "list members")
+    evs = body["events"]
+    eq([e["type"] for e in evs], ["cluster.created", "node.down", "failover", "host.lost"],
+       "event order")
+    for e in evs:
+        eq(set(e), EV_KEYS, f"members of event {e.get('id')}")
+        assert isinstance(e["id"], str) and e["id"].isdigit(), f"event id must be a decimal string: {e['id']!r}"
+    ids = [int(e["id"]) for e in evs]
+    eq(ids, sorted(ids), "event ids ascend with time here")
+    eq(evs[0] | {"id": None}, {
+        "id": None, "cluster_id": CL_A, "host_id": None, "operation_id": OPS[0][0],
+        "type": "cluster.created",
+        "severity": "info", "message": "cluster created", "detail": {"shards": 3},
+        "created_at": "2026-02-01T08:00:00.000000Z"}, "first event")
+    eq(evs[1]["created_at"], "2026-02-01T09:00:00.250000Z", "second event time")
+    eq((evs[1]["operation_id"], evs[1]["severity"]), (None, "error"), "second event")
+    eq(evs[2]["detail"], {}, "empty detail")
+    eq((evs[3]["cluster_id"], evs[3]["detail"]), (None, {"host": "h3", "nested": {"a": [1, 2]}}),
+       "fourth event")
+
+
+@pytest.mark.parametrize("params,want", [
+    ({"cluster_id": CL_A}, ["cluster.created", "failover"]),
+    ({"cluster_id": CL_B}, ["node.down"]),
+    ({"cluster_id": "cccccccc-0000-4000-8000-000000000003"}, []),
+    ({"since": "2026-02-01T08:30:00Z"}, ["node.down", "failover", "host.lost"]),
+    ({"since": "2026-02-01T09:30:00.000000Z"}, ["failover", "host.lost"]),
+    ({"since": "2026-02-01T11:30:00+02:00"}, ["failover", "host.lost"]),
+    ({"since": "2026-02-01T12:00:00Z"}, []),
+    ({"since": "2020-01-01T00:00:00Z"}, ["cluster.created", "node.down", "failover", "host.lost"]),
+    ({"cluster_id": CL_A, "since": "2026-02-01T08:30:00Z"}, ["failover"]),
+])
+def test_filter_events(events, params, want):
+    body = expect.json_ok(events.read.get("/v1/events", params=params))
+    eq([e["type"] for e in body["events"]], want, f"events for {params}")
+
+
+@pytest.mark.parametrize("since", ["yesterday", "2026-02-01", "2026-13-01T00:00:00Z",
+                                   "2026-02-01T25:00:00Z", "1700000000", "2026-02-01T08:00:00Zjunk"])
+def test_bad_since(events, since):
+    expect.problem(events.read.get("/v1/events", params={"since": since}),
+                   "INVALID_QUERY_PARAMETER", fields=["since"])
+
+
+def test_walk_events(events):
+    everything = expect.json_ok(events.read.get("/v1/events"))["events"]
+    pages = expect.walk(events.read, "/v1/events", "events", 3)
+    eq([len(p["events"]) for p in pages], [3, 1], "page sizes")
+    eq([e for p in pages for e in p["events"]], everything, "walked events")
+
+
+def test_operations_token_is_rejected_by_events(ops):
+    op_token = expect.json_ok(ops.read.get("/v1/operations", params={"page_size": 1}))[
+        "next_page_token"]
+    ev_token = expect.json_ok(ops.read.get("/v1/events", params={"page_size": 1}))[
+        "next_page_token"]
+    expect.problem(ops.read.get("/v1/events", params={"page_token": op_token}), "INVALID_PAGE_TOKEN")
+    expect.problem(ops.read.get("/v1/operations", params={"page_token": ev_token}),
+                   "INVALID_PAGE_TOKEN")
