@@ -143,7 +143,7 @@ static void check_value(const json_t *value, const struct jspec_field *spec, con
         if (spec->has_range) {
             double d = json_number_value(value);
             if (d < spec->min || d > spec->max || isnan(d)) {
-                snprintf(msg, sizeof(msg), "must be between %g and %g", spec->min, spec->max);
+                snprintf(msg, sizeof(msg), "must be between %.15g and %.15g", spec->min, spec->max);
                 jspec_error(errors, path, msg);
             }
         }
