@@ -1,0 +1,131 @@
+/* engine_config.h -- the configuration file of one engine process, rendered
+ * from the node's desired spec.
+ *
+ * Pure: no files are read or written here. The caller (cairn-agent) writes
+ * the text to the node's directory, readable only by the engine's user,
+ * since it carries the password. Every value is validated, and every string
+ * is quoted so that nothing in a spec can end a line or add a directive. */
+#ifndef CAIRN_ENGINE_CONFIG_H
+#define CAIRN_ENGINE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog.h"
+
+/* Defaults engine_config_defaults() fills in. */
+#define ENGINE_CONFIG_RESERVED_PERCENT    25
+#define ENGINE_CONFIG_POLICY              "volatile-lru"
+#define ENGINE_CONFIG_NODE_TIMEOUT_MS     5000
+#define ENGINE_CONFIG_NODE_TIMEOUT_MIN_MS 500
+#define ENGINE_CONFIG_NODE_TIMEOUT_MAX_MS 120000
+#define ENGINE_CONFIG_RESERVED_MAX        90
+
+/* Limits on the spec's strings. */
+#define ENGINE_CONFIG_ID_MAX       64 /* node_id, availability_zone */
+#define ENGINE_CONFIG_PATH_MAX     1024
+#define ENGINE_CONFIG_PASSWORD_MAX 1024
+
+/* One user parameter, as a parameter group holds it: the directive name
+ * and its value as text ("timeout", "300"). */
+struct engine_config_param {
+    const char *name;
+    const char *value;
+};
+
+/* How an allowlisted parameter's value is checked. */
+enum engine_config_param_type {
+    ENGINE_PARAM_INT,    /* decimal integer from min to max */
+    ENGINE_PARAM_BOOL,   /* yes or no */
+    ENGINE_PARAM_ENUM,   /* one of values */
+    ENGINE_PARAM_EVENTS, /* any of ENGINE_CONFIG_EVENT_CLASSES, or empty */
+};
+
+/* Keyspace notification classes both engines know. */
+#define ENGINE_CONFIG_EVENT_CLASSES "KEg$lshzxentmdA"
+
+/* One entry of the allowlist of parameters users may set. */
+struct engine_config_param_spec {
+    const char *name; /* the directive */
+    enum engine_config_param_type type;
+    long long min, max;        /* ENGINE_PARAM_INT */
+    const char *const *values; /* ENGINE_PARAM_ENUM: NULL-terminated */
+};
+
+/* Everything the file is made from. Strings are borrowed, not copied. */
+struct engine_config_spec {
+    enum engine_kind kind;
+    const char *line;             /* catalog line, not older than engine_kind_first_line() */
+    const char *node_id;          /* Cairn's node id: 1..64 of [A-Za-z0-9._-] */
+    int port;                     /* 1..65535; at most 55535 with cluster mode (bus port + 10000) */
+    const char *bind;             /* one IPv4 or IPv6 address */
+    const char *data_dir;         /* absolute; the engine's working directory */
+    const char *pidfile;          /* absolute, or NULL for none */
+    const char *logfile;          /* absolute, or NULL for standard output */
+    uint64_t memory_mib;          /* the node type's memory */
+    int reserved_memory_percent;  /* 0..90: kept out of maxmemory */
+    const char *maxmemory_policy; /* see engine_config_policy_valid() */
+    bool appendonly;              /* AOF, fsync every second */
+    bool cluster_enabled;
+    int cluster_node_timeout_ms;   /* 500..120000; checked always, used in cluster mode */
+    const char *password;          /* NULL or "": none (loopback only) */
+    const char *availability_zone; /* NULL: none; Valkey 8.0+ announces it */
+    const struct engine_config_param *params;
+    size_t n_params;
+};
+
+/* Memory figures derived from a node's memory; see engine_config_sizes(). */
+struct engine_config_sizes {
+    uint64_t maxmemory;      /* bytes */
+    uint64_t repl_backlog;   /* bytes: repl-backlog-size */
+    uint64_t replica_buffer; /* bytes: client-output-buffer-limit replica hard limit */
+};
+
+/* Reset spec to the defaults: valkey 8.0, reserved 25%, volatile-lru,
+ * appendonly on, cluster mode off with a 5000 ms node timeout, and nothing
+ * else set (the caller fills node_id, port, bind, data_dir, memory_mib...). */
+void engine_config_defaults(struct engine_config_spec *spec);
+
+/* Compute maxmemory and the replication buffer sizes for a node of
+ * memory_mib with reserved_percent (0..ENGINE_CONFIG_RESERVED_MAX) held back:
+ *
+ *   maxmemory      = memory * (100 - reserved) / 100
+ *   repl_backlog   = maxmemory / 100, clamped to [16 MiB, 1 GiB]
+ *   replica_buffer = (memory - maxmemory) / 2, clamped to [64 MiB, 16 GiB]
+ *
+ * engine_config.c explains why. Returns false when the arguments are out of
+ * range or leave less than 16 MiB of maxmemory. Pure. */
+bool engine_config_sizes(uint64_t memory_mib, int reserved_percent,
+                         struct engine_config_sizes *out);
+
+/* Whether policy is a maxmemory-policy both engines know. Pure. */
+bool engine_config_policy_valid(const char *policy);
+
+/* Check one user parameter for an engine line: the name must be on the
+ * allowlist (or an alias of an entry on it), available on this engine and
+ * line, and the value of the right form (integer in range, yes/no, one of
+ * an enumeration, ...). On success *canonical (may be NULL) gets the
+ * directive name to write (an alias gives its entry's name). Returns false
+ * with a message naming the parameter otherwise. line must pass
+ * engine_line_parse(). Pure; lets the API refuse a parameter at request
+ * time with the words rendering would use. */
+bool engine_config_param_check(enum engine_kind kind, const char *line, const char *name,
+                               const char *value, const char **canonical, char *err,
+                               size_t errsize);
+
+/* The i-th entry of the allowlist (0-based), or NULL past its end: for
+ * describing the allowed parameters to users and for tests that try each on
+ * the real engines. Static; never freed. */
+const struct engine_config_param_spec *engine_config_param_at(size_t i);
+
+/* Whether name (or the entry it is an alias of) is on the allowlist and
+ * available on this engine and line. Pure. */
+bool engine_config_param_available(enum engine_kind kind, const char *line, const char *name);
+
+/* Render the configuration file for spec. Returns a new string (free it),
+ * or NULL with a message in err naming the field or parameter at fault.
+ * Pure. */
+char *engine_config_render(const struct engine_config_spec *spec, char *err, size_t errsize);
+
+#endif
