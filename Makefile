@@ -1,6 +1,6 @@
 # Cairn -- one Makefile for the whole tree.
 #
-#   make            build bin/cairnd
+#   make            build bin/cairnd and bin/cairn-agent
 #   make check      install what is missing, build, lint, run every test layer
 #   make demo       install, build, start the local stack (see README)
 #   make demo-down  stop it, keeping ./var
@@ -11,9 +11,9 @@
 BUILD   ?= build
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
-PKGS     = libmicrohttpd jansson libpq openssl
+PKGS     = libmicrohttpd jansson libpq openssl hiredis libcurl
 
-CPPFLAGS += -Ilib -Icontrolplane -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+CPPFLAGS += -iquote lib -iquote engine -iquote controlplane -iquote agent -iquote $(BUILD)/gen -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 CPPFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -I$(shell pg_config --includedir 2>/dev/null)
 OPT      ?= -O2 -g
 SANITIZE ?=
@@ -22,28 +22,47 @@ CFLAGS    = $(OPT) $(SANITIZE) -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpq -pthread
 
 LIB_SRC  := $(wildcard lib/*.c)
+ENG_SRC  := $(wildcard engine/*.c)
 CP_SRC   := $(filter-out controlplane/main.c,$(wildcard controlplane/*.c))
+AGENT_SRC := $(filter-out agent/main.c,$(wildcard agent/*.c))
 MIGRATIONS := $(sort $(wildcard migrations/*.sql))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+ENG_OBJ  := $(ENG_SRC:%.c=$(BUILD)/%.o)
 CP_OBJ   := $(CP_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/migrations.o
+AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 .PHONY: all deps check unit asan system contract lint format bench demo demo-down clean
 .DEFAULT_GOAL := all
 
-all: bin/cairnd
+all: bin/cairnd bin/cairn-agent
 
-bin/cairnd: $(BUILD)/controlplane/main.o $(BUILD)/libcairnd.a $(BUILD)/libcairn.a
+bin/cairnd: $(BUILD)/controlplane/main.o $(BUILD)/libcairnd.a $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
 	@mkdir -p $(@D)
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The agent links only the libraries it uses (--as-needed): it runs on every
+# cache VM and its footprint counts.
+bin/cairn-agent: $(BUILD)/agent/main.o $(BUILD)/libcairnagent.a $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
+	@mkdir -p $(@D)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libcairn.a: $(LIB_OBJ)
 	@$(AR) rcs $@ $^
 
 $(BUILD)/libcairnd.a: $(CP_OBJ)
+	@$(AR) rcs $@ $^
+
+$(BUILD)/libcairnengine.a: $(ENG_OBJ)
+	@$(AR) rcs $@ $^
+
+$(BUILD)/libcairnagent.a: $(AGENT_OBJ)
 	@$(AR) rcs $@ $^
 
 $(BUILD)/%.o: %.c
@@ -59,7 +78,7 @@ $(BUILD)/gen/migrations.o: $(BUILD)/gen/migrations.c
 	@echo "CC $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-overlength-strings -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcairnd.a $(BUILD)/libcairn.a
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcairnd.a $(BUILD)/libcairnagent.a $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
 	@mkdir -p $(@D)
 	@echo "CC $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS) -lcmocka
@@ -83,7 +102,13 @@ tests/contract/node_modules: tests/contract/package.json tests/contract/package-
 contract: bin/cairnd tests/contract/node_modules
 	$(PYTHON) -m pytest -q tests/contract
 
-system: bin/cairnd
+# Small programs the system tests run (render_config: an engine config from JSON).
+$(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
+	@mkdir -p $(@D)
+	@echo "CC $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS)
+
+system: all $(TOOL_BIN)
 	$(PYTHON) -m pytest -q tests/system
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib controlplane tests -name '*.[ch]')
@@ -91,7 +116,7 @@ FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib controlpla
 lint:
 	clang-format --dry-run --Werror $(FORMAT_SRC)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr --std=c11 -Ilib -Icontrolplane lib controlplane
+		--inline-suppr --std=c11 -Ilib -Iengine -Icontrolplane -Iagent lib engine controlplane agent
 
 format:
 	clang-format -i $(FORMAT_SRC)
@@ -105,7 +130,8 @@ check: deps
 	$(MAKE) system
 
 bench: deps all
-	tests/bench/http-catalog
+	@fail=0; for b in tests/bench/*; do [ -f "$$b" ] && [ -x "$$b" ] || continue; \
+		echo "== $$b"; "$$b" || fail=1; done; exit $$fail
 
 demo: deps all
 	scripts/demo up

@@ -17,7 +17,7 @@ struct config {
     int shutdown_timeout_s;
     const char *agent_bootstrap_token; /* NULL: agent registration disabled */
     int heartbeat_timeout_s;           /* a host silent this long is lost */
-    int sync_wait_ms;                  /* longest an agent's sync is held */
+    int sync_wait_ms;                  /* longest an agent's sync is held; -1 until set */
 };
 
 struct app {

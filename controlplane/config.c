@@ -114,7 +114,7 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->max_body_bytes = 1 << 20;
     cfg->shutdown_timeout_s = 10;
     cfg->heartbeat_timeout_s = 6;
-    cfg->sync_wait_ms = 2000;
+    cfg->sync_wait_ms = -1; /* unset: derived from the heartbeat timeout */
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         const char *v = getenv(settings[i].env);
         if (v != NULL && v[0] != '\0' &&

@@ -102,8 +102,12 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
     if (cli->cfg.db_pool_size == 0)
         cli->cfg.db_pool_size = cli->cfg.http_threads + 2;
     /* A held sync does not count as a heartbeat: hold it well within the
-     * timeout, or healthy hosts would be declared lost while they wait. */
-    if (cli->cfg.sync_wait_ms * 2 > cli->cfg.heartbeat_timeout_s * 1000) {
+     * timeout, or healthy hosts would be declared lost while they wait. By
+     * default 2 s, or half the timeout when that is shorter. */
+    if (cli->cfg.sync_wait_ms < 0) {
+        int half = cli->cfg.heartbeat_timeout_s * 500;
+        cli->cfg.sync_wait_ms = half < 2000 ? half : 2000;
+    } else if (cli->cfg.sync_wait_ms * 2 > cli->cfg.heartbeat_timeout_s * 1000) {
         fail("%s", "--sync-wait-ms must be at most half of --heartbeat-timeout");
         return false;
     }

@@ -217,8 +217,14 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
 {
     const char *params[2] = {host_id, nodes};
     enum db_status st;
-    PGresult *res = db_query(conn, &heartbeat, 1, params, &st);
 
+    /* Node rows first, then the host row: the order in which a change to a
+     * node's desired state takes them (its trigger bumps the host's
+     * generation), so the two cannot deadlock. */
+    if ((st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
+        (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK)
+        return st;
+    PGresult *res = db_query(conn, &heartbeat, 1, params, &st);
     if (res == NULL)
         return st;
     if (PQntuples(res) == 0) {
@@ -230,9 +236,7 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
     if (was_lost && (st = store_host_event(conn, host_id, "host.recovered", "info",
                                            "host %s in %s is reporting again")) != DB_OK)
         return st;
-    if ((st = record_engines(conn, host_id, engines)) != DB_OK ||
-        (st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
-        (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK)
+    if ((st = record_engines(conn, host_id, engines)) != DB_OK)
         return st;
     return store_host_generation(conn, host_id, generation);
 }

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # stack.sh -- shell helpers shared by scripts/demo and tests/bench: a private
-# PostgreSQL 15 cluster (run as the right user) and control of daemons by pid.
+# PostgreSQL 15 cluster (run as the right user), control of daemons by pid, and
+# the engines cairn-agents leave running.
 #
 # Sourced by bash scripts that use `set -euo pipefail`; set PROG first (it
 # prefixes every message). Paths handed to these functions must be absolute.
@@ -200,4 +201,55 @@ wait_healthy() {
         fi
         sleep 0.1
     done
+}
+
+# agent_engine_pids DATA_DIR... -- print the pid of every engine that the
+# cairn-agents on these data directories started and that still runs. A
+# pidfile DATA_DIR/nodes/<id>/engine.pid is trusted only when its pid's
+# command line is a redis or valkey server and its working directory is that
+# node's data directory, so a stale pidfile naming another process is never
+# acted on.
+agent_engine_pids() {
+    local dir pidfile pid cwd
+    for dir in "$@"; do
+        for pidfile in "$dir"/nodes/*/engine.pid; do
+            [ -f "$pidfile" ] || continue
+            pid=$(cat "$pidfile")
+            [[ "$pid" =~ ^[0-9]+$ ]] || continue
+            kill -0 "$pid" 2>/dev/null || continue
+            tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -Eq '(redis|valkey)-server' || continue
+            cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
+            [ "$cwd" = "$(cd "$(dirname "$pidfile")/data" 2>/dev/null && pwd -P)" ] || continue
+            printf '%s\n' "$pid"
+        done
+    done
+}
+
+# agent_engines_stop TIMEOUT DATA_DIR... -- SIGTERM every engine of
+# agent_engine_pids (it writes its data out and exits), SIGKILL what is left
+# after TIMEOUT seconds. Engines outlive their agent by design: stop the
+# agents first, or they start the engines again.
+agent_engines_stop() {
+    local timeout=$1 pid tenths=0
+    local -a pids
+    shift
+    mapfile -t pids < <(agent_engine_pids "$@")
+    if [ "${#pids[@]}" -eq 0 ]; then
+        say "no engines running"
+        return 0
+    fi
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    for pid in "${pids[@]}"; do
+        # An engine orphaned by its agent is reaped by init: a zombie is gone.
+        while kill -0 "$pid" 2>/dev/null && [[ "$(ps -o stat= -p "$pid")" != Z* ]]; do
+            if [ "$tenths" -ge $((timeout * 10)) ]; then
+                warn "engine (pid $pid) still running after ${timeout}s; sending SIGKILL"
+                kill -KILL "$pid" 2>/dev/null || true
+                break
+            fi
+            sleep 0.1
+            tenths=$((tenths + 1))
+        done
+    done
+    say "${#pids[@]} engine(s) stopped"
 }

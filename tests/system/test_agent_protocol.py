@@ -10,12 +10,12 @@ scheduler will write them.
 import re
 import threading
 import time
-import uuid
 
 import pytest
 
 import expect
 import harness
+from agents import add_cluster, add_node
 from expect import eq
 
 BOOTSTRAP = "bootstrap-secret-for-tests-0123"
@@ -56,22 +56,6 @@ def sync(inst, credential, generation=0, wait_ms=0, nodes=(), engines=ENGINES, t
                           headers={"Authorization": f"Bearer {credential}"})
 
 
-def add_cluster(inst, mode="disabled"):
-    cid, sid = str(uuid.uuid4()), str(uuid.uuid4())
-    inst.psql(f"INSERT INTO clusters (id, name, spec) VALUES ('{cid}', 'c-{cid[:8]}',"
-              f" '{{\"cluster_mode\": \"{mode}\"}}');"
-              f"INSERT INTO shards (id, cluster_id, index) VALUES ('{sid}', '{cid}', 0)")
-    return cid, sid
-
-
-def add_node(inst, host_id, cluster, engine="valkey", version="8.0", port=None):
-    nid = str(uuid.uuid4())
-    inst.psql(f"INSERT INTO nodes (id, cluster_id, shard_id, host_id, engine, engine_version,"
-              f" node_type, port) VALUES ('{nid}', '{cluster[0]}', '{cluster[1]}', '{host_id}',"
-              f" '{engine}', '{version}', 'cache.t3.micro', {port if port else 'NULL'})")
-    return nid
-
-
 def test_register_needs_the_bootstrap_token(agents):
     for header in ({}, {"Authorization": "Bearer wrong-bootstrap-token-000000"},
                    {"Authorization": f"Bearer {agents.admin_token}"}):
@@ -81,7 +65,8 @@ def test_register_needs_the_bootstrap_token(agents):
     eq(set(reg), {"host_id", "credential", "sync_wait_ms", "heartbeat_timeout_s"}, "members")
     assert expect.UUID_RE.match(reg["host_id"]), reg
     assert CRED_RE.match(reg["credential"]), reg["credential"]
-    eq((reg["sync_wait_ms"], reg["heartbeat_timeout_s"]), (2000, 3), "timings")
+    # A 3 s heartbeat timeout halves the default 2 s hold to 1.5 s.
+    eq((reg["sync_wait_ms"], reg["heartbeat_timeout_s"]), (1500, 3), "timings")
 
 
 def test_registration_disabled_without_bootstrap_token(cairn):

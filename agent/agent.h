@@ -1,0 +1,147 @@
+/* agent.h -- the state of one cairn-agent: its settings, its channel to
+ * cairnd, the desired set it last received, and the engine nodes it
+ * supervises. Shared by the modules of agent/; one instance per process.
+ *
+ * On disk, under the data directory:
+ *
+ *     identity.json            host id and credential (0600)
+ *     desired.json             the last desired set received (0600), so the
+ *                              agent supervises by it when it restarts while
+ *                              cairnd is unreachable
+ *     nodes/<node_id>/
+ *         engine.conf          rendered by engine/engine_config.h (0600)
+ *         engine.pid           the engine's pid (written by the agent and
+ *                              the engine)
+ *         engine.log           the engine's standard output and error
+ *         node.json            what runs: engine, version, line, port,
+ *                              binary, password, the desired entry it was
+ *                              started from and how it last ended (0600),
+ *                              for re-adoption and the restart policy
+ *         data/                the engine's working directory (RDB, AOF) */
+#ifndef CAIRN_AGENT_AGENT_H
+#define CAIRN_AGENT_AGENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "catalog.h"
+#include "converge.h"
+#include "cp.h"
+#include "desired.h"
+#include "identity.h"
+#include "settings.h"
+
+#define AGENT_VERSION "0.1.0"
+
+/* Health checks: PING every second (every 50 ms while starting, to notice
+ * the first answer at once), a reply within a second, INFO every 2 s. */
+#define AGENT_PING_INTERVAL_US          1000000LL
+#define AGENT_PING_STARTING_INTERVAL_US 50000LL
+#define AGENT_PING_TIMEOUT_US           1000000LL
+#define AGENT_INFO_INTERVAL_US          2000000LL
+
+/* Graceful stop: SIGTERM, then SIGKILL to the process group after this. */
+#define AGENT_STOP_DEADLINE_US 10000000LL
+
+/* Sync: how long cairnd may hold a sync (until registration says
+ * otherwise), and the retry backoff when it cannot be reached (100 ms
+ * doubling to 5 s). */
+#define AGENT_SYNC_WAIT_MS      2000
+#define AGENT_CP_BACKOFF_MIN_US 100000LL
+#define AGENT_CP_BACKOFF_MAX_US 5000000LL
+
+struct agent_pinger;
+
+/* The process that runs for a node, as started or adopted (node.json). */
+struct agent_run {
+    enum engine_kind kind;
+    char version[ENGINE_VERSION_MAX]; /* "8.0.1" */
+    char line[ENGINE_LINE_MAX];       /* "8.0" */
+    int port;
+    char *binary;   /* path it was started from */
+    char *password; /* NULL: none */
+    char *spec;     /* the desired entry it was started from (canonical JSON) */
+};
+
+/* What the last INFO said. */
+struct agent_observed {
+    bool valid;
+    long long process_id; /* who answered */
+    bool replica;
+    bool has_offset;
+    long long offset;
+    int link_up; /* -1 unknown (primaries), 0 down, 1 up */
+    bool loading;
+    bool sync_in_progress;
+    char version[ENGINE_VERSION_MAX];
+};
+
+struct agent_node {
+    char id[AGENT_NODE_ID_MAX];
+    char *dir, *conf_path, *pid_path, *log_path, *run_path, *data_dir;
+
+    /* Desired: a copy of this node's entry of the desired set. */
+    bool wanted;
+    struct agent_desired_node want;
+
+    /* The process, when alive. */
+    pid_t pid;     /* 0: none */
+    int pidfd;     /* -1: none */
+    bool child;    /* started by this agent (else adopted) */
+    bool stopping; /* SIGTERM sent */
+    bool killed;   /* SIGKILL sent after the deadline */
+    int64_t stop_deadline_us;
+    bool has_run; /* run describes the process (or the last one) */
+    struct agent_run run;
+
+    /* Supervision. */
+    enum agent_node_state state;
+    enum agent_exit last_exit;
+    unsigned attempts; /* unplanned exits in a row */
+    unsigned restarts; /* restarts after unplanned exits, reported */
+    int64_t restart_at_us;
+    int64_t wake_us; /* decide again at this time (0: no timer) */
+    int64_t started_us;
+    int64_t healthy_since_us; /* 0 while not running */
+    bool warned_unstartable;
+
+    struct agent_pinger *pinger;
+    struct agent_observed seen;
+};
+
+struct agent {
+    struct agent_settings *cfg;
+    struct engine_binary *bins;
+    size_t n_bins;
+    char **bin_real; /* realpath of each binary, for recognising processes */
+    json_t *engines; /* the "engines" array of register and sync */
+
+    struct agent_identity id;
+    bool have_id;
+    struct agent_cp cp;
+    enum { AGENT_CP_IDLE, AGENT_CP_REGISTER, AGENT_CP_SYNC } cp_kind;
+    unsigned cp_failures;
+    int64_t cp_retry_at_us;
+    int64_t cp_started_us; /* when the request in flight was sent */
+    int sync_wait_ms;      /* AGENT_SYNC_WAIT_MS, or cairnd's sync_wait_ms */
+    bool report_dirty;     /* something changed since the sync in flight was sent */
+
+    struct agent_desired desired;
+    bool have_desired;  /* from cairnd, or saved by an earlier run */
+    bool synced;        /* desired came from cairnd since start or registration */
+    int64_t generation; /* reported back: the generation applied */
+
+    struct agent_node **nodes;
+    size_t n_nodes, cap_nodes;
+
+    int sigfd;
+    bool quit;
+};
+
+/* Mark that cairnd should hear about a change now (the loop aborts a
+ * waiting long-poll and syncs). */
+void agent_report_changed(struct agent *a);
+
+#endif

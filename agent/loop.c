@@ -1,0 +1,339 @@
+/* loop.c -- the agent's one thread: a curl_multi_poll() loop over cairnd's
+ * HTTP channel, the signalfd, every engine's pidfd and every engine's
+ * health connection (see loop.h).
+ *
+ * The channel carries one request at a time. Without an identity it
+ * registers; with one it syncs: the report goes out with wait_ms, cairnd
+ * holds it until the desired set changes or wait_ms passes, the answer is
+ * applied, and the next sync leaves at once. So a change in cairnd reaches
+ * the agent as soon as cairnd answers, and the agent is heard from at least
+ * every wait_ms. When an engine changes state while a sync waits, that
+ * long-poll is dropped and a fresh report sent, so cairnd hears of a crash
+ * within milliseconds. Transport errors and 5xx back off (100 ms doubling to
+ * 5 s) while supervision carries on. */
+#include "loop.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "files.h"
+#include "log.h"
+#include "report.h"
+#include "supervise.h"
+#include "timeutil.h"
+#include "xalloc.h"
+
+/* Longest a poll waits even with nothing due, so a missed wakeup costs at
+ * most this much. */
+#define LOOP_MAX_WAIT_MS 1000
+
+void agent_report_changed(struct agent *a)
+{
+    a->report_dirty = true;
+}
+
+int64_t agent_loop_backoff_us(unsigned failures)
+{
+    int64_t d = AGENT_CP_BACKOFF_MIN_US;
+
+    for (unsigned i = 1; i < failures && d < AGENT_CP_BACKOFF_MAX_US; i++)
+        d *= 2;
+    return d < AGENT_CP_BACKOFF_MAX_US ? d : AGENT_CP_BACKOFF_MAX_US;
+}
+
+int agent_loop_signalfd(void)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+        return -1;
+    signal(SIGPIPE, SIG_IGN); /* a closed engine connection is an error, not a death */
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* ---- the control-plane channel ---------------------------------------- */
+
+/* Count one more failure in a row and hold the channel for its backoff. */
+static void cp_backoff(struct agent *a, int64_t now_us)
+{
+    a->cp_failures++;
+    a->cp_retry_at_us = now_us + agent_loop_backoff_us(a->cp_failures);
+}
+
+static void cp_failed(struct agent *a, int64_t now_us, const char *what, const char *detail)
+{
+    cp_backoff(a, now_us);
+    /* Say it once when cairnd goes away, then quietly keep trying. */
+    if (a->cp_failures == 1)
+        log_warn("cairnd request failed; retrying with backoff", "request=%s error=\"%s\"", what,
+                 detail);
+    else
+        log_debug("cairnd request failed", "request=%s error=\"%s\" retry_in_ms=%lld", what, detail,
+                  (long long)(a->cp_retry_at_us - now_us) / 1000);
+}
+
+/* A sync went through: cairnd is reachable and knows this agent. */
+static void cp_succeeded(struct agent *a)
+{
+    if (a->cp_failures > 0)
+        log_info("cairnd reachable again", "failed_attempts=%u", a->cp_failures);
+    a->cp_failures = 0;
+    a->cp_retry_at_us = 0;
+}
+
+/* "HTTP 400 CODE: detail (field: message)" from a problem document, as
+ * much of it as the answer has. */
+static void problem_text(const struct agent_cp_result *r, char *buf, size_t size)
+{
+    json_t *j = json_loadb(r->body, r->len, 0, NULL);
+    const char *code = json_string_value(json_object_get(j, "code"));
+    const char *detail = json_string_value(json_object_get(j, "detail"));
+    const json_t *first = json_array_get(json_object_get(j, "errors"), 0);
+    const char *field = json_string_value(json_object_get(first, "field"));
+    const char *message = json_string_value(json_object_get(first, "message"));
+
+    snprintf(buf, size, "HTTP %ld%s%s%s%s%s%s%s%s%s", r->status, code ? " " : "", code ? code : "",
+             detail ? ": " : "", detail ? detail : "", field ? " (" : "", field ? field : "",
+             field ? ": " : "", field && message ? message : "", field ? ")" : "");
+    for (char *p = buf; *p; p++) {
+        if (*p == '"')
+            *p = '\'';
+    }
+    json_decref(j);
+}
+
+static void on_register(struct agent *a, const struct agent_cp_result *r, int64_t now_us)
+{
+    char err[512];
+    json_t *j;
+    const char *host, *cred;
+
+    if (r->status != 200) {
+        problem_text(r, err, sizeof(err));
+        if (r->status == 401 || r->status == 403)
+            log_error("cairnd refused registration; check the bootstrap token", "error=\"%s\"",
+                      err);
+        cp_failed(a, now_us, "register", err);
+        return;
+    }
+    j = json_loadb(r->body, r->len, 0, NULL);
+    host = json_string_value(json_object_get(j, "host_id"));
+    cred = json_string_value(json_object_get(j, "credential"));
+    if (host == NULL || cred == NULL || strlen(host) >= sizeof(a->id.host_id) ||
+        strlen(cred) >= sizeof(a->id.credential)) {
+        json_decref(j);
+        cp_failed(a, now_us, "register", "answer without host_id and credential");
+        return;
+    }
+    strcpy(a->id.host_id, host);
+    strcpy(a->id.credential, cred);
+    json_int_t wait = json_integer_value(json_object_get(j, "sync_wait_ms"));
+    if (wait > 0 && wait <= 10000)
+        a->sync_wait_ms = (int)wait;
+    json_decref(j);
+    if (!agent_identity_save(a->cfg->data_dir, &a->id, err, sizeof(err)))
+        log_error("could not save identity; a restart will register again", "error=\"%s\"", err);
+    a->have_id = true;
+    log_info("registered", "host_id=%s name=%s az=%s", a->id.host_id, a->cfg->name, a->cfg->az);
+    /* Sync at once, but keep the failure count until a sync succeeds, so
+     * a credential refused again and again still backs off. */
+    a->cp_retry_at_us = 0;
+    a->generation = 0; /* maybe a new host row: take its whole desired set */
+    a->synced = false;
+    agent_report_changed(a);
+}
+
+/* Keep the desired set on disk so a restarted agent can supervise by it
+ * before cairnd answers (or while cairnd is down). */
+static void save_desired(const struct agent *a, const struct agent_cp_result *r)
+{
+    char *path = xasprintf("%s/desired.json", a->cfg->data_dir);
+    char err[512];
+
+    if (!agent_files_write_atomic(path, r->body, r->len, 0600, err, sizeof(err)))
+        log_warn("could not save the desired set", "error=\"%s\"", err);
+    free(path);
+}
+
+static void on_sync(struct agent *a, const struct agent_cp_result *r, int64_t now_us)
+{
+    char err[512];
+    struct agent_desired d;
+    json_t *j;
+
+    if (r->status == 401) {
+        log_warn("cairnd no longer knows this agent's credential; registering again", "host_id=%s",
+                 a->id.host_id);
+        a->have_id = false;
+        cp_backoff(a, now_us);
+        return;
+    }
+    if (r->status != 200) {
+        problem_text(r, err, sizeof(err));
+        cp_failed(a, now_us, "sync", err);
+        return;
+    }
+    j = json_loadb(r->body, r->len, 0, NULL);
+    if (!agent_desired_parse(j, &d, err, sizeof(err))) {
+        json_decref(j);
+        log_error("cairnd sent a desired set the agent cannot read", "error=\"%s\"", err);
+        cp_failed(a, now_us, "sync", err);
+        return;
+    }
+    json_decref(j);
+    cp_succeeded(a);
+    if (a->synced && d.generation == a->generation) {
+        agent_desired_free(&d); /* a heartbeat answer: nothing new */
+        return;
+    }
+    log_info("desired set received", "generation=%lld nodes=%zu", (long long)d.generation,
+             d.n_nodes);
+    agent_desired_free(&a->desired);
+    a->desired = d;
+    a->have_desired = true;
+    a->synced = true;
+    a->generation = d.generation;
+    save_desired(a, r);
+    agent_sup_apply(a, now_us);
+    agent_report_changed(a); /* tell cairnd the generation is applied */
+}
+
+/* Start the next request when one is due; drop a waiting long-poll when
+ * there is news to report. */
+static void cp_kick(struct agent *a, int64_t now_us)
+{
+    if (agent_cp_busy(&a->cp)) {
+        if (a->cp_kind != AGENT_CP_SYNC || !a->report_dirty)
+            return;
+        agent_cp_abort(&a->cp);
+    }
+    if (now_us < a->cp_retry_at_us)
+        return;
+    if (!a->have_id) {
+        if (a->cfg->bootstrap_token == NULL) {
+            cp_failed(a, now_us, "register", "no bootstrap token configured");
+            return;
+        }
+        a->cp_kind = AGENT_CP_REGISTER;
+        a->cp_started_us = now_us;
+        agent_cp_start(&a->cp, "/v1/agent/register", a->cfg->bootstrap_token,
+                       agent_report_register(a), 10000);
+        return;
+    }
+    /* cairnd records the report at once and answers at once when the
+     * desired set moved on; only an unchanged one is held for wait_ms. */
+    int wait_ms = a->sync_wait_ms;
+    a->cp_kind = AGENT_CP_SYNC;
+    a->report_dirty = false;
+    a->cp_started_us = now_us;
+    agent_cp_start(&a->cp, "/v1/agent/sync", a->id.credential, agent_report_sync(a, wait_ms),
+                   wait_ms + 10000L);
+}
+
+static void cp_done(struct agent *a, const struct agent_cp_result *r, int64_t now_us)
+{
+    const char *what = a->cp_kind == AGENT_CP_REGISTER ? "register" : "sync";
+
+    if (r->code != CURLE_OK) {
+        cp_failed(a, now_us, what, r->error);
+        return;
+    }
+    log_debug("cairnd answered", "request=%s status=%ld ms=%lld", what, r->status,
+              (long long)(now_us - a->cp_started_us) / 1000);
+    if (a->cp_kind == AGENT_CP_REGISTER)
+        on_register(a, r, now_us);
+    else
+        on_sync(a, r, now_us);
+}
+
+/* ---- signals ----------------------------------------------------------- */
+
+static void on_signals(struct agent *a, int64_t now_us)
+{
+    struct signalfd_siginfo si;
+
+    while (read(a->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        switch (si.ssi_signo) {
+        case SIGCHLD:
+            agent_sup_reap(a, now_us);
+            break;
+        case SIGTERM:
+        case SIGINT:
+            log_info("signal received; exiting and leaving the engines running", "signal=%u",
+                     si.ssi_signo);
+            a->quit = true;
+            break;
+        case SIGHUP: {
+            char err[512];
+            log_info("signal received; looking for engine binaries again", "signal=%u",
+                     si.ssi_signo);
+            if (!agent_sup_find_engines(a, err, sizeof(err)))
+                log_error("engine binaries unchanged", "error=\"%s\"", err);
+            else if (a->have_desired)
+                agent_sup_apply(a, now_us); /* a new binary may make a node startable */
+            break;
+        }
+        default:
+            break;
+        }
+    }
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+int agent_loop_run(struct agent *a)
+{
+    struct curl_waitfd *fds = NULL;
+    size_t cap = 0;
+
+    while (!a->quit) {
+        int64_t now = time_mono_us();
+        unsigned n = 0;
+
+        agent_sup_tick(a, now);
+        cp_kick(a, now);
+
+        int64_t next = agent_sup_next_us(a);
+        if (!agent_cp_busy(&a->cp) && a->cp_retry_at_us > now && a->cp_retry_at_us < next)
+            next = a->cp_retry_at_us;
+        now = time_mono_us();
+        int64_t wait_us = next == INT64_MAX ? LOOP_MAX_WAIT_MS * 1000LL : next - now;
+        if (wait_us < 0)
+            wait_us = 0;
+        if (wait_us > LOOP_MAX_WAIT_MS * 1000LL)
+            wait_us = LOOP_MAX_WAIT_MS * 1000LL;
+
+        if (cap < 1 + 2 * a->n_nodes) {
+            cap = 1 + 2 * a->n_nodes + 16;
+            fds = xrealloc(fds, cap * sizeof(*fds));
+        }
+        fds[n++] = (struct curl_waitfd){.fd = a->sigfd, .events = CURL_WAIT_POLLIN};
+        n += agent_sup_pollfds(a, fds + n);
+        /* Round up so a timer due in 0.4 ms does not spin at 0 ms waits. */
+        CURLMcode mc =
+            curl_multi_poll(agent_cp_multi(&a->cp), fds, n, (int)((wait_us + 999) / 1000), NULL);
+        if (mc != CURLM_OK) {
+            log_error("curl_multi_poll failed", "error=\"%s\"", curl_multi_strerror(mc));
+            usleep(100000);
+        }
+
+        now = time_mono_us();
+        if (fds[0].revents)
+            on_signals(a, now);
+        agent_sup_ready(a, fds + 1, n - 1, now);
+        const struct agent_cp_result *r = agent_cp_perform(&a->cp);
+        if (r != NULL)
+            cp_done(a, r, now);
+    }
+    free(fds);
+    return 0;
+}

@@ -1,0 +1,251 @@
+/* pinger.c -- PING and INFO for one engine over a non-blocking connection
+ * (see pinger.h). */
+#include "pinger.h"
+
+#include <assert.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "resp.h"
+#include "xalloc.h"
+
+#define INFO_SECTIONS "server replication persistence"
+
+/* Replies are taken in the order the commands were sent: a PING and an
+ * INFO at most are outstanding, plus a PING sent after an INFO. */
+enum sent { SENT_PING, SENT_INFO };
+#define SENT_MAX 4
+
+struct agent_pinger {
+    struct resp_options opt;
+    char *host;
+    char *password;
+    struct resp_conn *conn;
+    enum sent sent[SENT_MAX];
+    unsigned n_sent;
+    bool info_outstanding;
+    int64_t ping_sent_us; /* 0: no PING awaits its reply */
+    int64_t next_ping_us;
+    int64_t next_info_us;
+    int64_t interval_us;
+    unsigned link_failures; /* refused or dropped connections in a row */
+};
+
+/* A refused or dropped connection is retried this soon before it counts. */
+#define PINGER_RETRY_US 100000LL
+
+struct agent_pinger *agent_pinger_new(const char *host, int port, const char *password)
+{
+    struct agent_pinger *p = xcalloc(1, sizeof(*p));
+
+    p->host = xstrdup(host);
+    p->password = password != NULL && password[0] ? xstrdup(password) : NULL;
+    p->opt.host = p->host;
+    p->opt.port = port;
+    p->opt.password = p->password;
+    p->interval_us = AGENT_PING_INTERVAL_US;
+    return p;
+}
+
+void agent_pinger_free(struct agent_pinger *p)
+{
+    if (p == NULL)
+        return;
+    resp_close(p->conn);
+    free(p->host);
+    free(p->password);
+    free(p);
+}
+
+void agent_pinger_set_interval(struct agent_pinger *p, int64_t interval_us, int64_t now_us)
+{
+    p->interval_us = interval_us;
+    if (p->next_ping_us > now_us + interval_us || p->next_ping_us == 0)
+        p->next_ping_us = now_us;
+}
+
+int agent_pinger_fd(const struct agent_pinger *p)
+{
+    return p->conn != NULL ? resp_fd(p->conn) : -1;
+}
+
+short agent_pinger_events(const struct agent_pinger *p)
+{
+    if (p->conn == NULL)
+        return 0;
+    return (short)(POLLIN | (resp_wants_write(p->conn) ? POLLOUT : 0));
+}
+
+int64_t agent_pinger_next_us(const struct agent_pinger *p)
+{
+    if (p->ping_sent_us != 0 && p->ping_sent_us + AGENT_PING_TIMEOUT_US < p->next_ping_us)
+        return p->ping_sent_us + AGENT_PING_TIMEOUT_US;
+    return p->next_ping_us;
+}
+
+/* The engine did not answer: drop the connection (it is out of step); the
+ * next PING connects again. A timeout is a failed probe at once. A refused
+ * or dropped connection counts only when the retry PINGER_RETRY_US later
+ * fails too: an engine that dies closes its sockets an instant before its
+ * pidfd reports the exit, and the exit, not "unresponsive", is the news. */
+static void fail(struct agent_pinger *p, const char *why, bool timed_out, int64_t now_us,
+                 struct agent_pinger_result *res)
+{
+    char q[256];
+
+    log_debug("engine probe failed", "port=%d error=%s", p->opt.port, log_quote(q, sizeof(q), why));
+    resp_close(p->conn);
+    p->conn = NULL;
+    p->n_sent = 0;
+    if (p->info_outstanding)
+        p->next_info_us = 0; /* ask again with the next PING */
+    p->info_outstanding = false;
+    p->ping_sent_us = 0;
+    if (!timed_out && p->link_failures++ == 0) {
+        if (p->next_ping_us > now_us + PINGER_RETRY_US)
+            p->next_ping_us = now_us + PINGER_RETRY_US;
+        return;
+    }
+    res->probed = true;
+    res->probe = AGENT_PROBE_FAILED;
+}
+
+static void send_round(struct agent_pinger *p, int64_t now_us, struct agent_pinger_result *res)
+{
+    char err[256];
+
+    assert(p->n_sent + 2 <= SENT_MAX);
+    if (p->conn == NULL) {
+        p->conn = resp_connect_nonblock(&p->opt, err, sizeof(err));
+        if (p->conn == NULL) {
+            fail(p, err, false, now_us, res);
+            return;
+        }
+    }
+    if (!resp_append(p->conn, err, sizeof(err), "PING")) {
+        fail(p, err, false, now_us, res);
+        return;
+    }
+    p->sent[p->n_sent++] = SENT_PING;
+    p->ping_sent_us = now_us;
+    if (!p->info_outstanding && now_us >= p->next_info_us) {
+        if (!resp_append(p->conn, err, sizeof(err), "INFO " INFO_SECTIONS)) {
+            fail(p, err, false, now_us, res);
+            return;
+        }
+        p->sent[p->n_sent++] = SENT_INFO;
+        p->info_outstanding = true;
+        p->next_info_us = now_us + AGENT_INFO_INTERVAL_US;
+    }
+    if (resp_flush(p->conn, err, sizeof(err)) < 0)
+        fail(p, err, false, now_us, res);
+}
+
+void agent_pinger_tick(struct agent_pinger *p, int64_t now_us, struct agent_pinger_result *res)
+{
+    if (p->ping_sent_us != 0 && now_us - p->ping_sent_us >= AGENT_PING_TIMEOUT_US)
+        fail(p, "no reply to PING within 1 s", true, now_us, res);
+    if (now_us < p->next_ping_us)
+        return;
+    /* Keep the cadence, but never try to catch up on missed rounds. */
+    p->next_ping_us += p->interval_us;
+    if (p->next_ping_us <= now_us)
+        p->next_ping_us = now_us + p->interval_us;
+    if (p->ping_sent_us == 0)
+        send_round(p, now_us, res);
+}
+
+/* Read one reply to PING: PONG (or any answer but LOADING) means it serves. */
+static enum agent_probe ping_outcome(const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_ERROR && r->str != NULL && strncmp(r->str, "LOADING", 7) == 0)
+        return AGENT_PROBE_LOADING;
+    return AGENT_PROBE_PONG;
+}
+
+static void take_replies(struct agent_pinger *p, int64_t now_us, struct agent_observed *seen,
+                         struct agent_pinger_result *res)
+{
+    redisReply *r;
+    char err[256];
+    int rc;
+
+    while ((rc = resp_next_reply(p->conn, &r, err, sizeof(err))) == 1) {
+        if (p->n_sent == 0) {
+            resp_reply_free(r);
+            fail(p, "reply to a command never sent", false, now_us, res);
+            return;
+        }
+        enum sent kind = p->sent[0];
+        p->link_failures = 0;
+        memmove(p->sent, p->sent + 1, (p->n_sent - 1) * sizeof(p->sent[0]));
+        p->n_sent--;
+        if (kind == SENT_PING) {
+            p->ping_sent_us = 0;
+            res->probed = true;
+            res->probe = ping_outcome(r);
+        } else {
+            p->info_outstanding = false;
+            if (resp_reply_is_string(r)) {
+                struct engine_info *info = engine_info_parse(r->str, r->len);
+                agent_pinger_observe(info, seen);
+                engine_info_free(info);
+                res->observed = true;
+            }
+        }
+        resp_reply_free(r);
+    }
+    if (rc < 0)
+        fail(p, err, false, now_us, res);
+}
+
+void agent_pinger_io(struct agent_pinger *p, short revents, int64_t now_us,
+                     struct agent_observed *seen, struct agent_pinger_result *res)
+{
+    char err[256];
+
+    if (p->conn == NULL)
+        return;
+    if (revents & (POLLIN | POLLHUP | POLLERR)) {
+        if (resp_read(p->conn, err, sizeof(err)) < 0) {
+            /* Replies that arrived before the close still count. */
+            take_replies(p, now_us, seen, res);
+            if (p->conn != NULL)
+                fail(p, err, false, now_us, res);
+            return;
+        }
+        take_replies(p, now_us, seen, res);
+        if (p->conn == NULL)
+            return;
+    }
+    if ((revents & POLLOUT) && resp_wants_write(p->conn) &&
+        resp_flush(p->conn, err, sizeof(err)) < 0)
+        fail(p, err, false, now_us, res);
+}
+
+void agent_pinger_observe(const struct engine_info *info, struct agent_observed *out)
+{
+    const char *version = engine_info_get(info, "server", "valkey_version");
+    const char *role = engine_info_get(info, "replication", "role");
+    const char *link = engine_info_get(info, "replication", "master_link_status");
+    long long v;
+
+    memset(out, 0, sizeof(*out));
+    if (version == NULL)
+        version = engine_info_get(info, "server", "redis_version");
+    if (version != NULL)
+        snprintf(out->version, sizeof(out->version), "%s", version);
+    out->replica = role != NULL && strcmp(role, "slave") == 0;
+    out->has_offset = engine_info_get_ll(info, "replication", "master_repl_offset", &out->offset);
+    out->link_up = link == NULL ? -1 : strcmp(link, "up") == 0;
+    out->loading = engine_info_get_ll(info, "persistence", "loading", &v) && v != 0;
+    out->sync_in_progress =
+        (engine_info_get_ll(info, "replication", "master_sync_in_progress", &v) && v != 0) ||
+        (engine_info_get_ll(info, "persistence", "rdb_bgsave_in_progress", &v) && v != 0);
+    if (!engine_info_get_ll(info, "server", "process_id", &out->process_id))
+        out->process_id = 0;
+    out->valid = role != NULL;
+}

@@ -1,0 +1,53 @@
+/* pinger.h -- the health checks of one engine: PING every second and INFO
+ * every two over one persistent non-blocking RESP connection
+ * (engine/resp.h), driven by the agent's poll loop.
+ *
+ * The loop polls agent_pinger_fd() for agent_pinger_events(), calls
+ * agent_pinger_io() when it is ready and agent_pinger_tick() when
+ * agent_pinger_next_us() has come; both report what they learned in a
+ * struct agent_pinger_result. A PING still unanswered after a second, a
+ * refused connection or a closed one is a failed probe; the connection is
+ * then dropped and made again at the next PING. */
+#ifndef CAIRN_AGENT_PINGER_H
+#define CAIRN_AGENT_PINGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent.h"
+#include "info.h"
+
+struct agent_pinger_result {
+    bool probed; /* a PING was answered or failed: see probe */
+    enum agent_probe probe;
+    bool observed; /* an INFO reply updated the node's agent_observed */
+};
+
+/* A pinger for host:port, authenticating with password (NULL: none);
+ * nothing is sent before the first tick. Free with agent_pinger_free(). */
+struct agent_pinger *agent_pinger_new(const char *host, int port, const char *password);
+void agent_pinger_free(struct agent_pinger *p);
+
+/* Probe every interval_us from now on (the first PING goes at once). */
+void agent_pinger_set_interval(struct agent_pinger *p, int64_t interval_us, int64_t now_us);
+
+/* The socket to poll (-1: none) and the events to poll it for. */
+int agent_pinger_fd(const struct agent_pinger *p);
+short agent_pinger_events(const struct agent_pinger *p);
+
+/* When agent_pinger_tick() must run next. */
+int64_t agent_pinger_next_us(const struct agent_pinger *p);
+
+/* Connect, send what is due, and notice a PING that went unanswered. */
+void agent_pinger_tick(struct agent_pinger *p, int64_t now_us, struct agent_pinger_result *res);
+
+/* Handle poll() revents on the socket: write queued commands, read and
+ * take replies (INFO ones into *seen). */
+void agent_pinger_io(struct agent_pinger *p, short revents, int64_t now_us,
+                     struct agent_observed *seen, struct agent_pinger_result *res);
+
+/* Fill *out from a parsed INFO reply with the server, replication and
+ * persistence sections. Pure. */
+void agent_pinger_observe(const struct engine_info *info, struct agent_observed *out);
+
+#endif

@@ -1,0 +1,84 @@
+/* report.c -- JSON bodies of register and sync. */
+#include "report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "xalloc.h"
+
+/* Encode j (a reference taken over) to text, aborting on out of memory. */
+static char *dump(json_t *j)
+{
+    char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+
+    if (text == NULL) {
+        fprintf(stderr, "cairn-agent: out of memory encoding a request\n");
+        abort();
+    }
+    json_decref(j);
+    return text;
+}
+
+json_t *agent_report_engines(const struct engine_binary *bins, size_t n)
+{
+    json_t *arr = json_array();
+
+    for (size_t i = 0; i < n && i < AGENT_REPORT_MAX_ENGINES; i++)
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:s, s:s}", "engine", engine_kind_name(bins[i].kind),
+                           "version", bins[i].version, "line", bins[i].line, "path", bins[i].path));
+    return arr;
+}
+
+json_t *agent_report_node(const struct agent_node *n)
+{
+    bool alive = n->pid != 0;
+    bool seen = alive && n->seen.valid;
+    const char *engine = n->has_run  ? engine_kind_name(n->run.kind)
+                         : n->wanted ? engine_kind_name(n->want.kind)
+                                     : NULL;
+    int port = n->has_run && (alive || !n->wanted) ? n->run.port : n->wanted ? n->want.port : 0;
+    const char *version = NULL;
+    const char *link = NULL;
+
+    if (engine == NULL)
+        return NULL;
+    if (alive)
+        version = n->seen.version[0] ? n->seen.version : n->run.version;
+    if (seen && n->seen.link_up >= 0)
+        link = n->seen.link_up ? "up" : "down";
+    return json_pack("{s:s, s:o, s:s, s:i, s:o, s:s, s:o, s:o, s:o, s:b, s:b, s:i}", "node_id",
+                     n->id, "pid", alive ? json_integer(n->pid) : json_null(), "state",
+                     agent_converge_state_name(n->state), "port", port, "role",
+                     seen ? json_string(n->seen.replica ? "replica" : "primary") : json_null(),
+                     "engine", engine, "version", version ? json_string(version) : json_null(),
+                     "replication_offset",
+                     seen && n->seen.has_offset ? json_integer(n->seen.offset) : json_null(),
+                     "master_link_status", link ? json_string(link) : json_null(),
+                     "sync_in_progress", seen && n->seen.sync_in_progress, "loading",
+                     alive && (n->state == AGENT_NODE_LOADING || (seen && n->seen.loading)),
+                     "restarts", (int)n->restarts);
+}
+
+char *agent_report_register(const struct agent *a)
+{
+    const struct agent_settings *c = a->cfg;
+
+    return dump(json_pack("{s:s, s:s, s:s, s:i, s:I, s:{s:i, s:i}, s:O, s:s}", "name", c->name,
+                          "az", c->az, "address", c->address, "vcpus", c->vcpus, "memory_mib",
+                          (json_int_t)c->memory_mib, "ports", "min", c->port_min, "max",
+                          c->port_max, "engines", a->engines, "agent_version", AGENT_VERSION));
+}
+
+char *agent_report_sync(const struct agent *a, int wait_ms)
+{
+    json_t *nodes = json_array();
+
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        json_t *node = agent_report_node(a->nodes[i]);
+        if (node != NULL)
+            json_array_append_new(nodes, node);
+    }
+    return dump(json_pack("{s:I, s:i, s:O, s:o}", "generation", (json_int_t)a->generation,
+                          "wait_ms", wait_ms, "engines", a->engines, "nodes", nodes));
+}

@@ -1,0 +1,409 @@
+/* settings.c -- flags, environment and config file for cairn-agent. */
+#include "settings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xalloc.h"
+
+/* Each setting once: flag and file key, environment variable. */
+static const struct {
+    const char *name;
+    const char *env;
+} names[AGENT_SET_COUNT] = {
+    [AGENT_SET_CONTROL_PLANE] = {"control-plane", "CAIRN_AGENT_CONTROL_PLANE"},
+    [AGENT_SET_BOOTSTRAP_TOKEN] = {"bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN"},
+    [AGENT_SET_AZ] = {"az", "CAIRN_AGENT_AZ"},
+    [AGENT_SET_DATA_DIR] = {"data-dir", "CAIRN_AGENT_DATA_DIR"},
+    [AGENT_SET_PORTS] = {"ports", "CAIRN_AGENT_PORTS"},
+    [AGENT_SET_ADDRESS] = {"address", "CAIRN_AGENT_ADDRESS"},
+    [AGENT_SET_VCPUS] = {"vcpus", "CAIRN_AGENT_VCPUS"},
+    [AGENT_SET_MEMORY_MIB] = {"memory-mib", "CAIRN_AGENT_MEMORY_MIB"},
+    [AGENT_SET_NAME] = {"name", "CAIRN_AGENT_NAME"},
+    [AGENT_SET_LOG_LEVEL] = {"log-level", "CAIRN_AGENT_LOG_LEVEL"},
+    [AGENT_SET_ENGINE_PATH] = {"engine-path", "CAIRN_AGENT_ENGINE_PATH"},
+};
+
+const char *agent_settings_name(enum agent_setting_id id)
+{
+    return names[id].name;
+}
+
+bool agent_settings_set(struct agent_settings_layer *layer, const char *key, const char *value,
+                        const char *origin, char *err, size_t errsize)
+{
+    for (int i = 0; i < AGENT_SET_COUNT; i++) {
+        if (strcmp(names[i].name, key) != 0)
+            continue;
+        if (i == AGENT_SET_ENGINE_PATH) {
+            if (layer->n_engine_paths == AGENT_MAX_ENGINE_PATHS) {
+                snprintf(err, errsize, "%s: at most %d engine paths", origin,
+                         AGENT_MAX_ENGINE_PATHS);
+                return false;
+            }
+            layer->engine_paths[layer->n_engine_paths++] = xstrdup(value);
+            return true;
+        }
+        free(layer->value[i]);
+        layer->value[i] = xstrdup(value);
+        return true;
+    }
+    snprintf(err, errsize, "%s: unknown setting '%s'", origin, key);
+    return false;
+}
+
+bool agent_settings_from_env(struct agent_settings_layer *layer, char *err, size_t errsize)
+{
+    for (int i = 0; i < AGENT_SET_COUNT; i++) {
+        const char *v = getenv(names[i].env);
+        if (v == NULL || v[0] == '\0')
+            continue;
+        if (i != AGENT_SET_ENGINE_PATH) {
+            if (!agent_settings_set(layer, names[i].name, v, names[i].env, err, errsize))
+                return false;
+            continue;
+        }
+        /* A PATH-like list: "/opt/a/valkey-server:/opt/b/redis-server". */
+        for (const char *p = v; *p != '\0';) {
+            size_t n = strcspn(p, ":");
+            if (n > 0) {
+                char *one = xstrndup(p, n);
+                bool ok = agent_settings_set(layer, names[i].name, one, names[i].env, err, errsize);
+                free(one);
+                if (!ok)
+                    return false;
+            }
+            p += n;
+            if (*p == ':')
+                p++;
+        }
+    }
+    return true;
+}
+
+/* Trim [*start, *end) of surrounding white space. */
+static void trim(const char **start, const char **end)
+{
+    while (*start < *end && isspace((unsigned char)**start))
+        (*start)++;
+    while (*end > *start && isspace((unsigned char)(*end)[-1]))
+        (*end)--;
+}
+
+bool agent_settings_from_text(struct agent_settings_layer *layer, const char *text,
+                              const char *name, char *err, size_t errsize)
+{
+    int lineno = 0;
+
+    for (const char *line = text; *line != '\0';) {
+        const char *eol = line + strcspn(line, "\n");
+        const char *next = *eol == '\n' ? eol + 1 : eol;
+        const char *ks = line, *ke = eol;
+        char origin[300];
+
+        lineno++;
+        snprintf(origin, sizeof(origin), "%s:%d", name, lineno);
+        trim(&ks, &ke);
+        if (ks == ke || *ks == '#') {
+            line = next;
+            continue;
+        }
+        const char *eq = memchr(ks, '=', (size_t)(ke - ks));
+        if (eq == NULL) {
+            snprintf(err, errsize, "%s: expected 'key = value'", origin);
+            return false;
+        }
+        const char *vs = eq + 1, *ve = ke;
+        ke = eq;
+        trim(&ks, &ke);
+        trim(&vs, &ve);
+        char *key = xstrndup(ks, (size_t)(ke - ks));
+        char *value = xstrndup(vs, (size_t)(ve - vs));
+        bool ok = agent_settings_set(layer, key, value, origin, err, errsize);
+        free(key);
+        free(value);
+        if (!ok)
+            return false;
+        line = next;
+    }
+    return true;
+}
+
+bool agent_settings_from_file(struct agent_settings_layer *layer, const char *path, char *err,
+                              size_t errsize)
+{
+    FILE *f = fopen(path, "r");
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+
+    if (f == NULL) {
+        snprintf(err, errsize, "could not open config file \"%s\": %s", path, strerror(errno));
+        return false;
+    }
+    for (;;) {
+        if (cap - len < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            text = xrealloc(text, cap);
+        }
+        size_t n = fread(text + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    text[len] = '\0';
+    if (failed) {
+        snprintf(err, errsize, "could not read config file \"%s\"", path);
+        free(text);
+        return false;
+    }
+    bool ok = agent_settings_from_text(layer, text, path, err, errsize);
+    free(text);
+    return ok;
+}
+
+bool agent_settings_parse_ports(const char *text, int *min, int *max)
+{
+    char *end;
+    long a, b;
+
+    if (!isdigit((unsigned char)text[0]))
+        return false;
+    errno = 0;
+    a = strtol(text, &end, 10);
+    if (errno != 0 || *end != '-' || !isdigit((unsigned char)end[1]))
+        return false;
+    b = strtol(end + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || a < 1024 || b > 65535 || a > b)
+        return false;
+    *min = (int)a;
+    *max = (int)b;
+    return true;
+}
+
+/* A name or AZ as the protocol allows: 1..max of [A-Za-z0-9._-]. */
+static bool valid_label(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > max)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!isalnum(c) && c != '.' && c != '_' && c != '-')
+            return false;
+    }
+    return true;
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+
+    if (!isdigit((unsigned char)s[0]))
+        return false;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* The highest layer's value of a setting, or NULL. */
+static const char *pick(const struct agent_settings_layer *layers, size_t n, int id)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (layers[i].value[id] != NULL)
+            return layers[i].value[id];
+    }
+    return NULL;
+}
+
+/* Check and copy one resolved value into out; false with a message. */
+static bool apply(struct agent_settings *out, int id, const char *v, char *err, size_t errsize)
+{
+    const char *name = names[id].name;
+    long n;
+
+    switch (id) {
+    case AGENT_SET_CONTROL_PLANE: {
+        size_t len = strlen(v);
+        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+            break;
+        while (len > 0 && v[len - 1] == '/')
+            len--;
+        out->control_plane = xstrndup(v, len);
+        return true;
+    }
+    case AGENT_SET_BOOTSTRAP_TOKEN:
+        out->bootstrap_token = xstrdup(v);
+        return true;
+    case AGENT_SET_AZ:
+        if (!valid_label(v, 32))
+            break;
+        out->az = xstrdup(v);
+        return true;
+    case AGENT_SET_DATA_DIR:
+        if (v[0] == '\0')
+            break;
+        out->data_dir = xstrdup(v);
+        return true;
+    case AGENT_SET_PORTS:
+        if (!agent_settings_parse_ports(v, &out->port_min, &out->port_max))
+            break;
+        return true;
+    case AGENT_SET_ADDRESS:
+        if (v[0] == '\0' || strlen(v) > 255)
+            break;
+        out->address = xstrdup(v);
+        return true;
+    case AGENT_SET_VCPUS:
+        if (!parse_long(v, 1, 1024, &n))
+            break;
+        out->vcpus = (int)n;
+        return true;
+    case AGENT_SET_MEMORY_MIB:
+        if (!parse_long(v, 64, 16777216, &out->memory_mib))
+            break;
+        return true;
+    case AGENT_SET_NAME:
+        if (!valid_label(v, 63))
+            break;
+        out->name = xstrdup(v);
+        return true;
+    case AGENT_SET_LOG_LEVEL:
+        if (log_parse_level(v, &out->log_level) != 0)
+            break;
+        return true;
+    default:
+        break;
+    }
+    static const char *const hints[AGENT_SET_COUNT] = {
+        [AGENT_SET_CONTROL_PLANE] = "an http:// or https:// URL",
+        [AGENT_SET_AZ] = "1 to 32 of [A-Za-z0-9._-]",
+        [AGENT_SET_DATA_DIR] = "a directory",
+        [AGENT_SET_PORTS] = "MIN-MAX with 1024 <= MIN <= MAX <= 65535",
+        [AGENT_SET_ADDRESS] = "an address of 1 to 255 characters",
+        [AGENT_SET_VCPUS] = "an integer from 1 to 1024",
+        [AGENT_SET_MEMORY_MIB] = "an integer from 64 to 16777216",
+        [AGENT_SET_NAME] = "1 to 63 of [A-Za-z0-9._-]",
+        [AGENT_SET_LOG_LEVEL] = "debug, info, warn or error",
+    };
+    snprintf(err, errsize, "%s: expected %s, got '%s'", name, hints[id] ? hints[id] : "a value", v);
+    return false;
+}
+
+bool agent_settings_resolve(struct agent_settings *out, const struct agent_settings_layer *layers,
+                            size_t n_layers, const struct agent_machine *machine, char *err,
+                            size_t errsize)
+{
+    static const int required[] = {AGENT_SET_CONTROL_PLANE, AGENT_SET_AZ, AGENT_SET_DATA_DIR,
+                                   AGENT_SET_PORTS};
+    char vcpus[16], memory[24];
+    const char *defaults[AGENT_SET_COUNT] = {
+        [AGENT_SET_ADDRESS] = "127.0.0.1",
+        [AGENT_SET_VCPUS] = vcpus,
+        [AGENT_SET_MEMORY_MIB] = memory,
+        [AGENT_SET_NAME] = machine->hostname[0] ? machine->hostname : NULL,
+        [AGENT_SET_LOG_LEVEL] = "info",
+    };
+
+    memset(out, 0, sizeof(*out));
+    snprintf(vcpus, sizeof(vcpus), "%d", machine->vcpus);
+    snprintf(memory, sizeof(memory), "%ld", machine->memory_mib);
+    for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+        if (pick(layers, n_layers, required[i]) == NULL) {
+            snprintf(err, errsize, "%s is required (flag --%s, variable %s or the config file)",
+                     names[required[i]].name, names[required[i]].name, names[required[i]].env);
+            return false;
+        }
+    }
+    for (int id = 0; id < AGENT_SET_COUNT; id++) {
+        if (id == AGENT_SET_ENGINE_PATH)
+            continue;
+        const char *v = pick(layers, n_layers, id);
+        if (v == NULL)
+            v = defaults[id];
+        if (v == NULL && id == AGENT_SET_NAME) {
+            snprintf(err, errsize, "name: the host name is not a valid agent name; set --name");
+            agent_settings_free(out);
+            return false;
+        }
+        if (v != NULL && !apply(out, id, v, err, errsize)) {
+            agent_settings_free(out);
+            return false;
+        }
+    }
+    for (size_t i = 0; i < n_layers; i++) {
+        if (layers[i].n_engine_paths == 0)
+            continue;
+        for (size_t j = 0; j < layers[i].n_engine_paths; j++)
+            out->engine_paths[j] = xstrdup(layers[i].engine_paths[j]);
+        out->n_engine_paths = layers[i].n_engine_paths;
+        break;
+    }
+    return true;
+}
+
+/* MemTotal from /proc/meminfo in MiB, or 0. */
+static long meminfo_total_mib(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    long kib = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "MemTotal: %ld kB", &kib) == 1)
+            break;
+    }
+    fclose(f);
+    return kib / 1024;
+}
+
+void agent_settings_machine(struct agent_machine *machine)
+{
+    char host[256];
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    memset(machine, 0, sizeof(*machine));
+    machine->vcpus = n > 0 ? (int)(n > 1024 ? 1024 : n) : 1;
+    machine->memory_mib = meminfo_total_mib();
+    if (machine->memory_mib < 64)
+        machine->memory_mib = 64;
+    if (gethostname(host, sizeof(host)) == 0) {
+        host[sizeof(host) - 1] = '\0';
+        host[strcspn(host, ".")] = '\0'; /* the short name */
+        if (valid_label(host, sizeof(machine->hostname) - 1))
+            strcpy(machine->hostname, host);
+    }
+}
+
+void agent_settings_layer_free(struct agent_settings_layer *layer)
+{
+    for (int i = 0; i < AGENT_SET_COUNT; i++)
+        free(layer->value[i]);
+    for (size_t i = 0; i < layer->n_engine_paths; i++)
+        free(layer->engine_paths[i]);
+    memset(layer, 0, sizeof(*layer));
+}
+
+void agent_settings_free(struct agent_settings *s)
+{
+    free(s->control_plane);
+    free(s->bootstrap_token);
+    free(s->az);
+    free(s->data_dir);
+    free(s->address);
+    free(s->name);
+    for (size_t i = 0; i < s->n_engine_paths; i++)
+        free(s->engine_paths[i]);
+    memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,823 @@
+/* supervise.c -- engine nodes: adoption, convergence, start, stop, exit,
+ * removal and health (see supervise.h). */
+#define _GNU_SOURCE
+#include "supervise.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine_config.h"
+#include "files.h"
+#include "log.h"
+#include "pinger.h"
+#include "proc.h"
+#include "report.h"
+#include "resp.h"
+#include "xalloc.h"
+
+/* What the agent asks an engine when it re-adopts it. */
+#define INFO_ADOPT_SECTIONS "server replication persistence"
+
+/* ---- the node table ---------------------------------------------------- */
+
+static struct agent_node *find_node(const struct agent *a, const char *id)
+{
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        if (strcmp(a->nodes[i]->id, id) == 0)
+            return a->nodes[i];
+    }
+    return NULL;
+}
+
+static struct agent_node *add_node(struct agent *a, const char *id)
+{
+    struct agent_node *n = xcalloc(1, sizeof(*n));
+
+    snprintf(n->id, sizeof(n->id), "%s", id);
+    n->dir = xasprintf("%s/nodes/%s", a->cfg->data_dir, id);
+    n->conf_path = xasprintf("%s/engine.conf", n->dir);
+    n->pid_path = xasprintf("%s/engine.pid", n->dir);
+    n->log_path = xasprintf("%s/engine.log", n->dir);
+    n->run_path = xasprintf("%s/node.json", n->dir);
+    n->data_dir = xasprintf("%s/data", n->dir);
+    n->pidfd = -1;
+    n->state = AGENT_NODE_STOPPED;
+    if (a->n_nodes == a->cap_nodes) {
+        a->cap_nodes = a->cap_nodes ? a->cap_nodes * 2 : 16;
+        a->nodes = xrealloc(a->nodes, a->cap_nodes * sizeof(*a->nodes));
+    }
+    a->nodes[a->n_nodes++] = n;
+    return n;
+}
+
+static void clear_run(struct agent_node *n)
+{
+    free(n->run.binary);
+    free(n->run.password);
+    free(n->run.spec);
+    memset(&n->run, 0, sizeof(n->run));
+    n->has_run = false;
+}
+
+/* Free a node and close its descriptors. Its engine, if one runs, is not
+ * touched, and neither are its files. */
+static void drop_node(struct agent *a, struct agent_node *n)
+{
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        if (a->nodes[i] != n)
+            continue;
+        memmove(&a->nodes[i], &a->nodes[i + 1], (a->n_nodes - i - 1) * sizeof(a->nodes[0]));
+        a->n_nodes--;
+        break;
+    }
+    agent_pinger_free(n->pinger);
+    if (n->pidfd >= 0)
+        close(n->pidfd);
+    if (n->wanted)
+        agent_desired_node_clear(&n->want);
+    clear_run(n);
+    free(n->dir);
+    free(n->conf_path);
+    free(n->pid_path);
+    free(n->log_path);
+    free(n->run_path);
+    free(n->data_dir);
+    free(n);
+}
+
+static void set_state(struct agent *a, struct agent_node *n, enum agent_node_state state,
+                      int64_t now_us)
+{
+    if (n->state == state)
+        return;
+    log_info("engine state", "node=%s pid=%d from=%s to=%s", n->id, (int)n->pid,
+             agent_converge_state_name(n->state), agent_converge_state_name(state));
+    n->state = state;
+    if (state == AGENT_NODE_RUNNING && n->healthy_since_us == 0)
+        n->healthy_since_us = now_us;
+    else if (state != AGENT_NODE_RUNNING)
+        n->healthy_since_us = 0;
+    agent_report_changed(a);
+}
+
+/* ---- binaries ---------------------------------------------------------- */
+
+bool agent_sup_find_engines(struct agent *a, char *err, size_t errsize)
+{
+    const struct agent_settings *c = a->cfg;
+    struct engine_binary *bins;
+    size_t n;
+    char real[PATH_MAX];
+
+    if (!engine_discover(NULL, (const char *const *)c->engine_paths, c->n_engine_paths,
+                         ENGINE_PROBE_TIMEOUT_MS, &bins, &n, err, errsize))
+        return false;
+    for (size_t i = 0; i < a->n_bins; i++)
+        free(a->bin_real[i]);
+    free(a->bin_real);
+    engine_binaries_free(a->bins, a->n_bins);
+    json_decref(a->engines);
+    a->bins = bins;
+    a->n_bins = n;
+    a->bin_real = xcalloc(n + 1, sizeof(*a->bin_real));
+    for (size_t i = 0; i < n; i++) {
+        if (realpath(bins[i].path, real) != NULL)
+            a->bin_real[i] = xstrdup(real);
+        log_info("engine binary", "engine=%s version=%s line=%s path=\"%s\"",
+                 engine_kind_name(bins[i].kind), bins[i].version, bins[i].line, bins[i].path);
+    }
+    if (n == 0)
+        log_warn("no engine binary found; set --engine-path", NULL);
+    if (n > AGENT_REPORT_MAX_ENGINES)
+        log_warn("more engine binaries than the protocol can report; cairnd hears of the first",
+                 "found=%zu reported=%d", n, AGENT_REPORT_MAX_ENGINES);
+    a->engines = agent_report_engines(bins, n);
+    agent_report_changed(a);
+    return true;
+}
+
+/* The installed binary for an engine and line, or NULL. */
+static const struct engine_binary *find_binary(const struct agent *a, enum engine_kind kind,
+                                               const char *line)
+{
+    for (size_t i = 0; i < a->n_bins; i++) {
+        if (a->bins[i].kind == kind && strcmp(a->bins[i].line, line) == 0)
+            return &a->bins[i];
+    }
+    return NULL;
+}
+
+/* Whether exe (resolved) is one of the engine binaries, or the binary the
+ * node was started from. */
+static bool is_engine_exe(const struct agent *a, const struct agent_node *n, const char *exe)
+{
+    char real[PATH_MAX];
+
+    for (size_t i = 0; i < a->n_bins; i++) {
+        if (a->bin_real[i] != NULL && strcmp(a->bin_real[i], exe) == 0)
+            return true;
+    }
+    return n->has_run && realpath(n->run.binary, real) != NULL && strcmp(real, exe) == 0;
+}
+
+/* ---- node.json: what runs ---------------------------------------------- */
+
+/* How the last process ended, by enum agent_exit: kept in node.json so a
+ * restarted agent still honours the restart policy (an engine shut down on
+ * purpose under on-failure stays down). */
+static const char *const exit_names[] = {"none", "clean", "failure"};
+
+static bool save_run(const struct agent_node *n, char *err, size_t errsize)
+{
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:i, s:s, s:s?, s:s, s:s?}", "engine",
+                  engine_kind_name(n->run.kind), "version", n->run.version, "line", n->run.line,
+                  "port", n->run.port, "binary", n->run.binary, "password", n->run.password,
+                  "last_exit", exit_names[n->last_exit], "spec", n->run.spec);
+    char *text = j != NULL ? json_dumps(j, JSON_INDENT(2)) : NULL;
+    bool ok;
+
+    if (text == NULL) {
+        fprintf(stderr, "cairn-agent: out of memory encoding node.json\n");
+        abort();
+    }
+    ok = agent_files_write_atomic(n->run_path, text, strlen(text), 0600, err, errsize);
+    free(text);
+    json_decref(j);
+    return ok;
+}
+
+static bool load_run(struct agent_node *n)
+{
+    char *text = agent_files_read(n->run_path, 64 * 1024, NULL);
+    json_t *j = text != NULL ? json_loads(text, 0, NULL) : NULL;
+    const char *engine = json_string_value(json_object_get(j, "engine"));
+    const char *version = json_string_value(json_object_get(j, "version"));
+    const char *line = json_string_value(json_object_get(j, "line"));
+    const char *binary = json_string_value(json_object_get(j, "binary"));
+    const char *password = json_string_value(json_object_get(j, "password"));
+    const char *last_exit = json_string_value(json_object_get(j, "last_exit"));
+    const char *spec = json_string_value(json_object_get(j, "spec"));
+    json_int_t port = json_integer_value(json_object_get(j, "port"));
+    bool ok = engine != NULL && version != NULL && line != NULL && binary != NULL &&
+              engine_kind_from_name(engine, &n->run.kind) && port > 0 && port < 65536 &&
+              strlen(version) < sizeof(n->run.version) && strlen(line) < sizeof(n->run.line);
+
+    if (ok) {
+        strcpy(n->run.version, version);
+        strcpy(n->run.line, line);
+        n->run.port = (int)port;
+        n->run.binary = xstrdup(binary);
+        n->run.password = password != NULL ? xstrdup(password) : NULL;
+        n->run.spec = spec != NULL ? xstrdup(spec) : NULL;
+        n->has_run = true;
+        for (int i = 0; last_exit != NULL && i < 3; i++) {
+            if (strcmp(last_exit, exit_names[i]) == 0)
+                n->last_exit = (enum agent_exit)i;
+        }
+        n->state = n->last_exit == AGENT_EXIT_FAILURE ? AGENT_NODE_CRASHED : AGENT_NODE_STOPPED;
+    }
+    json_decref(j);
+    free(text);
+    return ok;
+}
+
+/* ---- health ------------------------------------------------------------ */
+
+static void watch_health(struct agent *a, struct agent_node *n, int64_t now_us)
+{
+    agent_pinger_free(n->pinger);
+    n->pinger = agent_pinger_new(a->cfg->address, n->run.port, n->run.password);
+    agent_pinger_set_interval(n->pinger,
+                              n->state == AGENT_NODE_STARTING ? AGENT_PING_STARTING_INTERVAL_US
+                                                              : AGENT_PING_INTERVAL_US,
+                              now_us);
+    memset(&n->seen, 0, sizeof(n->seen));
+}
+
+/* Whether INFO changed something cairnd acts on. The replication offset
+ * moves all the time and rides along with the next sync instead. */
+static bool observed_news(const struct agent_observed *a, const struct agent_observed *b)
+{
+    return a->valid != b->valid || a->replica != b->replica || a->link_up != b->link_up ||
+           a->loading != b->loading || a->sync_in_progress != b->sync_in_progress ||
+           strcmp(a->version, b->version) != 0;
+}
+
+static void on_probe(struct agent *a, struct agent_node *n, const struct agent_observed *before,
+                     const struct agent_pinger_result *res, int64_t now_us)
+{
+    if (res->observed && observed_news(before, &n->seen))
+        agent_report_changed(a);
+    if (!res->probed || n->pid == 0)
+        return;
+    /* An answer on the node's port proves nothing until INFO says it came
+     * from this node's process: a leftover engine may hold the port while
+     * the one just started fails to bind it. */
+    if (res->probe != AGENT_PROBE_FAILED && n->seen.process_id != n->pid)
+        return;
+    enum agent_node_state next = agent_converge_probe(n->state, res->probe, now_us - n->started_us);
+    if (next == n->state)
+        return;
+    if (n->state == AGENT_NODE_STARTING)
+        agent_pinger_set_interval(n->pinger, AGENT_PING_INTERVAL_US, now_us);
+    if (next == AGENT_NODE_UNRESPONSIVE)
+        log_warn("engine unresponsive", "node=%s pid=%d port=%d", n->id, (int)n->pid, n->run.port);
+    set_state(a, n, next, now_us);
+}
+
+/* ---- start, stop, exit, remove ----------------------------------------- */
+
+/* Copy the desired config object into spec; strings stay borrowed from
+ * the JSON, parameter arrays are allocated into *params (free it). */
+static bool spec_from_config(const json_t *cfg, struct engine_config_spec *spec,
+                             struct engine_config_param **params, char **texts, char *err,
+                             size_t errsize)
+{
+    const json_t *v;
+    const char *key;
+    size_t i = 0;
+
+    if ((v = json_object_get(cfg, "memory_mib")) != NULL) {
+        if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+            snprintf(err, errsize, "config.memory_mib is not a positive integer");
+            return false;
+        }
+        spec->memory_mib = (uint64_t)json_integer_value(v);
+    }
+    if (json_is_integer(v = json_object_get(cfg, "reserved_memory_percent")))
+        spec->reserved_memory_percent = (int)json_integer_value(v);
+    if (json_is_string(v = json_object_get(cfg, "maxmemory_policy")))
+        spec->maxmemory_policy = json_string_value(v);
+    if (json_is_boolean(v = json_object_get(cfg, "appendonly")))
+        spec->appendonly = json_is_true(v);
+    if (json_is_boolean(v = json_object_get(cfg, "cluster_enabled")))
+        spec->cluster_enabled = json_is_true(v);
+    if (json_is_integer(v = json_object_get(cfg, "cluster_node_timeout_ms")))
+        spec->cluster_node_timeout_ms = (int)json_integer_value(v);
+    if (json_is_string(v = json_object_get(cfg, "password")))
+        spec->password = json_string_value(v);
+    const json_t *obj = json_object_get(cfg, "parameters");
+    if (!json_is_object(obj))
+        return true;
+    *params = xcalloc(json_object_size(obj), sizeof(**params));
+    json_object_foreach ((json_t *)obj, key, v) {
+        (*params)[i].name = key;
+        if (json_is_string(v)) {
+            (*params)[i].value = json_string_value(v);
+        } else if (json_is_integer(v)) {
+            texts[i] = xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            (*params)[i].value = texts[i];
+        } else {
+            snprintf(err, errsize, "config.parameters.%s is not a string", key);
+            return false;
+        }
+        i++;
+    }
+    spec->params = *params;
+    spec->n_params = i;
+    return true;
+}
+
+/* Render the engine's config file for the desired node into its directory. */
+static bool write_config(struct agent *a, struct agent_node *n, char *err, size_t errsize)
+{
+    struct engine_config_spec spec;
+    struct engine_config_param *params = NULL;
+    const json_t *parameters = json_object_get(n->want.config, "parameters");
+    size_t n_texts = json_is_object(parameters) ? json_object_size(parameters) : 0;
+    char **texts = xcalloc(n_texts + 1, sizeof(*texts));
+    char *text = NULL;
+    bool ok = false;
+
+    engine_config_defaults(&spec);
+    spec.kind = n->want.kind;
+    spec.line = n->want.line;
+    spec.node_id = n->id;
+    spec.port = n->want.port;
+    spec.bind = a->cfg->address;
+    spec.data_dir = n->data_dir;
+    spec.pidfile = n->pid_path;
+    spec.logfile = NULL; /* standard output, which goes to engine.log */
+    spec.availability_zone = a->cfg->az;
+    if (spec_from_config(n->want.config, &spec, &params, texts, err, errsize)) {
+        text = engine_config_render(&spec, err, errsize);
+        ok = text != NULL &&
+             agent_files_write_atomic(n->conf_path, text, strlen(text), 0600, err, errsize);
+    }
+    free(text);
+    free(params);
+    for (size_t i = 0; i < n_texts; i++)
+        free(texts[i]);
+    free(texts);
+    return ok;
+}
+
+static bool start_engine(struct agent *a, struct agent_node *n, int64_t now_us, char *err,
+                         size_t errsize)
+{
+    const struct engine_binary *bin = find_binary(a, n->want.kind, n->want.line);
+    const char *password = json_string_value(json_object_get(n->want.config, "password"));
+    char why[256];
+
+    if (!agent_files_mkdirs(n->data_dir, 0700, err, errsize) || !write_config(a, n, err, errsize))
+        return false;
+    clear_run(n);
+    n->run.kind = bin->kind;
+    snprintf(n->run.version, sizeof(n->run.version), "%s", bin->version);
+    snprintf(n->run.line, sizeof(n->run.line), "%s", bin->line);
+    n->run.port = n->want.port;
+    n->run.binary = xstrdup(bin->path);
+    n->run.password = password != NULL && password[0] ? xstrdup(password) : NULL;
+    n->run.spec = xstrdup(n->want.spec);
+    n->has_run = true;
+    if (!save_run(n, err, errsize))
+        return false;
+    if (!agent_proc_spawn(bin->path, n->conf_path, n->log_path, &n->pid, &n->pidfd, err, errsize))
+        return false;
+    /* The engine writes the pidfile too, but only once it has started. */
+    if (!agent_proc_write_pidfile(n->pid_path, n->pid, why, sizeof(why)))
+        log_warn("could not write pidfile", "node=%s error=\"%s\"", n->id, why);
+    n->child = true;
+    n->stopping = n->killed = false;
+    n->started_us = now_us;
+    n->healthy_since_us = 0;
+    log_info("engine started", "node=%s pid=%d engine=%s version=%s port=%d", n->id, (int)n->pid,
+             engine_kind_name(bin->kind), bin->version, n->run.port);
+    set_state(a, n, AGENT_NODE_STARTING, now_us);
+    watch_health(a, n, now_us);
+    return true;
+}
+
+static void stop_engine(struct agent_node *n, int64_t now_us)
+{
+    log_info("stopping engine", "node=%s pid=%d", n->id, (int)n->pid);
+    n->stopping = true;
+    n->killed = false;
+    n->stop_deadline_us = now_us + AGENT_STOP_DEADLINE_US;
+    if (!agent_proc_signal(n->pidfd, SIGTERM))
+        log_debug("engine already gone", "node=%s pid=%d", n->id, (int)n->pid);
+}
+
+static void kill_engine(struct agent_node *n)
+{
+    log_warn("engine did not stop in time; killing its process group", "node=%s pid=%d", n->id,
+             (int)n->pid);
+    n->killed = true;
+    if (getpgid(n->pid) == n->pid && !agent_proc_exited(n->pidfd))
+        agent_proc_signal_group(n->pid, SIGKILL);
+    else
+        agent_proc_signal(n->pidfd, SIGKILL);
+}
+
+static void converge(struct agent *a, struct agent_node *n, int64_t now_us);
+
+/* The process of n has ended (status known only for children). */
+static void on_exit_of(struct agent *a, struct agent_node *n, bool have_status, int wstatus,
+                       int64_t now_us)
+{
+    char how[64], why[512];
+    enum agent_exit kind = have_status ? agent_proc_exit_kind(wstatus) : AGENT_EXIT_FAILURE;
+
+    if (!have_status)
+        snprintf(how, sizeof(how), "unknown (not our child)");
+    else
+        agent_proc_describe(wstatus, how, sizeof(how));
+    close(n->pidfd);
+    n->pidfd = -1;
+    agent_pinger_free(n->pinger);
+    n->pinger = NULL;
+    (void)unlink(n->pid_path);
+    if (n->stopping) {
+        log_info("engine stopped", "node=%s pid=%d how=\"%s\"", n->id, (int)n->pid, how);
+        n->last_exit = AGENT_EXIT_NONE;
+        n->pid = 0;
+        n->stopping = false;
+        set_state(a, n, AGENT_NODE_STOPPED, now_us);
+    } else {
+        n->attempts = agent_converge_attempts_after(n->attempts, n->healthy_since_us, now_us);
+        n->restart_at_us = now_us + agent_converge_backoff_us(n->attempts);
+        n->attempts++;
+        n->last_exit = kind;
+        log_warn("engine exited", "node=%s pid=%d how=\"%s\" backoff_ms=%lld", n->id, (int)n->pid,
+                 how, (long long)(n->restart_at_us - now_us) / 1000);
+        n->pid = 0;
+        set_state(a, n, kind == AGENT_EXIT_CLEAN ? AGENT_NODE_STOPPED : AGENT_NODE_CRASHED, now_us);
+    }
+    if (!save_run(n, why, sizeof(why)))
+        log_warn("could not record the exit", "node=%s error=\"%s\"", n->id, why);
+    converge(a, n, now_us);
+}
+
+/* ---- convergence ------------------------------------------------------- */
+
+static void converge(struct agent *a, struct agent_node *n, int64_t now_us)
+{
+    struct agent_facts f = {
+        .wanted = n->wanted,
+        .run = n->wanted && n->want.run,
+        .deleted = n->wanted && n->want.deleted,
+        .policy = n->want.policy,
+        .startable = n->wanted && find_binary(a, n->want.kind, n->want.line) != NULL,
+        .alive = n->pid != 0,
+        .stopping = n->stopping,
+        .mismatch = n->wanted && n->has_run &&
+                    (n->run.kind != n->want.kind || strcmp(n->run.line, n->want.line) != 0 ||
+                     n->run.port != n->want.port),
+        .last_exit = n->last_exit,
+        .restart_at_us = n->restart_at_us,
+        .now_us = now_us,
+    };
+    char err[512];
+    int64_t wake = 0;
+
+    n->wake_us = 0;
+    if (n->wanted && f.run && !f.deleted && !f.startable && !n->warned_unstartable) {
+        log_warn("no binary installed for the desired engine", "node=%s engine=%s version=%s",
+                 n->id, engine_kind_name(n->want.kind), n->want.line);
+        n->warned_unstartable = true;
+    }
+    switch (agent_converge_decide(&f, &wake)) {
+    case AGENT_ACT_NONE:
+        break;
+    case AGENT_ACT_WAIT:
+        n->wake_us = wake;
+        break;
+    case AGENT_ACT_START:
+        if (n->last_exit != AGENT_EXIT_NONE)
+            n->restarts++;
+        n->last_exit = AGENT_EXIT_NONE;
+        if (!start_engine(a, n, now_us, err, sizeof(err))) {
+            log_error("could not start engine", "node=%s error=\"%s\"", n->id, err);
+            n->pid = 0;
+            n->restart_at_us = now_us + agent_converge_backoff_us(n->attempts++);
+            n->last_exit = AGENT_EXIT_FAILURE;
+            n->wake_us = n->restart_at_us;
+            set_state(a, n, AGENT_NODE_CRASHED, now_us);
+        }
+        break;
+    case AGENT_ACT_STOP:
+        if (f.mismatch && f.run && !f.deleted)
+            log_info("engine changes version or port; restarting it",
+                     "node=%s from=%s/%s:%d "
+                     "to=%s/%s:%d",
+                     n->id, engine_kind_name(n->run.kind), n->run.line, n->run.port,
+                     engine_kind_name(n->want.kind), n->want.line, n->want.port);
+        stop_engine(n, now_us);
+        break;
+    case AGENT_ACT_REMOVE:
+        if (!agent_files_remove_tree(n->dir, err, sizeof(err))) {
+            log_error("could not remove node directory", "node=%s error=\"%s\"", n->id, err);
+            break;
+        }
+        log_info("node removed", "node=%s", n->id);
+        drop_node(a, n);
+        agent_report_changed(a);
+        break;
+    }
+}
+
+void agent_sup_apply(struct agent *a, int64_t now_us)
+{
+    struct stat st;
+
+    for (size_t i = 0; i < a->desired.n_nodes; i++) {
+        const struct agent_desired_node *d = &a->desired.nodes[i];
+        struct agent_node *n = find_node(a, d->node_id);
+        if (n == NULL) {
+            char *dir = xasprintf("%s/nodes/%s", a->cfg->data_dir, d->node_id);
+            bool exists = stat(dir, &st) == 0;
+            free(dir);
+            if (d->deleted && !exists)
+                continue; /* nothing here to delete */
+            n = add_node(a, d->node_id);
+        }
+        /* The instruction the node follows now: its desired entry, or for
+         * a node this agent has not been told about yet, the entry its
+         * last process was started from (node.json). */
+        const char *prev = n->wanted ? n->want.spec : n->has_run ? n->run.spec : NULL;
+        bool same = prev != NULL && strcmp(prev, d->spec) == 0;
+        if (n->wanted && same)
+            continue;
+        if (n->wanted)
+            agent_desired_node_clear(&n->want);
+        agent_desired_node_copy(&n->want, d);
+        n->wanted = true;
+        if (same)
+            continue;
+        /* A new instruction: earlier exits no longer hold the node back. */
+        n->attempts = 0;
+        n->restart_at_us = 0;
+        n->warned_unstartable = false;
+        if (n->pid == 0)
+            n->last_exit = AGENT_EXIT_NONE;
+    }
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        struct agent_node *n = a->nodes[i];
+        if (n->wanted && agent_desired_find(&a->desired, n->id) == NULL) {
+            agent_desired_node_clear(&n->want);
+            n->wanted = false;
+        }
+    }
+    /* converge() may drop a node: walk a snapshot of the ids. */
+    size_t count = a->n_nodes;
+    char(*ids)[AGENT_NODE_ID_MAX] = xcalloc(count + 1, sizeof(*ids));
+    for (size_t i = 0; i < count; i++)
+        memcpy(ids[i], a->nodes[i]->id, AGENT_NODE_ID_MAX);
+    for (size_t i = 0; i < count; i++) {
+        struct agent_node *n = find_node(a, ids[i]);
+        if (n != NULL)
+            converge(a, n, now_us);
+    }
+    free(ids);
+}
+
+/* ---- discovery and adoption -------------------------------------------- */
+
+/* Check, over a blocking connection, that the engine on the node's port
+ * is process pid running from the node's config file. Returns 1 when it
+ * is, 0 when it says otherwise, -1 when it does not answer (then it cannot
+ * tell). */
+static int info_confirms(struct agent *a, struct agent_node *n, pid_t pid, char *why,
+                         size_t whysize, struct agent_observed *seen)
+{
+    struct resp_options o = {.host = a->cfg->address,
+                             .port = n->run.port,
+                             .connect_timeout_ms = 1000,
+                             .command_timeout_ms = 1000,
+                             .password = n->run.password};
+    struct resp_conn *c = resp_connect(&o, why, whysize);
+    struct engine_info *info;
+    long long ipid = 0, iport = 0;
+    int rc;
+
+    if (c == NULL)
+        return -1;
+    info = resp_info(c, INFO_ADOPT_SECTIONS, why, whysize);
+    if (info == NULL) {
+        rc = resp_last_error(c) == RESP_ERR_REPLY ? 0 : -1;
+        resp_close(c);
+        return rc;
+    }
+    engine_info_get_ll(info, "server", "process_id", &ipid);
+    engine_info_get_ll(info, "server", "tcp_port", &iport);
+    const char *conf = engine_info_get(info, "server", "config_file");
+    rc = ipid == pid && iport == n->run.port && conf != NULL && strcmp(conf, n->conf_path) == 0;
+    if (!rc)
+        snprintf(why, whysize, "INFO says process_id=%lld tcp_port=%lld config_file=%s", ipid,
+                 iport, conf != NULL ? conf : "(none)");
+    agent_pinger_observe(info, seen);
+    engine_info_free(info);
+    resp_close(c);
+    return rc;
+}
+
+static void adopt(struct agent *a, struct agent_node *n, int64_t now_us)
+{
+    char exe[PATH_MAX], why[512];
+    struct agent_observed seen = {0};
+    pid_t pid;
+    int pidfd;
+
+    if (!agent_proc_read_pidfile(n->pid_path, &pid))
+        return;
+    if (!n->has_run) {
+        log_warn("not adopting engine: node.json missing", "node=%s pid=%d", n->id, (int)pid);
+        return;
+    }
+    pidfd = agent_proc_pidfd_open(pid);
+    if (pidfd < 0) {
+        log_info("engine not running", "node=%s stale_pid=%d", n->id, (int)pid);
+        (void)unlink(n->pid_path);
+        return;
+    }
+    if (!agent_proc_exe(pid, exe, sizeof(exe)) || !is_engine_exe(a, n, exe) ||
+        !agent_proc_runs_in(pid, n->data_dir, n->conf_path)) {
+        log_warn("not adopting: pid is not this node's engine", "node=%s pid=%d", n->id, (int)pid);
+        close(pidfd);
+        (void)unlink(n->pid_path);
+        return;
+    }
+    int rc = info_confirms(a, n, pid, why, sizeof(why), &seen);
+    if (rc == 0) {
+        log_warn("not adopting: engine does not confirm", "node=%s pid=%d reason=\"%s\"", n->id,
+                 (int)pid, why);
+        close(pidfd);
+        return;
+    }
+    n->pid = pid;
+    n->pidfd = pidfd;
+    n->child = false;
+    n->started_us = now_us;
+    if (seen.version[0] != '\0')
+        snprintf(n->run.version, sizeof(n->run.version), "%s", seen.version);
+    /* /proc already shows it is the engine in this node's directory: one
+     * that does not answer now is adopted as unresponsive, not restarted. */
+    n->state = rc != 1        ? AGENT_NODE_UNRESPONSIVE
+               : seen.loading ? AGENT_NODE_LOADING
+                              : AGENT_NODE_RUNNING;
+    n->healthy_since_us = rc == 1 ? now_us : 0;
+    log_info("engine adopted", "node=%s pid=%d port=%d state=%s", n->id, (int)pid, n->run.port,
+             agent_converge_state_name(n->state));
+    watch_health(a, n, now_us);
+    n->seen = seen;
+}
+
+void agent_sup_discover(struct agent *a, int64_t now_us)
+{
+    char *root = xasprintf("%s/nodes", a->cfg->data_dir);
+    DIR *d = opendir(root);
+    struct dirent *e;
+
+    if (d == NULL) {
+        if (errno != ENOENT)
+            log_error("could not open nodes directory", "path=\"%s\" error=\"%s\"", root,
+                      strerror(errno));
+        free(root);
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (!agent_desired_valid_id(e->d_name) || find_node(a, e->d_name) != NULL)
+            continue;
+        struct agent_node *n = add_node(a, e->d_name);
+        load_run(n);
+        adopt(a, n, now_us);
+    }
+    closedir(d);
+    free(root);
+    agent_report_changed(a);
+}
+
+/* ---- the loop's hooks -------------------------------------------------- */
+
+void agent_sup_tick(struct agent *a, int64_t now_us)
+{
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        struct agent_node *n = a->nodes[i];
+        if (n->pid != 0 && n->stopping && !n->killed && now_us >= n->stop_deadline_us)
+            kill_engine(n);
+        if (n->pinger != NULL && now_us >= agent_pinger_next_us(n->pinger)) {
+            struct agent_pinger_result res = {0};
+            struct agent_observed before = n->seen;
+            agent_pinger_tick(n->pinger, now_us, &res);
+            on_probe(a, n, &before, &res, now_us);
+        }
+    }
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        struct agent_node *n = a->nodes[i];
+        if (n->wake_us != 0 && now_us >= n->wake_us) {
+            converge(a, n, now_us);
+            break; /* the table may have changed; the loop comes back at once */
+        }
+    }
+}
+
+int64_t agent_sup_next_us(const struct agent *a)
+{
+    int64_t next = INT64_MAX;
+
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        const struct agent_node *n = a->nodes[i];
+        if (n->wake_us != 0 && n->wake_us < next)
+            next = n->wake_us;
+        if (n->pid != 0 && n->stopping && !n->killed && n->stop_deadline_us < next)
+            next = n->stop_deadline_us;
+        if (n->pinger != NULL && agent_pinger_next_us(n->pinger) < next)
+            next = agent_pinger_next_us(n->pinger);
+    }
+    return next;
+}
+
+unsigned agent_sup_pollfds(const struct agent *a, struct curl_waitfd *fds)
+{
+    unsigned k = 0;
+
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        const struct agent_node *n = a->nodes[i];
+        if (n->pidfd >= 0)
+            fds[k++] = (struct curl_waitfd){.fd = n->pidfd, .events = CURL_WAIT_POLLIN};
+        int fd = n->pinger != NULL ? agent_pinger_fd(n->pinger) : -1;
+        if (fd >= 0) {
+            short ev = agent_pinger_events(n->pinger);
+            fds[k++] =
+                (struct curl_waitfd){.fd = fd,
+                                     .events = (short)(((ev & POLLIN) ? CURL_WAIT_POLLIN : 0) |
+                                                       ((ev & POLLOUT) ? CURL_WAIT_POLLOUT : 0))};
+        }
+    }
+    return k;
+}
+
+/* curl_waitfd revents (CURL_WAIT_POLL*) as poll(2) flags. */
+static short poll_flags(short revents)
+{
+    return (short)(((revents & CURL_WAIT_POLLIN) ? POLLIN : 0) |
+                   ((revents & CURL_WAIT_POLLOUT) ? POLLOUT : 0) |
+                   ((revents & CURL_WAIT_POLLPRI) ? POLLPRI : 0));
+}
+
+void agent_sup_ready(struct agent *a, const struct curl_waitfd *fds, unsigned nfds, int64_t now_us)
+{
+    for (unsigned k = 0; k < nfds; k++) {
+        if (fds[k].revents == 0)
+            continue;
+        /* Look the descriptor up again: handling an earlier one may have
+         * closed it, dropped its node, or reused its number. */
+        for (size_t i = 0; i < a->n_nodes; i++) {
+            struct agent_node *n = a->nodes[i];
+            if (n->pidfd == fds[k].fd) {
+                int st = 0;
+                if (!agent_proc_exited(n->pidfd))
+                    break;
+                bool have = n->child && agent_proc_reap(n->pid, &st);
+                on_exit_of(a, n, have, st, now_us);
+                break;
+            }
+            if (n->pinger != NULL && agent_pinger_fd(n->pinger) == fds[k].fd) {
+                struct agent_pinger_result res = {0};
+                struct agent_observed before = n->seen;
+                agent_pinger_io(n->pinger, poll_flags(fds[k].revents), now_us, &n->seen, &res);
+                on_probe(a, n, &before, &res, now_us);
+                break;
+            }
+        }
+    }
+}
+
+void agent_sup_reap(struct agent *a, int64_t now_us)
+{
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        struct agent_node *n = a->nodes[i];
+        int st;
+        if (n->pid != 0 && n->child && agent_proc_reap(n->pid, &st)) {
+            on_exit_of(a, n, true, st, now_us);
+            i = (size_t)-1; /* the table may have changed: start over */
+        }
+    }
+}
+
+void agent_sup_release(struct agent *a)
+{
+    while (a->n_nodes > 0)
+        drop_node(a, a->nodes[a->n_nodes - 1]);
+    free(a->nodes);
+    a->nodes = NULL;
+    a->cap_nodes = 0;
+    for (size_t i = 0; i < a->n_bins && a->bin_real != NULL; i++)
+        free(a->bin_real[i]);
+    free(a->bin_real);
+    a->bin_real = NULL;
+    engine_binaries_free(a->bins, a->n_bins);
+    a->bins = NULL;
+    a->n_bins = 0;
+    json_decref(a->engines);
+    a->engines = NULL;
+}

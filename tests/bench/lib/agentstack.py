@@ -1,0 +1,107 @@
+"""agentstack.py -- the stack the agent benchmarks run on: a throwaway
+PostgreSQL, cairnd with agent registration on (its other settings at their
+defaults: syncs held 2 s, 6 s heartbeat timeout), and cairn-agents, all on
+127.0.0.1 in temp dirs. Built from the system tests' harness.py and
+agents.py, which also reap every process and temp dir at exit.
+
+Used by tests/bench/agent-footprint and tests/bench/propagation.
+"""
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "system"))
+
+import agents  # noqa: E402
+import harness  # noqa: E402
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def exit_cleanly_on_signals():
+    """Turn SIGTERM and SIGHUP into KeyboardInterrupt so `finally` blocks and
+    the atexit handlers stop everything that was started."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+
+
+class AgentStack:
+    def __init__(self, label):
+        harness.require_cairnd()
+        agents.require_agent()
+        self.pg = harness.PostgresServer(f"{label}-pg").start()
+        self.db = self.pg.create_database(label)
+        self.cairnd = harness.start_cairnd(self.pg.url(self.db),
+                                           ["--agent-bootstrap-token", agents.BOOTSTRAP],
+                                           label=f"{label}-cairnd")
+        self.api = harness.Api(self.cairnd.url,
+                               harness.create_token(self.pg.url(self.db), "bench", "admin"))
+        self.agents = []
+        self._cluster = None
+
+    def psql(self, sql):
+        return self.pg.psql(sql, self.db)
+
+    def agent(self, name, az="az-a", **kw):
+        a = agents.Agent(self.cairnd.url, name, az, **kw).start()
+        self.agents.append(a)
+        return a
+
+    def host_id(self, agent, timeout=15):
+        """Wait for the agent's registration; return its host id."""
+        def registered():
+            if not agent.alive():
+                raise harness.HarnessError(f"{agent.name} exited:\n{agent.log.text()}")
+            ident = agent.identity()
+            return ident and ident["host_id"]
+        return harness.wait_until(registered, timeout, interval=0.05,
+                                  what=f"{agent.name} to register")
+
+    def cluster(self):
+        """(cluster_id, shard_id) of the one cluster the nodes belong to."""
+        if self._cluster is None:
+            self._cluster = agents.add_cluster(self)
+        return self._cluster
+
+    def add_node(self, host_id, **kw):
+        return agents.add_node(self, host_id, self.cluster(), **kw)
+
+    def nodes(self, host_id):
+        r = self.api.get(f"/v1/hosts/{host_id}")
+        r.raise_for_status()
+        return r.json()["nodes"]
+
+    def wait_running(self, host_id, count, timeout=30):
+        """Wait until `count` nodes of the host run; return them."""
+        def running():
+            nodes = [n for n in self.nodes(host_id)
+                     if n["process_state"] == "running" and n["pid"]]
+            return nodes if len(nodes) == count else None
+        return harness.wait_until(running, timeout, interval=0.1,
+                                  what=f"{count} engines running")
+
+    def close(self):
+        """Agents first (they would restart killed engines), then the
+        engines, cairnd and PostgreSQL."""
+        for a in self.agents:
+            a.stop()
+        agents.kill_engines_under([a.data_dir for a in self.agents])
+        for a in self.agents:
+            a.cleanup()
+        self.cairnd.cleanup()
+        self.pg.destroy()
+
+
+def percentile(values, p):
+    """The p-th percentile (0-100) of values, nearest rank."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), int(-(-p * len(ordered) // 100))))
+    return ordered[rank - 1]
+
+
+def now_ms():
+    return time.monotonic() * 1000.0
