@@ -108,6 +108,13 @@ $(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libcairnengine.a $(BUILD)/libca
 	@echo "CC $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 
+# Benchmark programs (tests/bench/*.c), linked like the unit tests; their
+# scripts in tests/bench build and run them.
+$(BUILD)/tests/bench/%: tests/bench/%.c $(BUILD)/libcairnd.a $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
+	@mkdir -p $(@D)
+	@echo "CC $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS)
+
 system: all $(TOOL_BIN)
 	$(PYTHON) -m pytest -q tests/system
 

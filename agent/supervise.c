@@ -407,10 +407,10 @@ static void stop_engine(struct agent_node *n, int64_t now_us)
         log_debug("engine already gone", "node=%s pid=%d", n->id, (int)n->pid);
 }
 
-static void kill_engine(struct agent_node *n)
+/* SIGKILL the engine's process group; why says so in the log. */
+static void kill_engine(struct agent_node *n, const char *why)
 {
-    log_warn("engine did not stop in time; killing its process group", "node=%s pid=%d", n->id,
-             (int)n->pid);
+    log_warn(why, "node=%s pid=%d", n->id, (int)n->pid);
     n->killed = true;
     if (getpgid(n->pid) == n->pid && !agent_proc_exited(n->pidfd))
         agent_proc_signal_group(n->pid, SIGKILL);
@@ -512,6 +512,10 @@ static void converge(struct agent *a, struct agent_node *n, int64_t now_us)
                      n->id, engine_kind_name(n->run.kind), n->run.line, n->run.port,
                      engine_kind_name(n->want.kind), n->want.line, n->want.port);
         stop_engine(n, now_us);
+        /* Its data is about to be removed: nothing to save, and an engine
+         * busy writing its first AOF would refuse SIGTERM until done. */
+        if (f.deleted)
+            kill_engine(n, "node deleted; killing its engine at once");
         break;
     case AGENT_ACT_REMOVE:
         if (!agent_files_remove_tree(n->dir, err, sizeof(err))) {
@@ -703,7 +707,7 @@ void agent_sup_tick(struct agent *a, int64_t now_us)
     for (size_t i = 0; i < a->n_nodes; i++) {
         struct agent_node *n = a->nodes[i];
         if (n->pid != 0 && n->stopping && !n->killed && now_us >= n->stop_deadline_us)
-            kill_engine(n);
+            kill_engine(n, "engine did not stop in time; killing its process group");
         if (n->pinger != NULL && now_us >= agent_pinger_next_us(n->pinger)) {
             struct agent_pinger_result res = {0};
             struct agent_observed before = n->seen;

@@ -37,10 +37,11 @@ void api_reply_get(struct http_request *req,
                    const char *key, enum problem_code not_found);
 
 /* Check an optional query parameter against a set of values (NULL
- * terminated) or, with values NULL, as a UUID. Returns false after replying
+ * terminated), as a UUID, or as a cluster id. Returns false after replying
  * 400 when it is present and invalid. */
 bool api_query_one_of(struct http_request *req, const char *name, const char *const *values);
 bool api_query_uuid(struct http_request *req, const char *name);
+bool api_query_cluster_id(struct http_request *req, const char *name);
 
 /* Handlers. */
 void api_healthz(struct http_request *req);
@@ -57,6 +58,13 @@ void api_tokens_revoke(struct http_request *req);
 void api_hosts_list(struct http_request *req);
 void api_hosts_get(struct http_request *req);
 void api_agent_register(struct http_request *req);
+void api_clusters_list(struct http_request *req);
+void api_clusters_get(struct http_request *req);
+void api_clusters_create(struct http_request *req);
+void api_clusters_delete(struct http_request *req);
+void api_clusters_auth(struct http_request *req);
+void api_clusters_patch(struct http_request *req);
+void api_clusters_put(struct http_request *req);
 void api_agent_sync(struct http_request *req);
 
 /* Body specs of the agent routes. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "clusters.h"
 #include "log.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -226,13 +227,46 @@ static enum db_status desired_fn(struct db_conn *conn, void *arg)
     return store_host_desired(conn, c->host_id, c->heartbeat_timeout_s, &c->desired);
 }
 
+/* The store leaves each node's engine password sealed; open it here, the
+ * only place it leaves cairnd (over the agent's authenticated channel). */
+static char *open_passwords(struct app *app, const char *desired)
+{
+    json_t *doc = json_loads(desired, 0, NULL), *node;
+    size_t i;
+
+    if (doc == NULL)
+        return NULL;
+    json_array_foreach (json_object_get(doc, "nodes"), i, node) {
+        json_t *config = json_object_get(node, "config");
+        const char *box = json_string_value(json_object_get(config, "password_box"));
+        const char *cluster = json_string_value(json_object_get(config, "cluster_id"));
+        char *password =
+            box != NULL && cluster != NULL ? cluster_open_secret(app, cluster, box) : NULL;
+        json_object_set_new(config, "password",
+                            password != NULL ? json_string(password) : json_null());
+        json_object_del(config, "password_box");
+        json_object_del(config, "cluster_id");
+        free(password);
+    }
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    return text;
+}
+
 static void reply_desired(struct http_request *req, struct sync_call *call)
 {
     enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, desired_fn, call);
-    if (st != DB_OK)
+    if (st != DB_OK) {
         http_reply_db_error(req, st);
+        return;
+    }
+    char *text = open_passwords(req->app, call->desired);
+    free(call->desired);
+    call->desired = NULL;
+    if (text == NULL)
+        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL, "the desired set is not JSON");
     else
-        http_reply_json_text(req, 200, call->desired);
+        http_reply_json_text(req, 200, text);
 }
 
 /* The first pass records the agent's report; every pass (the first and each

@@ -117,6 +117,17 @@ bool api_query_one_of(struct http_request *req, const char *name, const char *co
     return false;
 }
 
+bool api_query_cluster_id(struct http_request *req, const char *name)
+{
+    const char *v = http_query(req, name);
+    size_t n = v != NULL ? strlen(v) : 0;
+
+    if (v == NULL || (n >= 1 && n <= 40 && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") == n))
+        return true;
+    reject_query(req, name, "must be a cluster id: 1 to 40 lowercase letters, digits and hyphens");
+    return false;
+}
+
 bool api_query_uuid(struct http_request *req, const char *name)
 {
     const char *v = http_query(req, name);

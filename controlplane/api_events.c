@@ -15,7 +15,7 @@ void api_events_list(struct http_request *req)
 {
     const char *since = http_query(req, "since");
 
-    if (!api_query_uuid(req, "cluster_id") || !api_query_uuid(req, "host_id"))
+    if (!api_query_cluster_id(req, "cluster_id") || !api_query_uuid(req, "host_id"))
         return;
     if (since != NULL && !time_is_rfc3339(since)) {
         json_t *errors = json_array();

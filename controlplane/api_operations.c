@@ -19,7 +19,7 @@ static const char *const kinds[] = {
 
 void api_operations_list(struct http_request *req)
 {
-    if (!api_query_uuid(req, "cluster_id") || !api_query_one_of(req, "state", states) ||
+    if (!api_query_cluster_id(req, "cluster_id") || !api_query_one_of(req, "state", states) ||
         !api_query_one_of(req, "kind", kinds))
         return;
     struct store_operation_filter f = {http_query(req, "cluster_id"), http_query(req, "state"),

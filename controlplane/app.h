@@ -16,13 +16,19 @@ struct config {
     bool no_migrate;
     int shutdown_timeout_s;
     const char *agent_bootstrap_token; /* NULL: agent registration disabled */
+    const char *secret_key_file;       /* seals engine passwords; NULL: clusters refused */
     int heartbeat_timeout_s;           /* a host silent this long is lost */
     int sync_wait_ms;                  /* longest an agent's sync is held; -1 until set */
 };
 
+struct runner;
+
 struct app {
     struct config cfg;
     struct db_pool *db;
+    struct runner *runner; /* poked when this process queues an operation */
+    bool have_secret_key;  /* engine passwords can be sealed and opened */
+    unsigned char secret_key[32];
 };
 
 #endif

@@ -29,6 +29,7 @@ static const struct setting settings[] = {
     {"shutdown-timeout", "CAIRN_SHUTDOWN_TIMEOUT", SET_INT, 0, 3600, AT(shutdown_timeout_s)},
     {"agent-bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", SET_SECRET, 16, 256,
      AT(agent_bootstrap_token)},
+    {"secret-key-file", "CAIRN_SECRET_KEY_FILE", SET_STRING, 0, 0, AT(secret_key_file)},
     {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", SET_INT, 2, 3600, AT(heartbeat_timeout_s)},
     {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", SET_INT, 0, 10000, AT(sync_wait_ms)},
 };

@@ -208,6 +208,20 @@ static enum MHD_Result check_one_arg(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
+/* application/json, or application/merge-patch+json (RFC 7396), with or
+ * without parameters such as charset. */
+static bool json_media_type(const char *type)
+{
+    static const char *const accepted[] = {"application/json", "application/merge-patch+json"};
+    for (size_t i = 0; type != NULL && i < sizeof(accepted) / sizeof(accepted[0]); i++) {
+        size_t n = strlen(accepted[i]);
+        if (strncasecmp(type, accepted[i], n) == 0 &&
+            (type[n] == '\0' || type[n] == ';' || type[n] == ' '))
+            return true;
+    }
+    return false;
+}
+
 /* Everything that can be decided from the request line and headers, before
  * any body is read: the route, the token, the query and the content type.
  * Returns false after replying when the request cannot proceed. */
@@ -290,9 +304,7 @@ static bool preflight(struct http_server *srv, struct http_request *req)
     if (route->body != NULL) {
         const char *type =
             MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        size_t n = strlen("application/json");
-        if (type == NULL || strncasecmp(type, "application/json", n) != 0 ||
-            (type[n] != '\0' && type[n] != ';' && type[n] != ' ')) {
+        if (!json_media_type(type)) {
             http_reply_problem(req, PROBLEM_UNSUPPORTED_MEDIA_TYPE, NULL,
                                "send the body as application/json (got %s)",
                                type != NULL ? type : "no Content-Type");

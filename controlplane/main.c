@@ -12,6 +12,9 @@
 #include "migrate.h"
 #include "monitor.h"
 #include "notify.h"
+#include "ops_cluster.h"
+#include "runner.h"
+#include "secretbox.h"
 #include "tokens.h"
 
 #define CAIRND_VERSION "0.1.0"
@@ -20,7 +23,7 @@ static const char usage[] =
     "usage: cairnd [serve] [--listen HOST:PORT] [--database-url URL] [--http-threads N]\n"
     "              [--db-pool-size N] [--max-body-bytes N] [--shutdown-timeout SECONDS]\n"
     "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
-    "              [--sync-wait-ms MS]\n"
+    "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
     "       cairnd migrate [--database-url URL]\n"
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
     "       cairnd token list [--database-url URL]\n"
@@ -29,7 +32,8 @@ static const char usage[] =
     "       cairnd version\n"
     "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
-    "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS.\n";
+    "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS,\n"
+    "CAIRN_SECRET_KEY_FILE.\n";
 
 /* Options shared by every subcommand; --name and --scope only mean
  * something to `token create`. */
@@ -61,6 +65,7 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"agent-bootstrap-token", required_argument, NULL, 0},
         {"heartbeat-timeout", required_argument, NULL, 0},
         {"sync-wait-ms", required_argument, NULL, 0},
+        {"secret-key-file", required_argument, NULL, 0},
         {"no-migrate", no_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"scope", required_argument, NULL, 's'},
@@ -177,6 +182,12 @@ static int cmd_serve(struct cli *cli)
 
     if (!prepare_schema(&app.cfg, app.cfg.no_migrate))
         return 1;
+    /* The key that seals engine passwords: made on first use, then kept. */
+    if (app.cfg.secret_key_file != NULL) {
+        if (!secretbox_key_load(app.cfg.secret_key_file, true, app.secret_key, err, sizeof(err)))
+            return fail("%s", err);
+        app.have_secret_key = true;
+    }
     /* Block the stop signals before any thread starts, so every thread
      * inherits the mask and only sigwait() below sees them. */
     sigemptyset(&stop);
@@ -192,6 +203,8 @@ static int cmd_serve(struct cli *cli)
         return fail("%s", err);
     }
     struct notify *notify = notify_start(app.cfg.database_url, server);
+    static const struct op_kind *const kinds[] = {&op_cluster_create, &op_cluster_delete, NULL};
+    app.runner = runner_start(&app, kinds);
     struct monitor *monitor = monitor_start(app.db, app.cfg.heartbeat_timeout_s);
     log_info("listening", "address=%s:%d threads=%d db_pool=%d agents=%s version=%s",
              app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
@@ -200,6 +213,8 @@ static int cmd_serve(struct cli *cli)
     log_info("shutting down", "signal=%s timeout_s=%d", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              app.cfg.shutdown_timeout_s);
     monitor_stop(monitor);
+    runner_stop(app.runner);
+    app.runner = NULL;
     notify_stop(notify); /* before the server it wakes goes away */
     http_stop(server, app.cfg.shutdown_timeout_s);
     db_pool_free(app.db);

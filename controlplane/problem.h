@@ -18,12 +18,19 @@
     X(OPERATION_NOT_FOUND, 404, "Operation not found")                                             \
     X(TOKEN_NOT_FOUND, 404, "Token not found")                                                     \
     X(HOST_NOT_FOUND, 404, "Host not found")                                                       \
+    X(CLUSTER_NOT_FOUND, 404, "Cluster not found")                                                 \
     X(METHOD_NOT_ALLOWED, 405, "Method not allowed on this route")                                 \
+    X(CLUSTER_ALREADY_EXISTS, 409, "A cluster with this id exists with another spec")              \
+    X(INSUFFICIENT_CAPACITY, 409, "No placement satisfies the rules")                              \
+    X(OPERATION_IN_PROGRESS, 409, "Another operation is running on this cluster")                  \
+    X(CHANGE_NOT_SUPPORTED_YET, 409, "This change is not supported yet")                           \
+    X(PRECONDITION_FAILED, 412, "The resource changed since it was read")                          \
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json")                        \
     X(INTERNAL_ERROR, 500, "Internal error")                                                       \
     X(DATABASE_UNAVAILABLE, 503, "Database unavailable")                                           \
-    X(NOT_READY, 503, "Service not ready")
+    X(NOT_READY, 503, "Service not ready")                                                         \
+    X(SECRET_KEY_UNAVAILABLE, 503, "No secret key configured for engine passwords")
 
 enum problem_code {
 #define PROBLEM_ENUM(code, status, title) PROBLEM_##code,

@@ -1,6 +1,7 @@
 /* routes.c -- every route cairnd serves, in one table. api/openapi.yaml
  * describes the same set; a contract test compares the two. */
 #include "api.h"
+#include "cluster_spec.h"
 #include "tokens.h"
 
 static const char *const paged[] = {"page_size", "page_token", NULL};
@@ -10,6 +11,8 @@ static const char *const operations_query[] = {"page_size", "page_token", "clust
 static const char *const events_query[] = {"page_size", "page_token", "cluster_id",
                                            "host_id",   "since",      NULL};
 static const char *const hosts_query[] = {"page_size", "page_token", "az", "state", NULL};
+static const char *const clusters_query[] = {"page_size", "page_token", "status",
+                                             "engine",    "tag",        NULL};
 
 const struct route api_routes[] = {
     {"GET", "/healthz", SCOPE_NONE, api_healthz, NULL, NULL},
@@ -26,6 +29,13 @@ const struct route api_routes[] = {
     {"DELETE", "/v1/tokens/{id}", SCOPE_ADMIN, api_tokens_revoke, NULL, NULL},
     {"GET", "/v1/hosts", SCOPE_ADMIN, api_hosts_list, hosts_query, NULL},
     {"GET", "/v1/hosts/{id}", SCOPE_ADMIN, api_hosts_get, NULL, NULL},
+    {"GET", "/v1/clusters", SCOPE_READ, api_clusters_list, clusters_query, NULL},
+    {"POST", "/v1/clusters", SCOPE_ADMIN, api_clusters_create, NULL, cspec_any_object},
+    {"GET", "/v1/clusters/{id}", SCOPE_READ, api_clusters_get, NULL, NULL},
+    {"PUT", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_put, NULL, cspec_any_object},
+    {"PATCH", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_patch, NULL, cspec_any_object},
+    {"DELETE", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_delete, NULL, NULL},
+    {"GET", "/v1/clusters/{id}/auth", SCOPE_ADMIN, api_clusters_auth, NULL, NULL},
     {"POST", "/v1/agent/register", SCOPE_BOOTSTRAP, api_agent_register, NULL,
      api_agent_register_spec},
     {"POST", "/v1/agent/sync", SCOPE_AGENT, api_agent_sync, NULL, api_agent_sync_spec},

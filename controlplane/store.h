@@ -126,4 +126,15 @@ enum db_status store_hosts_list(struct db_conn *conn, const struct store_host_fi
                                 const struct page *page, char **items, char *next_key);
 enum db_status store_host_get(struct db_conn *conn, const char *id, char **out);
 
+/* clusters: the resource (JSON text), its generation (the ETag), lists */
+enum db_status store_cluster_get(struct db_conn *conn, const char *id, char **out);
+enum db_status store_cluster_generation(struct db_conn *conn, const char *id, long long *out);
+struct store_cluster_filter {
+    const char *status;
+    const char *engine;
+    const char *tag; /* "key:value" */
+};
+enum db_status store_clusters_list(struct db_conn *conn, const struct store_cluster_filter *f,
+                                   const struct page *page, char **items, char *next_key);
+
 #endif

@@ -6,7 +6,8 @@
 
 #define OPERATION_JSON                                                                             \
     "json_build_object('id', id, 'cluster_id', cluster_id, 'kind', kind, 'state', state,"          \
-    " 'step', step, 'step_name', step_name, 'progress', progress, 'error', error,"                 \
+    " 'step', step, 'step_name', step_name, 'steps', steps, 'progress', progress,"                 \
+    " 'error', error,"                                                                             \
     " 'created_at', " STORE_TS("created_at") ", 'started_at', " STORE_TS(                          \
         "started_at") ","                                                                          \
                       " 'finished_at', " STORE_TS("finished_at") ", 'updated_at', " STORE_TS(      \
@@ -14,7 +15,7 @@
 
 static const struct db_stmt list_operations = {"SELECT " STORE_TS(
     "created_at") " || '|' || id, " OPERATION_JSON " FROM operations"
-                  " WHERE ($1::uuid IS NULL OR cluster_id = $1::uuid)"
+                  " WHERE ($1::text IS NULL OR cluster_id = $1)"
                   "   AND ($2::text IS NULL OR state = $2) AND ($3::text IS NULL OR kind = $3)"
                   "   AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, "
                   "$5::uuid))"
@@ -29,7 +30,7 @@ static const struct db_stmt list_events = {
     "  'message', message, 'detail', detail, 'created_at', " STORE_TS(
         "created_at") ")"
                       " FROM events"
-                      " WHERE id > $1::bigint AND ($2::uuid IS NULL OR cluster_id = $2::uuid)"
+                      " WHERE id > $1::bigint AND ($2::text IS NULL OR cluster_id = $2)"
                       "   AND ($3::uuid IS NULL OR host_id = $3::uuid)"
                       "   AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)"
                       " ORDER BY events.id LIMIT $5::int"};

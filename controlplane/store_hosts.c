@@ -261,7 +261,7 @@ static const struct db_stmt desired_set = {
     "        'cluster_enabled', coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled',"
     "        'cluster_node_timeout_ms',"
     "          coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000),"
-    "        'password', NULL,"
+    "        'password_box', encode(c.auth_secret, 'hex'), 'cluster_id', c.id,"
     "        'parameters', (coalesce(c.spec -> 'parameters', '{}'::jsonb) - 'maxmemory-policy'"
     "           - 'reserved-memory-percent' - 'appendonly' - 'cluster-node-timeout')"
     "           || n.parameters))"

@@ -311,6 +311,7 @@ static const char *const managed[] = {
     "appendfsync",
     "save",
     "repl-diskless-sync",
+    "repl-diskless-sync-delay",
     "repl-backlog-size",
     "client-output-buffer-limit",
     "requirepass",
@@ -725,9 +726,13 @@ static void render(struct out *o, const struct engine_config_spec *spec, bool lo
     directive(o, "save", "");
 
     /* Replication: stream the snapshot to replicas over the socket instead
-     * of writing it to disk first, then size the buffers (see the top of
-     * this file). */
+     * of writing it to disk first, at once: the engines' default waits 5 s
+     * for more replicas to share one transfer, which Cairn does not need
+     * (it attaches a shard's replicas together) and which would hold every
+     * new replica -- and every create -- back by those seconds. Then size
+     * the buffers (see the top of this file). */
     directive(o, "repl-diskless-sync", "yes");
+    directive(o, "repl-diskless-sync-delay", "0");
     directive_u64(o, "repl-backlog-size", sz->repl_backlog);
     emit(o, "client-output-buffer-limit replica %llu 0 0\n",
          (unsigned long long)sz->replica_buffer);

@@ -97,8 +97,13 @@ static void check_object(const json_t *object, const struct jspec_field *fields,
 {
     const char *key;
     json_t *value;
+    bool open = false;
 
     for (const struct jspec_field *f = fields; f->name != NULL; f++) {
+        if (strcmp(f->name, JSPEC_OTHER) == 0) {
+            open = true;
+            continue;
+        }
         char *sub = path[0] ? xasprintf("%s.%s", path, f->name) : xstrdup(f->name);
         json_t *v = json_object_get(object, f->name);
         if (v == NULL) {
@@ -111,6 +116,8 @@ static void check_object(const json_t *object, const struct jspec_field *fields,
     }
     json_object_foreach ((json_t *)object, key, value) {
         const struct jspec_field *f = fields;
+        if (open)
+            break;
         while (f->name != NULL && strcmp(f->name, key) != 0)
             f++;
         if (f->name == NULL) {

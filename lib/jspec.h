@@ -27,6 +27,10 @@ enum jspec_type {
     JSPEC_ARRAY,
 };
 
+/* A field named JSPEC_OTHER accepts every field the list does not name,
+ * unchecked: for bodies checked elsewhere (a JSON merge patch, say). */
+#define JSPEC_OTHER "*"
+
 struct jspec_field {
     const char *name; /* NULL terminates a field list */
     enum jspec_type type;

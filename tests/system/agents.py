@@ -327,10 +327,11 @@ def write(inst, sql, attempts=5):
 
 def add_cluster(inst, mode="disabled"):
     """A cluster and its shard 0; returns (cluster_id, shard_id)."""
-    cid, sid = str(uuid.uuid4()), str(uuid.uuid4())
-    write(inst, f"INSERT INTO clusters (id, name, spec) VALUES ('{cid}', 'c-{cid[:8]}',"
+    cid, sid = "c-" + uuid.uuid4().hex[:12], str(uuid.uuid4())
+    write(inst, f"INSERT INTO clusters (id, spec) VALUES ('{cid}',"
               f" '{{\"cluster_mode\": \"{mode}\"}}');"
-              f"INSERT INTO shards (id, cluster_id, index) VALUES ('{sid}', '{cid}', 0)")
+              f"INSERT INTO shards (id, cluster_id, index, name) VALUES ('{sid}', '{cid}', 0,"
+              f" '0001')")
     return cid, sid
 
 

@@ -7,7 +7,7 @@ from expect import eq
 
 CL_A = "aaaaaaaa-0000-4000-8000-000000000001"
 CL_B = "bbbbbbbb-0000-4000-8000-000000000002"
-OP_KEYS = {"id", "cluster_id", "kind", "state", "step", "step_name", "progress", "error",
+OP_KEYS = {"id", "cluster_id", "kind", "state", "step", "step_name", "steps", "progress", "error",
            "created_at", "started_at", "finished_at", "updated_at"}
 EV_KEYS = {"id", "cluster_id", "host_id", "operation_id", "type", "severity", "message", "detail",
            "created_at"}
@@ -86,7 +86,7 @@ def test_get_operation_exact(ops):
     body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[1][0]}"))
     eq(body, {
         "id": OPS[1][0], "cluster_id": CL_A, "kind": "scale_shards", "state": "failed",
-        "step": 2, "step_name": "move_slots", "progress": 40,
+        "step": 2, "step_name": "move_slots", "steps": [], "progress": 40,
         "error": {"code": "INSUFFICIENT_CAPACITY", "message": "need 3 AZs"},
         "created_at": "2026-01-02T10:00:00.500000Z", "started_at": "2026-01-02T10:00:01.000000Z",
         "finished_at": "2026-01-02T10:01:00.000000Z", "updated_at": "2026-01-02T10:01:00.500000Z",
@@ -97,7 +97,7 @@ def test_get_operation_with_nulls_and_utc_conversion(ops):
     body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[3][0]}"))
     eq(body, {
         "id": OPS[3][0], "cluster_id": None, "kind": "upgrade_engine", "state": "pending",
-        "step": 0, "step_name": None, "progress": 0, "error": None,
+        "step": 0, "step_name": None, "steps": [], "progress": 0, "error": None,
         "created_at": "2026-01-04T10:00:00.000000Z", "started_at": None, "finished_at": None,
         "updated_at": "2026-01-04T10:01:00.000000Z",
     }, "operation d")
@@ -136,13 +136,8 @@ def test_filter_operations(ops, params, want):
     eq(got, want, f"operations for {params}")
 
 
-def test_uppercase_cluster_id_filter_matches(ops):
-    body = expect.json_ok(ops.read.get("/v1/operations", params={"cluster_id": CL_A.upper()}))
-    eq([o["id"][-1] for o in body["operations"]], ["b", "a"], "operations for an upper-case uuid")
-
-
-@pytest.mark.parametrize("value", ["not-a-uuid", "aaaaaaaa-0000-4000-8000-00000000000",
-                                   "aaaaaaaa00004000800000000000001x", "1", ""])
+# Cluster ids are the names users give (lowercase letters, digits, hyphens).
+@pytest.mark.parametrize("value", ["Orders", "orders_eu", "a" * 41, "caf\u00e9", "x y", ""])
 def test_malformed_cluster_id_filter(ops, value):
     for path in ("/v1/operations", "/v1/events"):
         r = ops.read.get(f"{path}?cluster_id={value}")

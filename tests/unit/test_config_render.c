@@ -186,6 +186,7 @@ static void test_render_valkey_minimal(void **state)
                               "appendfsync everysec\n"
                               "save \"\"\n"
                               "repl-diskless-sync yes\n"
+                              "repl-diskless-sync-delay 0\n"
                               "repl-backlog-size 16777216\n"
                               "client-output-buffer-limit replica 67108864 0 0\n"
                               "cluster-enabled no\n");
@@ -235,6 +236,7 @@ static void test_render_redis_cluster_full(void **state)
                               "appendfsync everysec\n"
                               "save \"\"\n"
                               "repl-diskless-sync yes\n"
+                              "repl-diskless-sync-delay 0\n"
                               "repl-backlog-size 105256058\n"
                               "client-output-buffer-limit replica 1754267648 0 0\n"
                               "requirepass s3cret\n"
@@ -360,7 +362,7 @@ static void expect_password_rendered(const char *password, const char *rendered)
     size_t lines = 0;
     for (const char *p = text; *p != '\0'; p++)
         lines += *p == '\n';
-    assert_int_equal(lines, 19);
+    assert_int_equal(lines, 20);
     expect_no_line_starting(text, "slaveof");
     expect_no_line_starting(text, "replicaof");
     expect_no_line_starting(text, "include");

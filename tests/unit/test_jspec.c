@@ -424,6 +424,29 @@ static void test_failure_never_dropped(void **state)
     assert_int_equal(n, 1);
 }
 
+/* JSPEC_OTHER lets every unnamed field through, while named ones are still
+ * checked. */
+static void test_other_fields_allowed(void **state)
+{
+    static const struct jspec_field spec[] = {
+        {.name = "n", .type = JSPEC_INTEGER},
+        {.name = JSPEC_OTHER},
+        {0},
+    };
+    json_t *ok = json_pack("{s:i, s:s, s:n}", "n", 1, "free", "x", "gone"),
+           *bad = json_pack("{s:s, s:s}", "n", "one", "free", "x"), *errors = json_array();
+    (void)state;
+    assert_true(jspec_check(ok, spec, errors));
+    assert_int_equal(json_array_size(errors), 0);
+    assert_false(jspec_check(bad, spec, errors));
+    assert_int_equal(json_array_size(errors), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(errors, 0), "field")),
+                        "n");
+    json_decref(ok);
+    json_decref(bad);
+    json_decref(errors);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_non_object_body),
         cmocka_unit_test(test_appends_to_existing_errors),
         cmocka_unit_test(test_failure_never_dropped),
+        cmocka_unit_test(test_other_fields_allowed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

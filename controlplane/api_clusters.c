@@ -1,0 +1,324 @@
+/* api_clusters.c -- /v1/clusters: create, read, list and delete clusters,
+ * and read a cluster's engine password. Changes run as operations (see
+ * ops_cluster.c); these handlers validate, place and queue them. */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "cluster_spec.h"
+#include "clusters.h"
+#include "xalloc.h"
+
+static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
+                                 char **items, char *next_key)
+{
+    return store_clusters_list(conn, filter, page, items, next_key);
+}
+
+static const struct api_list clusters = {"clusters", "clusters", PAGE_KEY_NAME, fetch_page};
+
+static const char *const statuses[] = {"creating",      "available", "modifying", "deleting",
+                                       "create-failed", "degraded",  NULL};
+static const char *const engines[] = {"redis", "valkey", NULL};
+
+void api_clusters_list(struct http_request *req)
+{
+    if (!api_query_one_of(req, "status", statuses) || !api_query_one_of(req, "engine", engines))
+        return;
+    const char *tag = http_query(req, "tag");
+    if (tag != NULL && strchr(tag, ':') == NULL) {
+        json_t *errors = json_array();
+        jspec_error(errors, "tag", "must be key:value");
+        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors, "tag must be key:value");
+        return;
+    }
+    struct store_cluster_filter f = {http_query(req, "status"), http_query(req, "engine"), tag};
+    api_reply_list(req, &clusters, &f);
+}
+
+struct get_call {
+    const char *id;
+    char *text;
+    long long generation;
+};
+
+static enum db_status get_fn(struct db_conn *conn, void *arg)
+{
+    struct get_call *c = arg;
+    enum db_status st;
+    free(c->text);
+    c->text = NULL;
+    if ((st = store_cluster_get(conn, c->id, &c->text)) != DB_OK)
+        return st;
+    return store_cluster_generation(conn, c->id, &c->generation);
+}
+
+/* Reply with the cluster resource and its ETag; a new cluster's reply also
+ * says where it lives. */
+static void reply_cluster(struct http_request *req, const char *id, int status, bool created)
+{
+    struct get_call call = {id, NULL, 0};
+    enum db_status st = db_run(req->app->db, get_fn, &call);
+    char etag[48], *location;
+
+    if (st == DB_NOT_FOUND) {
+        free(call.text);
+        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
+        return;
+    }
+    if (st != DB_OK) {
+        free(call.text);
+        http_reply_db_error(req, st);
+        return;
+    }
+    snprintf(etag, sizeof(etag), "\"%lld\"", call.generation);
+    http_add_header(req, "ETag", etag);
+    if (created) {
+        location = xasprintf("/v1/clusters/%s", id);
+        http_add_header(req, "Location", location);
+        free(location);
+    }
+    http_reply_json_text(req, status, call.text);
+}
+
+void api_clusters_get(struct http_request *req)
+{
+    reply_cluster(req, http_param(req, "id"), 200, false);
+}
+
+/* The catalog checks that need the database: the engine line exists and the
+ * node type is known. */
+static const struct db_stmt catalog_check = {
+    "SELECT EXISTS (SELECT 1 FROM engine_versions WHERE engine = $1 AND version = $2),"
+    "       EXISTS (SELECT 1 FROM node_types WHERE name = $3)"};
+
+struct catalog_call {
+    const json_t *spec;
+    bool version_ok, node_type_ok;
+};
+
+static enum db_status catalog_fn(struct db_conn *conn, void *arg)
+{
+    struct catalog_call *c = arg;
+    const char *params[3] = {json_string_value(json_object_get(c->spec, "engine")),
+                             json_string_value(json_object_get(c->spec, "engine_version")),
+                             json_string_value(json_object_get(c->spec, "node_type"))};
+    enum db_status st;
+    PGresult *res = db_query(conn, &catalog_check, 3, params, &st);
+    if (res == NULL)
+        return st;
+    c->version_ok = PQgetvalue(res, 0, 0)[0] == 't';
+    c->node_type_ok = PQgetvalue(res, 0, 1)[0] == 't';
+    PQclear(res);
+    return DB_OK;
+}
+
+void api_clusters_create(struct http_request *req)
+{
+    json_t *errors = json_array();
+    json_t *spec = cspec_normalize(req->json, errors);
+    char err[512];
+    enum db_status st;
+
+    /* The catalog is checked whenever the fields are there to check, so one
+     * reply names every problem of the body. */
+    struct catalog_call cat = {req->json, true, true};
+    if (json_is_string(json_object_get(req->json, "engine")) &&
+        json_is_string(json_object_get(req->json, "engine_version")) &&
+        json_is_string(json_object_get(req->json, "node_type")) &&
+        (st = db_run(req->app->db, catalog_fn, &cat)) != DB_OK) {
+        json_decref(spec);
+        json_decref(errors);
+        http_reply_db_error(req, st);
+        return;
+    }
+    /* A version cannot be looked up for an engine that is itself wrong. */
+    const char *engine = json_string_value(json_object_get(req->json, "engine"));
+    bool engine_known =
+        engine != NULL && (strcmp(engine, "redis") == 0 || strcmp(engine, "valkey") == 0);
+    if (!cat.version_ok && engine_known)
+        jspec_error(errors, "engine_version",
+                    "is not a version of this engine in the catalog (see GET /v1/engine-versions)");
+    if (!cat.node_type_ok)
+        jspec_error(errors, "node_type", "is not in the catalog (see GET /v1/node-types)");
+    if (spec == NULL || json_array_size(errors) > 0) {
+        json_decref(spec);
+        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors,
+                           "%zu field(s) of the request body are invalid", json_array_size(errors));
+        return;
+    }
+    json_decref(errors);
+    char *id = xstrdup(json_string_value(json_object_get(spec, "id")));
+    enum cluster_create_result r =
+        cluster_create(req->app, spec, cspec_auth_token(req->json), &st, err, sizeof(err));
+    json_decref(spec);
+    switch (r) {
+    case CLUSTER_CREATED:
+        reply_cluster(req, id, 202, true);
+        break;
+    case CLUSTER_EXISTS_SAME:
+        reply_cluster(req, id, 200, false);
+        break;
+    case CLUSTER_EXISTS_OTHER:
+        http_reply_problem(req, PROBLEM_CLUSTER_ALREADY_EXISTS, NULL,
+                           "cluster %s exists with another spec; change it with PATCH", id);
+        break;
+    case CLUSTER_NO_CAPACITY:
+        http_reply_problem(req, PROBLEM_INSUFFICIENT_CAPACITY, NULL, "%s", err);
+        break;
+    case CLUSTER_NO_KEY:
+        http_reply_problem(req, PROBLEM_SECRET_KEY_UNAVAILABLE, NULL, "%s", err);
+        break;
+    case CLUSTER_DB_ERROR:
+        http_reply_db_error(req, st);
+        break;
+    }
+    free(id);
+}
+
+void api_clusters_delete(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    enum db_status st;
+
+    switch (cluster_delete(req->app, id, &st)) {
+    case CLUSTER_DELETE_QUEUED:
+        reply_cluster(req, id, 202, false);
+        break;
+    case CLUSTER_DELETE_NOT_FOUND:
+        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
+        break;
+    case CLUSTER_DELETE_BUSY:
+        http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,
+                           "cluster %s has an operation in progress; retry when it has ended "
+                           "(GET /v1/operations?cluster_id=%s)",
+                           id, id);
+        break;
+    case CLUSTER_DELETE_DB_ERROR:
+        http_reply_db_error(req, st);
+        break;
+    }
+}
+
+void api_clusters_auth(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    struct get_call call = {id, NULL, 0};
+    enum db_status st = db_run(req->app->db, get_fn, &call);
+
+    free(call.text);
+    if (st == DB_NOT_FOUND) {
+        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
+        return;
+    }
+    if (st != DB_OK) {
+        http_reply_db_error(req, st);
+        return;
+    }
+    char *password = cluster_password(req->app, id, &st);
+    if (st != DB_OK)
+        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL,
+                           "the engine password of %s cannot be opened; is cairnd's "
+                           "--secret-key-file the one it was sealed with?",
+                           id);
+    else
+        http_reply_json(req, 200, json_pack("{s:s?}", "auth_token", password));
+    free(password);
+}
+
+/* The generation an If-Match header names ("12", W/"12"), -1 without one
+ * or for "*"; -2 when it cannot be read. */
+static long long if_match(struct http_request *req)
+{
+    const char *v = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "If-Match");
+    long long g;
+
+    if (v == NULL || strcmp(v, "*") == 0)
+        return -1;
+    if (strncmp(v, "W/", 2) == 0)
+        v += 2;
+    if (sscanf(v, "\"%lld\"", &g) != 1 || g < 0)
+        return -2;
+    return g;
+}
+
+static void modify(struct http_request *req, bool replace)
+{
+    const char *id = http_param(req, "id");
+    long long match = if_match(req);
+    json_t *errors = json_array();
+    char err[512];
+    enum db_status st;
+
+    if (match == -2) {
+        json_decref(errors);
+        http_reply_problem(req, PROBLEM_PRECONDITION_FAILED, NULL,
+                           "If-Match must be an ETag this API gave, such as \"3\"");
+        return;
+    }
+    enum cluster_modify_result r =
+        cluster_modify(req->app, id, req->json, replace, match, errors, &st, err, sizeof(err));
+    if (r != CLUSTER_MODIFY_INVALID)
+        json_decref(errors);
+    switch (r) {
+    case CLUSTER_MODIFIED:
+        reply_cluster(req, id, 200, false);
+        break;
+    case CLUSTER_MODIFY_NOT_FOUND:
+        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
+        break;
+    case CLUSTER_MODIFY_STALE:
+        http_reply_problem(req, PROBLEM_PRECONDITION_FAILED, NULL, "%s; read it again", err);
+        break;
+    case CLUSTER_MODIFY_INVALID:
+        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors,
+                           "%zu field(s) cannot take these values", json_array_size(errors));
+        break;
+    case CLUSTER_MODIFY_NOT_YET:
+        http_reply_problem(req, PROBLEM_CHANGE_NOT_SUPPORTED_YET, NULL,
+                           "this version of Cairn cannot change %s of an existing cluster yet; "
+                           "description, tags, maintenance_window and parameters can be changed",
+                           err);
+        break;
+    case CLUSTER_MODIFY_BUSY:
+        http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,
+                           "cluster %s has an operation in progress; retry when it has ended", id);
+        break;
+    case CLUSTER_MODIFY_DB_ERROR:
+        http_reply_db_error(req, st);
+        break;
+    }
+}
+
+void api_clusters_patch(struct http_request *req)
+{
+    modify(req, false);
+}
+
+/* PUT creates the cluster when it does not exist (the path names it), and
+ * otherwise replaces its spec. */
+void api_clusters_put(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    const char *body_id = json_string_value(json_object_get(req->json, "id"));
+
+    if (body_id != NULL && strcmp(body_id, id) != 0) {
+        json_t *errors = json_array();
+        jspec_error(errors, "id", "must match the id in the path");
+        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors, "the body names another id");
+        return;
+    }
+    struct get_call call = {id, NULL, 0};
+    enum db_status st = db_run(req->app->db, get_fn, &call);
+    free(call.text);
+    if (st == DB_NOT_FOUND) {
+        json_object_set_new(req->json, "id", json_string(id));
+        api_clusters_create(req);
+    } else if (st != DB_OK) {
+        http_reply_db_error(req, st);
+    } else {
+        modify(req, true);
+    }
+}

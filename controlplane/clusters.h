@@ -1,0 +1,118 @@
+/* clusters.h -- what the REST handlers and the cluster operations do with
+ * clusters, above the store: the create transaction with its placement,
+ * delete requests, the engine password, and the node facts the operations'
+ * steps work on. */
+#ifndef CAIRN_CLUSTERS_H
+#define CAIRN_CLUSTERS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "app.h"
+#include "db.h"
+
+/* One node as the operations see it: placement and last reported state. */
+struct cluster_node {
+    char id[40];
+    char host_id[40];
+    char address[256];
+    int port;       /* 0 while it has none */
+    int shard;      /* shard index */
+    int ordinal;    /* 0: placed as the shard's primary */
+    int slot_first; /* the shard's slot range; -1 without slots */
+    int slot_last;
+    char process_state[16];
+    bool host_lost;
+    char reported_role[16]; /* as its agent last reported it: primary, replica or "" */
+    bool reported_linked;   /* reported with its replication link up, loaded, synced */
+};
+
+struct cluster_nodes {
+    struct cluster_node *items;
+    size_t count;
+};
+
+/* Load the cluster's nodes (by shard, then ordinal), its engine password
+ * (decrypted; *password NULL when it has none; caller frees) and whether it
+ * runs in cluster mode. False with a message on failure. */
+bool cluster_nodes_load(struct app *app, const char *cluster_id, struct cluster_nodes *out,
+                        char **password, bool *cluster_mode, char *err, size_t errsize);
+void cluster_nodes_free(struct cluster_nodes *nodes);
+
+/* Seconds since the epoch, for step time limits kept in the context. */
+long long cluster_now_s(void);
+
+/* Create-operation milestones; each records its event. */
+bool cluster_mark_available(struct app *app, const char *cluster_id, const char *op_id, char *err,
+                            size_t errsize);
+/* Record an OperationFailed event; status (e.g. "create-failed") becomes
+ * the cluster's status unless NULL. */
+void cluster_mark_failed(struct app *app, const char *cluster_id, const char *op_id,
+                         const char *code, const char *error, const char *status);
+
+/* Delete-operation steps. cluster_nodes_remaining() drops the rows of nodes
+ * on lost hosts and returns how many nodes are left, or -1 on a database
+ * error. */
+bool cluster_nodes_mark_deleted(struct app *app, const char *cluster_id);
+int cluster_nodes_remaining(struct app *app, const char *cluster_id);
+bool cluster_drop(struct app *app, const char *cluster_id, const char *op_id);
+
+enum cluster_create_result {
+    CLUSTER_CREATED,      /* placed, stored, create operation queued */
+    CLUSTER_EXISTS_SAME,  /* a cluster with this id and this very spec exists */
+    CLUSTER_EXISTS_OTHER, /* a cluster with this id and another spec exists */
+    CLUSTER_NO_CAPACITY,  /* the scheduler could not place it: message in err */
+    CLUSTER_NO_KEY,       /* no secret key to seal the engine password with */
+    CLUSTER_DB_ERROR,     /* *db_status says which */
+};
+
+/* Place and store a cluster from its normalized spec, with auth_token (or a
+ * generated password when NULL), and queue its create operation, all in one
+ * transaction: nothing is left allocated when it cannot be placed. */
+enum cluster_create_result cluster_create(struct app *app, const json_t *spec,
+                                          const char *auth_token, enum db_status *db_status,
+                                          char *err, size_t errsize);
+
+enum cluster_delete_result {
+    CLUSTER_DELETE_QUEUED,
+    CLUSTER_DELETE_NOT_FOUND,
+    CLUSTER_DELETE_BUSY, /* another operation runs on it */
+    CLUSTER_DELETE_DB_ERROR,
+};
+
+/* Mark the cluster deleting and queue its delete operation. */
+enum cluster_delete_result cluster_delete(struct app *app, const char *cluster_id,
+                                          enum db_status *db_status);
+
+enum cluster_modify_result {
+    CLUSTER_MODIFIED, /* stored; generation bumped (or nothing changed) */
+    CLUSTER_MODIFY_NOT_FOUND,
+    CLUSTER_MODIFY_STALE,   /* If-Match did not match: 412 */
+    CLUSTER_MODIFY_INVALID, /* errors holds {field, message} */
+    CLUSTER_MODIFY_NOT_YET, /* err names the fields a later version applies */
+    CLUSTER_MODIFY_BUSY,    /* an operation runs on it */
+    CLUSTER_MODIFY_DB_ERROR,
+};
+
+/* Change a cluster's spec: body is a JSON merge patch of the spec (replace
+ * false) or a whole spec (replace true, defaults filled in). if_match is the
+ * generation the client read, or -1. Fields that apply now (description,
+ * tags, maintenance window, parameters) are stored; parameters reach each
+ * node's config and take effect at its next restart, said in
+ * pending_changes. */
+enum cluster_modify_result cluster_modify(struct app *app, const char *cluster_id,
+                                          const json_t *body, bool replace, long long if_match,
+                                          json_t *errors, enum db_status *db_status, char *err,
+                                          size_t errsize);
+
+/* The engine password of a cluster, decrypted (caller frees; NULL when it
+ * has none), with *status DB_OK; or NULL with *status DB_ERROR when it
+ * cannot be read or opened. */
+char *cluster_password(struct app *app, const char *cluster_id, enum db_status *status);
+
+/* Decrypt a sealed password as stored in clusters.auth_secret (hex text).
+ * NULL when it cannot be opened. */
+char *cluster_open_secret(struct app *app, const char *cluster_id, const char *hex);
+
+#endif

@@ -1,0 +1,395 @@
+/* ops_cluster.c -- create and delete, as idempotent steps.
+ *
+ * Create, cluster mode enabled: cairnd itself forms the cluster, never a
+ * CLI: every node meets the first one, each shard's placed primary takes its
+ * slot range, every replica replicates its shard's primary, and the cluster
+ * is available once every node says cluster_state:ok and every replica's link
+ * is up. Disabled mode: the replicas REPLICAOF the primary. Every step checks
+ * the engines before acting, so a runner that resumes it after a crash does
+ * no harm. */
+#include "ops_cluster.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clusters.h"
+#include "cluster.h"
+#include "info.h"
+#include "log.h"
+#include "resp.h"
+#include "role.h"
+#include "store.h"
+#include "xalloc.h"
+
+#define ENGINE_WAIT_LIMIT_S 90 /* engines not up by then: the create fails */
+#define FORM_WAIT_LIMIT_S   60 /* topology not settled by then: the create fails */
+#define POLL_MS             100
+
+/* ---- what the steps work on -------------------------------------------- */
+
+struct topo {
+    struct cluster_nodes nodes; /* clusters.h: placement and state of every node */
+    char *password;             /* NULL without AUTH */
+    bool cluster_mode;
+};
+
+static bool topo_load(struct op_ctx *ctx, struct topo *t)
+{
+    memset(t, 0, sizeof(*t));
+    return cluster_nodes_load(ctx->app, ctx->cluster_id, &t->nodes, &t->password, &t->cluster_mode,
+                              ctx->error, sizeof(ctx->error));
+}
+
+static void topo_free(struct topo *t)
+{
+    cluster_nodes_free(&t->nodes);
+    free(t->password);
+}
+
+static struct resp_conn *connect_node(const struct topo *t, const struct cluster_node *n, char *err,
+                                      size_t errsize)
+{
+    struct resp_options o = {.host = n->address,
+                             .port = n->port,
+                             .connect_timeout_ms = 1000,
+                             .command_timeout_ms = 3000,
+                             .password = t->password};
+    return resp_connect(&o, err, errsize);
+}
+
+/* Run fmt on node n; true when the engine answered without an error. */
+static bool node_command(const struct topo *t, const struct cluster_node *n, char *err,
+                         size_t errsize, const char *fmt, const char *a, int b)
+{
+    struct resp_conn *c = connect_node(t, n, err, errsize);
+    if (c == NULL)
+        return false;
+    redisReply *r = resp_command(c, err, errsize, fmt, a, b);
+    resp_close(c);
+    resp_reply_free(r);
+    return r != NULL;
+}
+
+/* A node's own view of the cluster, parsed; false with err when not had. */
+static bool node_view(const struct topo *t, const struct cluster_node *n,
+                      struct engine_cluster_nodes *view, char *err, size_t errsize)
+{
+    struct resp_conn *c = connect_node(t, n, err, errsize);
+    if (c == NULL)
+        return false;
+    redisReply *r = resp_command(c, err, errsize, "CLUSTER NODES");
+    resp_close(c);
+    bool ok = r != NULL && resp_reply_is_string(r) &&
+              engine_cluster_nodes_parse(r->str, r->len, view, err, errsize);
+    resp_reply_free(r);
+    return ok;
+}
+
+static long long elapsed_s(struct op_ctx *ctx, const char *key)
+{
+    json_t *since = json_object_get(ctx->context, key);
+    long long now = cluster_now_s();
+    if (!json_is_integer(since)) {
+        json_object_set_new(ctx->context, key, json_integer(now));
+        return 0;
+    }
+    return now - json_integer_value(since);
+}
+
+/* ---- create -------------------------------------------------------------- */
+
+/* Every engine reported running by its agent and answering PING here. */
+static enum op_result wait_engines(struct op_ctx *ctx)
+{
+    struct topo t;
+    char err[256];
+    enum op_result res = OP_NEXT;
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    for (size_t i = 0; i < t.nodes.count && res == OP_NEXT; i++) {
+        const struct cluster_node *n = &t.nodes.items[i];
+        if (n->host_lost) {
+            res = op_fail(ctx, "HOST_LOST", "host %s of node %s was lost before the node started",
+                          n->host_id, n->id);
+        } else if (n->port <= 0 || strcmp(n->process_state, "running") != 0) {
+            res = OP_WAIT;
+        } else {
+            struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
+            if (c == NULL || !resp_ping(c, err, sizeof(err)))
+                res = OP_WAIT;
+            resp_close(c);
+        }
+    }
+    topo_free(&t);
+    if (res == OP_WAIT && elapsed_s(ctx, "engines_since") > ENGINE_WAIT_LIMIT_S)
+        return op_fail(ctx, "ENGINE_START_FAILED",
+                       "engines did not start within %d s; see the hosts' agent logs",
+                       ENGINE_WAIT_LIMIT_S);
+    return res == OP_WAIT ? op_wait(ctx, POLL_MS) : res;
+}
+
+/* Cluster mode: every node meets the first; done when each knows them all. */
+static enum op_result meet(struct op_ctx *ctx)
+{
+    struct topo t;
+    char err[256];
+    enum op_result res = OP_NEXT;
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    if (!t.cluster_mode || t.nodes.count < 2) {
+        topo_free(&t);
+        return OP_NEXT;
+    }
+    const struct cluster_node *first = &t.nodes.items[0];
+    for (size_t i = 0; i < t.nodes.count; i++) {
+        const struct cluster_node *n = &t.nodes.items[i];
+        struct engine_cluster_nodes view = {0};
+        if (!node_view(&t, n, &view, err, sizeof(err))) {
+            res = OP_WAIT;
+            continue;
+        }
+        bool knows_all = view.count == t.nodes.count;
+        for (size_t k = 0; k < view.count && knows_all; k++)
+            knows_all = !(view.nodes[k].flags & (ENGINE_CLUSTER_HANDSHAKE | ENGINE_CLUSTER_NOADDR));
+        engine_cluster_nodes_free(&view);
+        if (knows_all)
+            continue;
+        res = OP_WAIT;
+        if (i > 0 && !node_command(&t, n, err, sizeof(err), "CLUSTER MEET %s %d", first->address,
+                                   first->port))
+            log_warn("CLUSTER MEET failed", "node=%s error=\"%s\"", n->id, err);
+    }
+    topo_free(&t);
+    if (res == OP_WAIT && elapsed_s(ctx, "meet_since") > FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, "CLUSTER_FORMATION_FAILED", "the nodes did not all meet within %d s",
+                       FORM_WAIT_LIMIT_S);
+    return res == OP_WAIT ? op_wait(ctx, POLL_MS) : res;
+}
+
+/* Cluster mode: each shard's placed primary serves its slot range. */
+static enum op_result assign_slots(struct op_ctx *ctx)
+{
+    struct topo t;
+    char err[256];
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    for (size_t i = 0; i < t.nodes.count && t.cluster_mode; i++) {
+        const struct cluster_node *n = &t.nodes.items[i];
+        struct engine_cluster_nodes view = {0};
+        if (n->ordinal != 0 || n->slot_first < 0)
+            continue;
+        if (!node_view(&t, n, &view, err, sizeof(err))) {
+            topo_free(&t);
+            return op_wait(ctx, POLL_MS);
+        }
+        const struct engine_cluster_node *me = engine_cluster_nodes_myself(&view);
+        bool has = me != NULL && engine_cluster_node_slot_count(me) > 0;
+        engine_cluster_nodes_free(&view);
+        if (has)
+            continue;
+        char range[64];
+        snprintf(range, sizeof(range), "%d %d", n->slot_first, n->slot_last);
+        struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
+        redisReply *r = c != NULL ? resp_command(c, err, sizeof(err), "CLUSTER ADDSLOTSRANGE %d %d",
+                                                 n->slot_first, n->slot_last)
+                                  : NULL;
+        resp_reply_free(r);
+        resp_close(c);
+        if (r == NULL) {
+            topo_free(&t);
+            return op_fail(ctx, "CLUSTER_FORMATION_FAILED", "ADDSLOTSRANGE %s on node %s: %s",
+                           range, n->id, err);
+        }
+    }
+    topo_free(&t);
+    return OP_NEXT;
+}
+
+/* The engine node id of shard s's placed primary, from its own view. */
+static bool primary_engine_id(const struct topo *t, int shard, char *id, char *err, size_t errsize)
+{
+    for (size_t i = 0; i < t->nodes.count; i++) {
+        const struct cluster_node *n = &t->nodes.items[i];
+        if (n->shard != shard || n->ordinal != 0)
+            continue;
+        struct engine_cluster_nodes view = {0};
+        if (!node_view(t, n, &view, err, errsize))
+            return false;
+        const struct engine_cluster_node *me = engine_cluster_nodes_myself(&view);
+        bool ok = me != NULL;
+        if (ok)
+            snprintf(id, ENGINE_CLUSTER_ID_LEN + 1, "%s", me->id);
+        engine_cluster_nodes_free(&view);
+        return ok;
+    }
+    snprintf(err, errsize, "shard %d has no primary", shard);
+    return false;
+}
+
+static const struct cluster_node *placed_primary(const struct topo *t, int shard)
+{
+    for (size_t i = 0; i < t->nodes.count; i++) {
+        if (t->nodes.items[i].shard == shard && t->nodes.items[i].ordinal == 0)
+            return &t->nodes.items[i];
+    }
+    return NULL;
+}
+
+/* Every replica follows its shard's primary (CLUSTER REPLICATE in cluster
+ * mode, REPLICAOF otherwise), unless it already does. */
+static enum op_result replicate(struct op_ctx *ctx)
+{
+    struct topo t;
+    char err[256];
+    enum op_result res = OP_NEXT;
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    for (size_t i = 0; i < t.nodes.count && res == OP_NEXT; i++) {
+        const struct cluster_node *n = &t.nodes.items[i];
+        const struct cluster_node *p = placed_primary(&t, n->shard);
+        if (n->ordinal == 0 || p == NULL)
+            continue;
+        if (t.cluster_mode) {
+            char pid[ENGINE_CLUSTER_ID_LEN + 1];
+            struct engine_cluster_nodes view = {0};
+            if (!primary_engine_id(&t, n->shard, pid, err, sizeof(err)) ||
+                !node_view(&t, n, &view, err, sizeof(err))) {
+                res = OP_WAIT;
+                break;
+            }
+            const struct engine_cluster_node *me = engine_cluster_nodes_myself(&view);
+            bool done = me != NULL && strcmp(me->primary_id, pid) == 0;
+            engine_cluster_nodes_free(&view);
+            if (!done && !node_command(&t, n, err, sizeof(err), "CLUSTER REPLICATE %s", pid, 0))
+                res = op_fail(ctx, "CLUSTER_FORMATION_FAILED", "CLUSTER REPLICATE on node %s: %s",
+                              n->id, err);
+        } else if (!node_command(&t, n, err, sizeof(err), "REPLICAOF %s %d", p->address, p->port)) {
+            /* REPLICAOF to the current primary is a no-op on the engine. */
+            res = op_fail(ctx, "REPLICATION_FAILED", "REPLICAOF on node %s: %s", n->id, err);
+        }
+    }
+    topo_free(&t);
+    return res == OP_WAIT ? op_wait(ctx, POLL_MS) : res;
+}
+
+/* Ready: cluster_state:ok everywhere (cluster mode) and every replica's link
+ * up with its initial sync done. */
+static enum op_result wait_ready(struct op_ctx *ctx)
+{
+    struct topo t;
+    char err[256];
+    bool ready = true;
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    for (size_t i = 0; i < t.nodes.count && ready; i++) {
+        const struct cluster_node *n = &t.nodes.items[i];
+        struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
+        struct engine_info *info =
+            c != NULL ? resp_info(c, "replication cluster", err, sizeof(err)) : NULL;
+        resp_close(c);
+        if (info == NULL) {
+            ready = false;
+            break;
+        }
+        const char *state = engine_info_get(info, "cluster", "cluster_enabled");
+        if (t.cluster_mode && state != NULL && strcmp(state, "1") == 0) {
+            struct resp_conn *c2 = connect_node(&t, n, err, sizeof(err));
+            redisReply *r = c2 != NULL ? resp_command(c2, err, sizeof(err), "CLUSTER INFO") : NULL;
+            ready =
+                r != NULL && resp_reply_is_string(r) && strstr(r->str, "cluster_state:ok") != NULL;
+            resp_reply_free(r);
+            resp_close(c2);
+        }
+        /* The endpoints are built from the agents' reports: wait until they
+         * say what the engines say, so "available" comes with readers. */
+        if (ready)
+            ready = strcmp(n->reported_role, n->ordinal == 0 ? "primary" : "replica") == 0 &&
+                    (n->ordinal == 0 || n->reported_linked);
+        if (ready && n->ordinal > 0) {
+            const char *link = engine_info_get(info, "replication", "master_link_status");
+            const char *syncing = engine_info_get(info, "replication", "master_sync_in_progress");
+            ready = link != NULL && strcmp(link, "up") == 0 &&
+                    (syncing == NULL || strcmp(syncing, "0") == 0);
+        }
+        engine_info_free(info);
+    }
+    topo_free(&t);
+    if (ready)
+        return OP_NEXT;
+    if (elapsed_s(ctx, "ready_since") > FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, "CLUSTER_FORMATION_FAILED", "the cluster was not ready within %d s",
+                       FORM_WAIT_LIMIT_S);
+    return op_wait(ctx, POLL_MS);
+}
+
+static enum op_result mark_available(struct op_ctx *ctx)
+{
+    return cluster_mark_available(ctx->app, ctx->cluster_id, ctx->op_id, ctx->error,
+                                  sizeof(ctx->error))
+               ? OP_NEXT
+               : op_wait(ctx, POLL_MS);
+}
+
+static void create_failed(struct op_ctx *ctx)
+{
+    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error,
+                        "create-failed");
+}
+
+/* A delete that cannot finish leaves the cluster deleting; a new DELETE
+ * tries again. */
+static void delete_failed(struct op_ctx *ctx)
+{
+    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, NULL);
+}
+
+static const struct op_step create_steps[] = {
+    {"wait_engines", wait_engines}, {"meet", meet},
+    {"assign_slots", assign_slots}, {"replicate", replicate},
+    {"wait_ready", wait_ready},     {"mark_available", mark_available},
+};
+
+const struct op_kind op_cluster_create = {
+    "create", create_steps, sizeof(create_steps) / sizeof(create_steps[0]), create_failed};
+
+/* ---- delete -------------------------------------------------------------- */
+
+static enum op_result stop_nodes(struct op_ctx *ctx)
+{
+    return cluster_nodes_mark_deleted(ctx->app, ctx->cluster_id) ? OP_NEXT : op_wait(ctx, POLL_MS);
+}
+
+/* The agents stop the engines and remove their data; cairnd drops a node's
+ * row when its agent no longer reports it. Nodes on lost hosts cannot wait
+ * for that: their rows go at once (the agent removes the data when it
+ * returns and finds the node unknown... kept, as it keeps unknown data). */
+static enum op_result wait_removed(struct op_ctx *ctx)
+{
+    int left = cluster_nodes_remaining(ctx->app, ctx->cluster_id);
+    if (left == 0)
+        return OP_NEXT;
+    if (left < 0 || elapsed_s(ctx, "removal_since") <= FORM_WAIT_LIMIT_S)
+        return op_wait(ctx, POLL_MS);
+    return op_fail(ctx, "DELETE_STUCK", "%d node(s) were not removed within %d s", left,
+                   FORM_WAIT_LIMIT_S);
+}
+
+static enum op_result drop_cluster(struct op_ctx *ctx)
+{
+    return cluster_drop(ctx->app, ctx->cluster_id, ctx->op_id) ? OP_NEXT : op_wait(ctx, POLL_MS);
+}
+
+static const struct op_step delete_steps[] = {
+    {"stop_nodes", stop_nodes},
+    {"wait_removed", wait_removed},
+    {"drop_cluster", drop_cluster},
+};
+
+const struct op_kind op_cluster_delete = {
+    "delete", delete_steps, sizeof(delete_steps) / sizeof(delete_steps[0]), delete_failed};

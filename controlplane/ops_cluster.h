@@ -1,0 +1,12 @@
+/* ops_cluster.h -- the operations that move a cluster toward its spec:
+ * create (wait for the engines, form the topology, announce it available)
+ * and delete (stop the engines, remove their data, drop the rows). */
+#ifndef CAIRN_OPS_CLUSTER_H
+#define CAIRN_OPS_CLUSTER_H
+
+#include "runner.h"
+
+extern const struct op_kind op_cluster_create;
+extern const struct op_kind op_cluster_delete;
+
+#endif

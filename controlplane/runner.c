@@ -1,0 +1,293 @@
+/* runner.c -- claims operations with leases and runs their steps. */
+#define _GNU_SOURCE
+#include "runner.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "log.h"
+#include "timeutil.h"
+#include "xalloc.h"
+
+#define LEASE_S      5
+#define IDLE_POLL_MS 100
+
+struct runner {
+    struct app *app;
+    const struct op_kind *const *kinds;
+    char owner[96];   /* this runner's name in lease_owner */
+    char *kind_array; /* the kinds it runs, as a text[] literal: {create,delete} */
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stop, poked;
+};
+
+enum op_result op_fail(struct op_ctx *ctx, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    snprintf(ctx->code, sizeof(ctx->code), "%s", code);
+    va_start(ap, fmt);
+    vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
+    va_end(ap);
+    return OP_FAILED;
+}
+
+enum op_result op_wait(struct op_ctx *ctx, int ms)
+{
+    ctx->wait_ms = ms;
+    return OP_WAIT;
+}
+
+/* The oldest runnable operation of a kind this runner knows, leased to us.
+ * Kinds it does not know are left to a cairnd that does (one being rolled
+ * out, say), never failed. */
+static const struct db_stmt claim = {
+    "UPDATE operations o SET lease_owner = $1,"
+    "   lease_expires_at = now() + make_interval(secs => $2::int),"
+    "   state = 'running', started_at = coalesce(o.started_at, now()), updated_at = now()"
+    " WHERE o.id = (SELECT id FROM operations"
+    "   WHERE state IN ('pending', 'running') AND kind = ANY($3::text[])"
+    "     AND (lease_expires_at IS NULL OR lease_expires_at < now())"
+    "     AND (wake_at IS NULL OR wake_at <= now())"
+    "   ORDER BY created_at, id FOR UPDATE SKIP LOCKED LIMIT 1)"
+    " RETURNING o.id, o.kind, o.step, o.context::text, o.cluster_id"};
+
+/* Record a step's outcome, only while the lease is still ours. */
+static const struct db_stmt record = {
+    "UPDATE operations SET step = $3::int, context = $4::jsonb,"
+    "   steps = CASE WHEN $5::text IS NULL THEN steps ELSE steps || jsonb_build_array("
+    "     jsonb_build_object('name', $5::text, 'started_at', $6::text,"
+    "       'finished_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')))"
+    "   END,"
+    "   step_name = $7, progress = $8::int, state = $9,"
+    "   error = CASE WHEN $10::text IS NULL THEN NULL"
+    "           ELSE jsonb_build_object('code', $10::text, 'message', $11::text) END,"
+    "   wake_at = now() + make_interval(secs => $12::int / 1000.0),"
+    "   finished_at = CASE WHEN $9 IN ('succeeded', 'failed') THEN now() END,"
+    "   lease_owner = NULL, lease_expires_at = NULL, updated_at = now()"
+    " WHERE id = $1::uuid AND lease_owner = $2"};
+
+static const struct op_kind *find_kind(struct runner *r, const char *name)
+{
+    for (const struct op_kind *const *k = r->kinds; *k != NULL; k++) {
+        if (strcmp((*k)->name, name) == 0)
+            return *k;
+    }
+    return NULL;
+}
+
+static void now_text(char *buf, size_t size)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
+}
+
+struct claimed {
+    char id[64], kind[64], cluster_id[64];
+    int step;
+    json_t *context;
+};
+
+struct claim_call {
+    struct runner *r;
+    struct claimed *c;
+    bool found;
+};
+
+static enum db_status claim_fn(struct db_conn *conn, void *arg)
+{
+    struct claim_call *cc = arg;
+    char lease[16];
+    const char *params[3] = {cc->r->owner, lease, cc->r->kind_array};
+    enum db_status st;
+
+    snprintf(lease, sizeof(lease), "%d", LEASE_S);
+    PGresult *res = db_query(conn, &claim, 3, params, &st);
+    if (res == NULL)
+        return st;
+    cc->found = PQntuples(res) == 1;
+    if (cc->found) {
+        snprintf(cc->c->id, sizeof(cc->c->id), "%s", PQgetvalue(res, 0, 0));
+        snprintf(cc->c->kind, sizeof(cc->c->kind), "%s", PQgetvalue(res, 0, 1));
+        cc->c->step = atoi(PQgetvalue(res, 0, 2));
+        cc->c->context = json_loads(PQgetvalue(res, 0, 3), 0, NULL);
+        if (cc->c->context == NULL)
+            cc->c->context = json_object();
+        snprintf(cc->c->cluster_id, sizeof(cc->c->cluster_id), "%s", PQgetvalue(res, 0, 4));
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+struct record_call {
+    const char *const *params;
+};
+
+static enum db_status record_fn(struct db_conn *conn, void *arg)
+{
+    struct record_call *rc = arg;
+    enum db_status st;
+    PGresult *res = db_query(conn, &record, 12, rc->params, &st);
+    PQclear(res);
+    return st;
+}
+
+/* Run the claimed operation's current step and record what came of it. */
+static void run_step(struct runner *r, struct claimed *c)
+{
+    const struct op_kind *kind = find_kind(r, c->kind);
+    struct op_ctx ctx = {.app = r->app,
+                         .op_id = c->id,
+                         .cluster_id = c->cluster_id,
+                         .context = c->context,
+                         .step = c->step};
+    enum op_result result;
+    char started[80], next[16], progress[16], wait[16];
+    const char *state = "running", *step_name = NULL, *done_name = NULL;
+
+    /* A step that waits runs many times; its timing spans all of them. */
+    now_text(started, sizeof(started));
+    json_t *first = json_object_get(c->context, "step_started_at");
+    if (json_is_string(first))
+        snprintf(started, sizeof(started), "%s", json_string_value(first));
+    if (kind == NULL || c->step >= kind->nsteps) {
+        result = op_fail(&ctx, "UNKNOWN_OPERATION", "this cairnd cannot run %s step %d", c->kind,
+                         c->step);
+    } else {
+        step_name = kind->steps[c->step].name;
+        result = kind->steps[c->step].run(&ctx);
+    }
+    int step = c->step;
+    if (result == OP_NEXT) {
+        done_name = step_name;
+        step++;
+        if (step >= kind->nsteps)
+            state = "succeeded";
+        else
+            step_name = kind->steps[step].name;
+        log_info("operation step done", "operation=%s kind=%s step=%s cluster=%s", c->id, c->kind,
+                 done_name, c->cluster_id);
+    } else if (result == OP_FAILED) {
+        state = "failed";
+        done_name = step_name;
+        log_warn("operation failed", "operation=%s kind=%s step=%s code=%s error=\"%s\"", c->id,
+                 c->kind, step_name ? step_name : "-", ctx.code, ctx.error);
+        if (kind != NULL && kind->failed != NULL)
+            kind->failed(&ctx);
+    }
+    if (result == OP_WAIT)
+        json_object_set_new(c->context, "step_started_at", json_string(started));
+    else
+        json_object_del(c->context, "step_started_at");
+    char *context_text = json_dumps(c->context, JSON_COMPACT);
+    snprintf(next, sizeof(next), "%d", step);
+    snprintf(progress, sizeof(progress), "%d",
+             strcmp(state, "succeeded") == 0    ? 100
+             : kind != NULL && kind->nsteps > 0 ? step * 100 / kind->nsteps
+                                                : 0);
+    snprintf(wait, sizeof(wait), "%d", result == OP_WAIT ? ctx.wait_ms : 0);
+    const char *params[12] = {
+        c->id,     r->owner,  next,     context_text, done_name,
+        started,   step_name, progress, state,        result == OP_FAILED ? ctx.code : NULL,
+        ctx.error, wait};
+    struct record_call rc = {params};
+    enum db_status st = db_tx(r->app->db, DB_READ_COMMITTED, record_fn, &rc);
+    if (st != DB_OK)
+        log_warn("could not record an operation step; another runner will redo it", "operation=%s",
+                 c->id);
+    free(context_text);
+}
+
+static void *runner_main(void *arg)
+{
+    struct runner *r = arg;
+
+    pthread_mutex_lock(&r->lock);
+    while (!r->stop) {
+        pthread_mutex_unlock(&r->lock);
+        struct claimed c = {0};
+        struct claim_call cc = {r, &c, false};
+        bool worked = db_run(r->app->db, claim_fn, &cc) == DB_OK && cc.found;
+        if (worked) {
+            run_step(r, &c);
+            json_decref(c.context);
+        }
+        pthread_mutex_lock(&r->lock);
+        if (worked || r->poked) {
+            r->poked = false;
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += IDLE_POLL_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!r->stop && !r->poked &&
+               pthread_cond_timedwait(&r->wake, &r->lock, &until) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+struct runner *runner_start(struct app *app, const struct op_kind *const *kinds)
+{
+    struct runner *r = xcalloc(1, sizeof(*r));
+    char host[64] = "localhost";
+
+    r->app = app;
+    r->kinds = kinds;
+    gethostname(host, sizeof(host) - 1);
+    snprintf(r->owner, sizeof(r->owner), "%s:%d:%lld", host, (int)getpid(),
+             (long long)time_mono_us());
+    size_t len = 3;
+    for (const struct op_kind *const *k = kinds; *k != NULL; k++)
+        len += strlen((*k)->name) + 1;
+    r->kind_array = xcalloc(len, 1);
+    strcat(r->kind_array, "{");
+    for (const struct op_kind *const *k = kinds; *k != NULL; k++) {
+        if (k != kinds)
+            strcat(r->kind_array, ",");
+        strcat(r->kind_array, (*k)->name);
+    }
+    strcat(r->kind_array, "}");
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->wake, NULL);
+    pthread_create(&r->thread, NULL, runner_main, r);
+    return r;
+}
+
+void runner_poke(struct runner *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->poked = true;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+}
+
+void runner_stop(struct runner *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->stop = true;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->wake);
+    free(r->kind_array);
+    free(r);
+}

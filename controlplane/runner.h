@@ -1,0 +1,69 @@
+/* runner.h -- the operation runner: durable workflows made of idempotent
+ * steps (ARCHITECTURE.md §2).
+ *
+ * Each cairnd runs one runner thread. It claims a runnable operation with a
+ * lease (FOR UPDATE SKIP LOCKED), runs its current step, and records the
+ * outcome -- the next step index, the step's timing, the context -- while
+ * still holding the lease; a runner that dies loses its lease and another
+ * cairnd (or the same one restarted) resumes the operation at the recorded
+ * step. A step must therefore be safe to run again: it checks before it
+ * acts. */
+#ifndef CAIRN_RUNNER_H
+#define CAIRN_RUNNER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "app.h"
+
+enum op_result {
+    OP_NEXT,   /* the step is done: go on to the next one */
+    OP_WAIT,   /* not yet: run this step again after wait_ms */
+    OP_FAILED, /* give up: the operation fails with error */
+};
+
+/* What a step works with. context is the operation's JSON context: a step
+ * may read and change it, and it is saved with the step's outcome. */
+struct op_ctx {
+    struct app *app;
+    const char *op_id;
+    const char *cluster_id;
+    json_t *context;
+    int step;
+    int wait_ms;     /* OP_WAIT: how long until the step runs again */
+    char error[512]; /* OP_FAILED: why, for users */
+    char code[64];   /* OP_FAILED: a stable code, e.g. ENGINE_START_FAILED */
+};
+
+struct op_step {
+    const char *name;
+    enum op_result (*run)(struct op_ctx *ctx);
+};
+
+/* A kind of operation: its steps, and what happens when it ends. */
+struct op_kind {
+    const char *name; /* operations.kind */
+    const struct op_step *steps;
+    int nsteps;
+    void (*failed)(struct op_ctx *ctx); /* after OP_FAILED, may be NULL */
+};
+
+struct runner;
+
+/* Start the runner thread over the given kinds (NULL-terminated array). */
+struct runner *runner_start(struct app *app, const struct op_kind *const *kinds);
+
+/* Wake the runner now (a new operation was queued in this process). */
+void runner_poke(struct runner *r);
+
+/* Stop after the step in progress; the lease lapses for others to resume. */
+void runner_stop(struct runner *r);
+
+/* Fail a step with a code and a printf-style message; returns OP_FAILED. */
+enum op_result op_fail(struct op_ctx *ctx, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Wait ms before running the step again; returns OP_WAIT. */
+enum op_result op_wait(struct op_ctx *ctx, int ms);
+
+#endif

@@ -1,0 +1,153 @@
+"""clusters.py -- driving /v1/clusters as a user would, for the system tests
+(test_clusters.py) and the benchmark tests/bench/clusters.
+
+Everything here goes through the REST API and the engines' own protocol
+(redis-py): bodies of the two shapes the issue names, polling a cluster
+until a condition holds (with a deadline, failing fast on create-failed),
+the flat list of a resource's nodes, and clients that AUTH with the
+password from GET /v1/clusters/{id}/auth.
+"""
+
+import time
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+import harness
+
+# 3 shards x (1 primary + 1 replica), cluster mode, valkey 8.0: 6 nodes.
+def valkey_cluster(cid, **over):
+    body = {"id": cid, "engine": "valkey", "engine_version": "8.0",
+            "node_type": "cache.t3.micro", "num_shards": 3, "replicas_per_shard": 1}
+    body.update(over)
+    return body
+
+
+# 1 primary + 2 replicas, cluster mode disabled, redis 7.0: 3 nodes.
+def redis_group(cid, **over):
+    body = {"id": cid, "engine": "redis", "engine_version": "7.0",
+            "node_type": "cache.t3.micro", "cluster_mode": "disabled", "num_shards": 1,
+            "replicas_per_shard": 2}
+    body.update(over)
+    return body
+
+
+# The fields of the spec as GET returns them (everything else is computed).
+SPEC_FIELDS = ("id", "description", "engine", "engine_version", "node_type", "cluster_mode",
+               "num_shards", "replicas_per_shard", "automatic_failover", "multi_az",
+               "maintenance_window", "parameters", "tags")
+
+
+class CreateFailed(AssertionError):
+    """The cluster ended create-failed while a test waited for something else."""
+
+
+def get(api, cid):
+    """GET /v1/clusters/{cid}: the body on 200, None on 404, else raise."""
+    r = api.get(f"/v1/clusters/{cid}")
+    if r.status_code == 404:
+        return None
+    assert r.status_code == 200, f"GET /v1/clusters/{cid} -> {r.status_code} {r.text}"
+    return r.json()
+
+
+def operations(api, cid):
+    r = api.get("/v1/operations", params={"cluster_id": cid})
+    assert r.status_code == 200, r.text
+    return r.json()["operations"]
+
+
+def events(api, cid):
+    r = api.get("/v1/events", params={"cluster_id": cid, "page_size": 500})
+    assert r.status_code == 200, r.text
+    return r.json()["events"]
+
+
+def wait_cluster(api, cid, ok, timeout, what, interval=0.02):
+    """Poll GET until ok(body) (body may be None after a 404); return the
+    body. Raises CreateFailed at once when the cluster is create-failed and
+    ok does not accept that, and AssertionError with the last body seen on
+    timeout."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = get(api, cid)
+        if ok(last):
+            return last
+        if last is not None and last["status"] == "create-failed":
+            ops = operations(api, cid)
+            raise CreateFailed(f"cluster {cid} is create-failed while waiting for {what}; "
+                               f"operations: {ops!r}")
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; "
+                                 f"last seen: {last!r}")
+        time.sleep(interval)
+
+
+def wait_available(api, cid, timeout=30, interval=0.02):
+    return wait_cluster(api, cid, lambda b: b is not None and b["status"] == "available",
+                        timeout, f"cluster {cid} available", interval)
+
+
+def wait_gone(api, cid, timeout=30, interval=0.02):
+    wait_cluster(api, cid, lambda b: b is None, timeout, f"cluster {cid} gone (404)", interval)
+
+
+def nodes(body):
+    """Every node of a cluster resource, each with its shard's id added."""
+    return [dict(n, shard=s["id"]) for s in body["shards"] for n in s["nodes"]]
+
+
+def password(api, cid):
+    r = api.get(f"/v1/clusters/{cid}/auth")
+    assert r.status_code == 200, f"GET /v1/clusters/{cid}/auth -> {r.status_code} {r.text}"
+    token = r.json()["auth_token"]
+    assert isinstance(token, str) and len(token) >= 16, f"auth_token: {token!r}"
+    return token
+
+
+def client(address, port, pw, timeout=3):
+    """A plain connection to one engine, AUTHed with pw (None: no AUTH)."""
+    return redis.Redis(host=address, port=port, password=pw, socket_timeout=timeout,
+                       socket_connect_timeout=timeout, decode_responses=True)
+
+
+def cluster_client(body, pw):
+    """redis-py's cluster client, seeded with endpoints.configuration."""
+    seeds = [ClusterNode(e["address"], e["port"]) for e in body["endpoints"]["configuration"]]
+    assert seeds, f"no configuration endpoint: {body['endpoints']!r}"
+    return RedisCluster(startup_nodes=seeds, password=pw, decode_responses=True,
+                        socket_timeout=5, socket_connect_timeout=3)
+
+
+def engine_role(address, port, pw):
+    """'primary' or 'replica' as INFO replication says."""
+    with client(address, port, pw) as c:
+        role = c.info("replication")["role"]
+    return {"master": "primary", "slave": "replica"}.get(role, role)
+
+
+def listening(port):
+    """Whether something accepts TCP connections on 127.0.0.1:port now."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def port_free(port):
+    """Whether a server could listen on 127.0.0.1:port now (SO_REUSEADDR, as
+    the engines bind: connections the engine closed may sit in TIME_WAIT)."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen(1)
+            return True
+        except OSError:
+            return False
+
+
+def wait_until(predicate, timeout, what, interval=0.05):
+    return harness.wait_until(predicate, timeout, interval=interval, what=what)

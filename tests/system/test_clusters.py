@@ -1,0 +1,692 @@
+"""test_clusters.py -- /v1/clusters end to end, through the API only: real
+cairnd, PostgreSQL, three cairn-agents (vm-a, vm-b, vm-c in az-a, az-b,
+az-c; 16 vCPUs, 8 GiB and 24 ports each) and the Valkey/Redis engines they
+start, all on 127.0.0.1.
+
+One stack serves the whole module (starting three agents costs a second;
+each test leaves the hosts as it found them). The tests act as a user
+would: POST a cluster, poll GET until it is available, read the placement
+and the endpoints from the resource, talk to the engines with redis-py
+(cluster client included) using the password from /auth, then DELETE it
+and check that its engines, ports and allocations are gone. The resume
+test kills cairnd with SIGKILL in the middle of a create and starts a new
+one on the same database, port and secret key file.
+
+At teardown the agents are stopped and every engine they started is
+killed; a failed test prints cairnd's log, the agents' logs and the end of
+each engine's log.
+"""
+
+import signal
+import time
+
+import pytest
+import redis
+
+import agents
+import clusters
+import expect
+import harness
+from clusters import nodes, wait_available, wait_gone
+from conftest import Database, _failed, make_instance
+from expect import eq
+
+AZS = ("az-a", "az-b", "az-c")
+AGENT_VCPUS = 16
+AGENT_MEMORY_MIB = 8192
+AGENT_PORTS = 24
+VALKEY_FULL = agents.engine_full_version(agents.VALKEY_SERVER)
+REDIS_FULL = agents.engine_full_version(agents.REDIS_SERVER)
+CREATE_TIMEOUT = 40   # s to available: engines start in < 1 s, formation in seconds
+DELETE_TIMEOUT = 30   # s to 404: the agent gives an engine 10 s to stop
+KEYS = 10_000
+
+
+# --------------------------------------------------------------------------
+# The stack
+
+class ClusterStack:
+    """cairnd on a fresh database plus three agents in three AZs; cairnd can
+    be killed and replaced by a new one on the same port, database and
+    secret key file (the agents keep talking to the same URL)."""
+
+    def __init__(self, pg):
+        agents.require_agent()
+        self.pg = pg
+        self.db = Database(pg, pg.create_database("clusters"))
+        self.cairnds = []
+        self.cairnd = self._start_cairnd()
+        self.inst = make_instance(pg, self.db, self.cairnd)
+        self.api = self.inst.api
+        self.agents = []
+        self.host_ids = []
+        try:
+            for az in AZS:
+                a = agents.Agent(self.inst.url, f"vm-{az[-1]}", az, vcpus=AGENT_VCPUS,
+                                 memory_mib=AGENT_MEMORY_MIB, port_count=AGENT_PORTS)
+                self.agents.append(a.start())
+            self.host_ids = [self._host_id(a) for a in self.agents]
+        except BaseException:
+            self.close(failed=True)
+            raise
+
+    def _start_cairnd(self, port=None, workdir=None):
+        c = harness.start_cairnd(self.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP],
+                                 label=f"cairnd-clusters-{len(self.cairnds) + 1}",
+                                 port=port, workdir=workdir)
+        self.cairnds.append(c)
+        return c
+
+    def kill9_cairnd(self):
+        """SIGKILL cairnd (its whole process group) and reap it."""
+        self.cairnd.proc.send_signal(signal.SIGKILL)
+        rc = self.cairnd.wait_exit(10)
+        eq(rc, -signal.SIGKILL, "cairnd exit after SIGKILL")
+
+    def restart_cairnd(self):
+        """A new cairnd on the dead one's port, database and secret key file
+        (harness.Cairnd puts secret.key in its dir: reuse the dir)."""
+        old = self.cairnd
+        assert not old.proc.alive(), "the old cairnd is still running"
+        self.cairnd = self._start_cairnd(port=old.port, workdir=old.dir)
+        return self.cairnd
+
+    def _host_id(self, agent, timeout=15):
+        def registered():
+            if not agent.alive():
+                raise AssertionError(f"{agent.name} exited with {agent.proc.popen.returncode}")
+            ident = agent.identity()
+            return ident and ident["host_id"]
+        hid = harness.wait_until(registered, timeout, interval=0.05,
+                                 what=f"{agent.name} to register")
+        clusters.wait_until(lambda: self.host(hid)["state"] == "healthy", timeout,
+                            f"host {agent.name} healthy")
+        return hid
+
+    def host(self, hid):
+        return expect.json_ok(self.api.get(f"/v1/hosts/{hid}"))
+
+    def hosts(self):
+        return {hid: self.host(hid) for hid in self.host_ids}
+
+    def agent_of(self, hid):
+        return self.agents[self.host_ids.index(hid)]
+
+    def allocations(self):
+        """{host id: (allocated, sorted node ids)} -- what a create must not leak."""
+        return {hid: (h["allocated"], sorted(n["id"] for n in h["nodes"]))
+                for hid, h in self.hosts().items()}
+
+    def logs(self):
+        return [c.log for c in self.cairnds] + [a.log for a in self.agents]
+
+    def close(self, failed=False):
+        for a in self.agents:
+            a.stop()
+        agents.kill_engines_under([a.data_dir for a in self.agents])
+        for a in self.agents:
+            if failed:
+                a.dump()
+            a.cleanup()
+        for c in reversed(self.cairnds):
+            c.stop(timeout=10)
+            if failed:
+                c.log.dump()
+        for c in reversed(self.cairnds):
+            c.cleanup()
+
+
+@pytest.fixture(scope="module")
+def stack(pg, cairnd_binary, request):
+    try:
+        s = ClusterStack(pg)
+    except harness.HarnessError as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield s
+    finally:
+        s.close(failed=False)
+
+
+@pytest.fixture(autouse=True)
+def _dump_on_failure(stack, request):
+    """On a failed test: what cairnd and the agents logged during it, and the
+    end of every engine's log."""
+    offsets = {log.name: log.size() for log in stack.logs()}
+    yield
+    if _failed(request.node):
+        for log in stack.logs():
+            log.dump(offsets.get(log.name, 0))
+        for a in stack.agents:
+            for path in sorted(a.data_dir.glob("nodes/*/engine.log")):
+                harness.LogSource(f"engine {path.parent.name} on {a.name}", path).dump()
+
+
+@pytest.fixture
+def cleanup(stack):
+    """Cluster ids a test creates: whatever is left of them when it ends
+    (a failed test) is deleted, so the next test starts on empty hosts."""
+    ids = []
+    yield ids
+    for cid in ids:
+        try:
+            if stack.api.get(f"/v1/clusters/{cid}").status_code == 404:
+                continue
+            deadline = time.monotonic() + 60
+            while stack.api.delete(f"/v1/clusters/{cid}").status_code == 409 \
+                    and time.monotonic() < deadline:
+                time.sleep(0.2)   # the create still runs: delete once it has ended
+            wait_gone(stack.api, cid, DELETE_TIMEOUT)
+        except Exception as e:  # noqa: BLE001 -- best effort; report and go on
+            print(f"\ncleanup of cluster {cid} failed: {e}")
+
+
+# --------------------------------------------------------------------------
+# Checks shared by the tests
+
+def post(api, body):
+    return api.post("/v1/clusters", json=body)
+
+
+def check_spec(resource, sent, defaults):
+    """GET returns every spec field, as sent or defaulted, with its type."""
+    want = dict(defaults, **sent)
+    got = {k: resource.get(k) for k in clusters.SPEC_FIELDS}
+    eq(got, {k: want[k] for k in clusters.SPEC_FIELDS}, "spec fields of the resource")
+    for k in clusters.SPEC_FIELDS:
+        eq(type(got[k]), type(want[k]), f"type of {k}")
+
+
+SPEC_DEFAULTS = {"description": "", "cluster_mode": "enabled", "num_shards": 1,
+                 "replicas_per_shard": 1, "automatic_failover": True, "multi_az": True,
+                 "maintenance_window": "sun:05:00-sun:06:00", "parameters": {}, "tags": {}}
+
+
+def check_etag(api, cid, resource):
+    r = api.get(f"/v1/clusters/{cid}")
+    body = expect.json_ok(r)
+    etag = r.headers.get("ETag")
+    eq(etag, f'"{body["generation"]}"', "ETag of GET")
+    again = api.get(f"/v1/clusters/{cid}")
+    eq(again.headers.get("ETag"), etag, "ETag of a second GET with nothing changed")
+    assert isinstance(resource["generation"], int) and resource["generation"] >= 1, resource
+
+
+def check_placement(stack, body, shards, replicas, engine_full, pw):
+    """Placement rules, read from the resource, and roles checked against
+    what each engine says."""
+    hosts = stack.hosts()
+    eq(len(body["shards"]), shards, "number of shards")
+    eq([s["id"] for s in body["shards"]], [f"{i + 1:04d}" for i in range(shards)], "shard ids")
+    primary_azs = []
+    for s in body["shards"]:
+        ns = s["nodes"]
+        what = f"shard {s['id']}"
+        eq(len(ns), 1 + replicas, f"nodes of {what}")
+        eq(len({n["host_id"] for n in ns}), len(ns), f"distinct hosts in {what}: {ns}")
+        eq(len({n["az"] for n in ns}), len(ns), f"distinct AZs in {what}: {ns}")
+        eq(sorted(n["role"] for n in ns), ["primary"] + ["replica"] * replicas, f"roles in {what}")
+        for n in ns:
+            h = hosts[n["host_id"]]
+            eq((n["az"], n["address"], n["status"], n["engine_version"]),
+               (h["az"], h["address"], "running", engine_full), f"node {n['id']} of {what}")
+            assert h["ports"]["min"] <= n["port"] <= h["ports"]["max"], (n, h["ports"])
+            assert expect.UUID_RE.match(n["id"]), n
+            eq(clusters.engine_role(n["address"], n["port"], pw), n["role"],
+               f"role of node {n['id']} as its engine reports it")
+            on_host = [x for x in h["nodes"] if x["id"] == n["id"]]
+            eq(len(on_host), 1, f"node {n['id']} on its host's list")
+            eq((on_host[0]["cluster_id"], on_host[0]["port"]), (body["id"], n["port"]),
+               f"node {n['id']} as its host shows it")
+        primary_azs += [n["az"] for n in ns if n["role"] == "primary"]
+    # No AZ holds more than ceil(primaries / AZs) primaries.
+    cap = -(-shards // len(AZS))
+    for az in set(primary_azs):
+        assert primary_azs.count(az) <= cap, f"primaries per AZ over {cap}: {primary_azs}"
+    ids = [n["id"] for n in nodes(body)]
+    eq(len(set(ids)), len(ids), "node ids are unique")
+    ports = [(n["host_id"], n["port"]) for n in nodes(body)]
+    eq(len(set(ports)), len(ports), "(host, port) pairs are unique")
+
+
+def check_auth(stack, cid, body, pw):
+    """The password: admin only, never in the resource, the list or the
+    logs; the engines refuse clients without it."""
+    expect.problem(stack.inst.read.get(f"/v1/clusters/{cid}/auth"), "FORBIDDEN")
+    expect.problem(stack.inst.anon.get(f"/v1/clusters/{cid}/auth"), "UNAUTHENTICATED")
+    assert pw not in stack.api.get(f"/v1/clusters/{cid}").text, "password in the resource"
+    assert pw not in stack.api.get("/v1/clusters").text, "password in the list"
+    assert "auth_token" not in body, body
+    for log in stack.logs():
+        assert pw not in log.text(), f"password in {log.name}'s log"
+    n = nodes(body)[0]
+    with pytest.raises(redis.AuthenticationError):
+        clusters.client(n["address"], n["port"], None).ping()
+    with pytest.raises((redis.AuthenticationError, redis.ResponseError),
+                       match="WRONGPASS|invalid"):
+        clusters.client(n["address"], n["port"], "not-the-password-0123").ping()
+    with clusters.client(n["address"], n["port"], pw) as c:
+        assert c.ping()
+
+
+def check_idempotent(stack, cid, body, first):
+    """The same body again: 200 with the same resource, nothing duplicated."""
+    before = stack.allocations()
+    r = post(stack.api, body)
+    again = expect.json_ok(r, 200)
+    eq((again["id"], again["created_at"], sorted(n["id"] for n in nodes(again))),
+       (first["id"], first["created_at"], sorted(n["id"] for n in nodes(first))),
+       "resource returned by a repeated POST")
+    assert r.headers.get("ETag"), "ETag on the 200 of a repeated POST"
+    eq(stack.allocations(), before, "host allocations after a repeated POST")
+    eq(len([o for o in clusters.operations(stack.api, cid) if o["kind"] == "create"]), 1,
+       "create operations after a repeated POST")
+
+
+def check_conflict(stack, cid, body):
+    before = clusters.get(stack.api, cid)
+    for change in ({"replicas_per_shard": body["replicas_per_shard"] + 1},
+                   {"description": "something else"},
+                   {"engine": "valkey" if body["engine"] == "redis" else "redis",
+                    "engine_version": "8.0" if body["engine"] == "redis" else "7.0"}):
+        problem = expect.problem(post(stack.api, dict(body, **change)), "CLUSTER_ALREADY_EXISTS")
+        assert cid in problem["detail"], problem
+    after = clusters.get(stack.api, cid)
+    eq({k: after[k] for k in clusters.SPEC_FIELDS + ("generation", "created_at")},
+       {k: before[k] for k in clusters.SPEC_FIELDS + ("generation", "created_at")},
+       "resource after conflicting POSTs")
+
+
+def node_pids(stack, body):
+    """{node id: engine pid} as the hosts report them."""
+    pids = {}
+    for n in nodes(body):
+        entry = next(x for x in stack.host(n["host_id"])["nodes"] if x["id"] == n["id"])
+        assert entry["pid"], f"node {n['id']} has no pid: {entry}"
+        eq(stack.agent_of(n["host_id"]).pidfile(n["id"]), entry["pid"],
+           f"engine.pid of node {n['id']}")
+        pids[n["id"]] = entry["pid"]
+    return pids
+
+
+def delete_and_check(stack, cid, allocations_before):
+    """DELETE -> 202 deleting, then 404; engines, data, ports and
+    allocations gone."""
+    body = clusters.get(stack.api, cid)
+    pids = node_pids(stack, body)
+    placed = nodes(body)
+    r = stack.api.delete(f"/v1/clusters/{cid}")
+    deleting = expect.json_ok(r, 202)
+    eq(deleting["status"], "deleting", "status in the answer to DELETE")
+    again = stack.api.delete(f"/v1/clusters/{cid}")
+    if again.status_code == 409:
+        expect.problem(again, "OPERATION_IN_PROGRESS")
+    else:
+        expect.problem(again, "CLUSTER_NOT_FOUND")   # already gone
+    wait_gone(stack.api, cid, DELETE_TIMEOUT)
+    expect.problem(stack.api.get(f"/v1/clusters/{cid}"), "CLUSTER_NOT_FOUND")
+    expect.problem(stack.api.get(f"/v1/clusters/{cid}/auth"), "CLUSTER_NOT_FOUND")
+    expect.problem(stack.api.delete(f"/v1/clusters/{cid}"), "CLUSTER_NOT_FOUND")
+    listed = expect.json_ok(stack.api.get("/v1/clusters"))["clusters"]
+    assert cid not in [c["id"] for c in listed], listed
+    for n in placed:
+        agent = stack.agent_of(n["host_id"])
+        clusters.wait_until(lambda: not agents.alive(pids[n["id"]]), 5,
+                            f"engine {pids[n['id']]} of node {n['id']} to exit")
+        assert not clusters.listening(n["port"]), f"port {n['port']} still accepts connections"
+        assert clusters.port_free(n["port"]), f"port {n['port']} cannot be bound"
+        clusters.wait_until(lambda: not agent.node_dir(n["id"]).exists(), 5,
+                            f"the data dir of node {n['id']} removed")
+    eq(stack.allocations(), allocations_before, "host allocations after the delete")
+    types = [e["type"] for e in clusters.events(stack.api, cid)]
+    for t in ("ClusterCreating", "ClusterAvailable", "ClusterDeleting", "ClusterDeleted"):
+        eq(types.count(t), 1, f"{t} events of {cid} (all: {types})")
+    ops = clusters.operations(stack.api, cid)
+    eq(sorted((o["kind"], o["state"]) for o in ops),
+       [("create", "succeeded"), ("delete", "succeeded")], "operations of the cluster")
+
+
+# --------------------------------------------------------------------------
+# Cluster mode: valkey 8.0, 3 shards x (1 + 1)
+
+def test_valkey_cluster_mode_create_use_and_delete(stack, cleanup):
+    api = stack.api
+    cleanup.append("orders")
+    baseline = stack.allocations()
+    body = clusters.valkey_cluster("orders")
+    r = post(api, body)
+    created = expect.json_ok(r, 202)
+    eq(r.headers.get("Location"), "/v1/clusters/orders", "Location")
+    eq(r.headers.get("ETag"), f'"{created["generation"]}"', "ETag of the 202")
+    eq(created["status"], "creating", "status in the 202")
+    eq((created["current_operation"] or {}).get("kind"), "create", "current_operation of the 202")
+    check_spec(created, body, SPEC_DEFAULTS)
+    eq(len(nodes(created)), 6, "nodes placed by the 202")
+    # Usable by GET at once, and a retried POST during the create is a no-op.
+    eq(clusters.get(api, "orders")["id"], "orders", "GET right after the POST")
+    check_idempotent(stack, "orders", body, created)
+
+    t0 = time.monotonic()
+    ready = wait_available(api, "orders", CREATE_TIMEOUT)
+    took = time.monotonic() - t0
+    check_spec(ready, body, SPEC_DEFAULTS)
+    eq(ready["engine_version_actual"], VALKEY_FULL, "engine_version_actual")
+    eq(ready["current_operation"], None, "current_operation once available")
+    eq(sorted(n["id"] for n in nodes(ready)), sorted(n["id"] for n in nodes(created)),
+       "nodes once available are the nodes placed")
+    eq([s["slots"] for s in ready["shards"]], [["0-5460"], ["5461-10922"], ["10923-16383"]],
+       "slots of the shards")
+    eq(sorted((e["address"], e["port"]) for e in ready["endpoints"]["configuration"]),
+       sorted((n["address"], n["port"]) for n in nodes(ready)), "endpoints.configuration")
+    eq(set(ready["endpoints"]), {"configuration"}, "endpoint kinds in cluster mode")
+    check_etag(api, "orders", ready)
+
+    pw = clusters.password(api, "orders")
+    check_placement(stack, ready, 3, 1, VALKEY_FULL, pw)
+    check_auth(stack, "orders", ready, pw)
+
+    # The engines' own view: every node knows all six, each placed primary
+    # serves its shard's slots, each replica follows its shard's primary.
+    by_port = {n["port"]: n for n in nodes(ready)}
+    for n in nodes(ready):
+        with clusters.client(n["address"], n["port"], pw) as c:
+            info = c.cluster("info")
+            eq(info["cluster_state"], "ok", f"cluster_state on node {n['id']}")
+            eq(int(info["cluster_known_nodes"]), 6, f"cluster_known_nodes on node {n['id']}")
+            eq(int(info["cluster_slots_assigned"]), 16384, "cluster_slots_assigned")
+    # 10,000 keys through the cluster client seeded with the endpoints.
+    rc = clusters.cluster_client(ready, pw)
+    try:
+        t0 = time.monotonic()
+        for start in range(0, KEYS, 1000):
+            pipe = rc.pipeline()
+            for i in range(start, start + 1000):
+                pipe.set(f"order:{i}", f"value-{i}")
+            assert all(pipe.execute()), "SET through the cluster pipeline"
+        values = []
+        for start in range(0, KEYS, 1000):
+            pipe = rc.pipeline()
+            for i in range(start, start + 1000):
+                pipe.get(f"order:{i}")
+            values += pipe.execute()
+        eq(values, [f"value-{i}" for i in range(KEYS)], "values read back")
+        eq(rc.get("order:4242"), "value-4242", "a single GET through the cluster client")
+        io_s = time.monotonic() - t0
+    finally:
+        rc.close()
+    sizes = {}
+    for n in nodes(ready):
+        with clusters.client(n["address"], n["port"], pw) as c:
+            sizes[n["id"]] = c.dbsize()
+    primaries = [n for n in nodes(ready) if n["role"] == "primary"]
+    eq(sum(sizes[n["id"]] for n in primaries), KEYS, "keys over the primaries")
+    assert all(sizes[n["id"]] > KEYS // 5 for n in primaries), sizes
+    for n in nodes(ready):
+        if n["role"] == "replica":
+            p = next(x for x in primaries if x["shard"] == n["shard"])
+
+            def caught_up(n=n, p=p):
+                with clusters.client(n["address"], n["port"], pw) as c:
+                    return c.dbsize() == sizes[p["id"]]
+            clusters.wait_until(caught_up, 10, f"replica {n['id']} to hold its primary's keys")
+
+    # CLUSTER SLOTS: each range served by its shard's placed primary, with its
+    # shard's replica (engines hide a replica whose offset is still 0, so
+    # this is read once there is data and the offsets have been gossiped).
+    def slot_map():
+        with clusters.client(nodes(ready)[0]["address"], nodes(ready)[0]["port"], pw) as c:
+            slots = c.execute_command("CLUSTER SLOTS")
+        seen = {}
+        for first, last, primary, *replicas in slots:
+            seen[f"{first}-{last}"] = (by_port[int(primary[1])]["shard"],
+                                       by_port[int(primary[1])]["role"],
+                                       sorted(by_port[int(r[1])]["shard"] for r in replicas))
+        return seen
+    want = {s["slots"][0]: (s["id"], "primary", [s["id"]]) for s in ready["shards"]}
+    try:
+        clusters.wait_until(lambda: slot_map() == want, 10, "CLUSTER SLOTS with the replicas")
+    except harness.HarnessError:
+        eq(slot_map(), want, "CLUSTER SLOTS (range -> primary's shard, role, replicas' shards)")
+
+    listed = expect.json_ok(api.get("/v1/clusters", params={"engine": "valkey"}))["clusters"]
+    assert "orders" in [c["id"] for c in listed], listed
+    listed = expect.json_ok(api.get("/v1/clusters", params={"status": "available"}))["clusters"]
+    assert "orders" in [c["id"] for c in listed], listed
+    listed = expect.json_ok(api.get("/v1/clusters", params={"engine": "redis"}))["clusters"]
+    assert "orders" not in [c["id"] for c in listed], listed
+
+    check_idempotent(stack, "orders", body, ready)
+    check_conflict(stack, "orders", body)
+    print(f"\norders: available {took:.2f} s after the POST returned; "
+          f"{KEYS} SET + {KEYS} GET in {io_s:.2f} s")
+    delete_and_check(stack, "orders", baseline)
+
+
+# --------------------------------------------------------------------------
+# Cluster mode disabled: redis 7.0, 1 primary + 2 replicas
+
+def test_redis_group_create_use_and_delete(stack, cleanup):
+    api = stack.api
+    cleanup.append("sessions")
+    baseline = stack.allocations()
+    body = clusters.redis_group("sessions", tags={"team": "checkout"},
+                                description="session store")
+    created = expect.json_ok(post(api, body), 202)
+    check_spec(created, body, SPEC_DEFAULTS)
+    eq(len(nodes(created)), 3, "nodes placed")
+
+    ready = wait_available(api, "sessions", CREATE_TIMEOUT)
+    eq(ready["engine_version_actual"], REDIS_FULL, "engine_version_actual")
+    eq(ready["shards"][0]["slots"], [], "slots of a shard in disabled mode")
+    eq(set(ready["endpoints"]), {"primary", "readers"}, "endpoint kinds in disabled mode")
+    pw = clusters.password(api, "sessions")
+    check_placement(stack, ready, 1, 2, REDIS_FULL, pw)
+    check_auth(stack, "sessions", ready, pw)
+    check_etag(api, "sessions", ready)
+    primary = next(n for n in nodes(ready) if n["role"] == "primary")
+    eq(ready["endpoints"]["primary"], {"address": primary["address"], "port": primary["port"]},
+       "endpoints.primary")
+
+    # readers lists the replicas once their agents report the links up.
+    ready = clusters.wait_cluster(api, "sessions",
+                                  lambda b: len(b["endpoints"]["readers"]) == 2, 15,
+                                  "two readers")
+    replicas = [n for n in nodes(ready) if n["role"] == "replica"]
+    eq(sorted((e["address"], e["port"]) for e in ready["endpoints"]["readers"]),
+       sorted((n["address"], n["port"]) for n in replicas), "endpoints.readers")
+
+    ep = ready["endpoints"]["primary"]
+    with clusters.client(ep["address"], ep["port"], pw) as c:
+        pipe = c.pipeline(transaction=False)
+        for i in range(1000):
+            pipe.set(f"session:{i}", f"user-{i}")
+        assert all(pipe.execute())
+    for reader in ready["endpoints"]["readers"]:
+        with clusters.client(reader["address"], reader["port"], pw) as c:
+            clusters.wait_until(lambda: c.dbsize() == 1000, 10,
+                                f"reader {reader['port']} to hold the 1000 keys")
+            eq(c.mget([f"session:{i}" for i in range(1000)]),
+               [f"user-{i}" for i in range(1000)], f"values on reader {reader['port']}")
+            with pytest.raises(redis.ReadOnlyError):
+                c.set("session:x", "y")
+
+    # The normalized spec as GET shows it is the same spec: a Terraform-like
+    # client posting back what it read gets 200, not a conflict.
+    check_idempotent(stack, "sessions", body, ready)
+    check_idempotent(stack, "sessions", {k: ready[k] for k in clusters.SPEC_FIELDS}, ready)
+    check_conflict(stack, "sessions", body)
+    listed = expect.json_ok(api.get("/v1/clusters", params={"tag": "team:checkout"}))["clusters"]
+    eq([c["id"] for c in listed], ["sessions"], "clusters tagged team:checkout")
+    listed = expect.json_ok(api.get("/v1/clusters", params={"tag": "team:other"}))["clusters"]
+    eq(listed, [], "clusters tagged team:other")
+    delete_and_check(stack, "sessions", baseline)
+
+
+# --------------------------------------------------------------------------
+# Refused creates leave nothing behind
+
+def _nothing_of(stack, cid, snapshot):
+    eq(stack.allocations(), snapshot, "host allocations after a refused create")
+    expect.problem(stack.api.get(f"/v1/clusters/{cid}"), "CLUSTER_NOT_FOUND")
+    eq(clusters.operations(stack.api, cid), [], "operations of a refused create")
+    eq(clusters.events(stack.api, cid), [], "events of a refused create")
+
+
+VALID = clusters.valkey_cluster("valid-name")
+
+
+@pytest.mark.parametrize("change,fields", [
+    ({"id": "Orders"}, ["id"]),
+    ({"id": "1orders"}, ["id"]),
+    ({"id": "a--b"}, ["id"]),
+    ({"id": "orders-"}, ["id"]),
+    ({"id": "a" * 41}, ["id"]),
+    ({"id": ""}, ["id"]),
+    ({"id": "ord_ers"}, ["id"]),
+    ({"engine": "memcached"}, ["engine"]),
+    ({"node_type": "cache.t9.huge"}, ["node_type"]),
+    ({"engine_version": "9.9"}, ["engine_version"]),
+    ({"engine": "redis", "engine_version": "8.0"}, ["engine_version"]),
+    ({"engine_version": "7.0"}, ["engine_version"]),
+    ({"cluster_mode": "disabled", "num_shards": 2}, ["num_shards"]),
+    ({"num_shards": 0}, ["num_shards"]),
+    ({"replicas_per_shard": 6}, ["replicas_per_shard"]),
+    ({"node_type": "cache.t9.huge", "engine_version": "9.9"}, ["engine_version", "node_type"]),
+    ({"id": "Bad", "num_shards": 501}, ["id", "num_shards"]),
+], ids=lambda v: repr(v) if isinstance(v, dict) else None)
+def test_validation_names_the_field(stack, change, fields):
+    snapshot = stack.allocations()
+    listed = expect.json_ok(stack.api.get("/v1/clusters"))["clusters"]
+    body = dict(VALID, **change)
+    problem = expect.problem(post(stack.api, body), "VALIDATION_FAILED", fields=fields)
+    assert problem["detail"], problem
+    if "id" not in fields:
+        _nothing_of(stack, body["id"], snapshot)
+    else:
+        eq(stack.allocations(), snapshot, "host allocations after a refused create")
+        eq(expect.json_ok(stack.api.get("/v1/clusters"))["clusters"], listed, "clusters")
+
+
+def test_validation_reports_catalog_and_spec_errors_together(stack):
+    """A body with a rule error and an unknown node type names both fields
+    (a client fixes everything in one round trip)."""
+    body = dict(VALID, id="Bad", node_type="cache.t9.huge")
+    expect.problem(post(stack.api, body), "VALIDATION_FAILED", fields=["id", "node_type"])
+
+
+def test_unknown_cluster_and_scopes(stack):
+    for method, path in (("GET", "/v1/clusters/nope"), ("DELETE", "/v1/clusters/nope"),
+                         ("GET", "/v1/clusters/nope/auth")):
+        expect.problem(stack.api.request(method, path), "CLUSTER_NOT_FOUND")
+    expect.problem(stack.inst.read.post("/v1/clusters", json=VALID), "FORBIDDEN")
+    expect.problem(stack.inst.anon.get("/v1/clusters"), "UNAUTHENTICATED")
+    expect.problem(stack.api.get(f"/v1/clusters/{VALID['id']}"), "CLUSTER_NOT_FOUND")
+
+
+def _too_many_shards(stack):
+    """Enough micro shards (2 nodes of 2 vCPUs, 512 MiB) to need one more
+    node than the hosts have room for: most would fit, so a scheduler that
+    wrote as it went would leave some behind."""
+    room = 0
+    for h in stack.hosts().values():
+        free_cpu = h["capacity"]["vcpus"] - h["allocated"]["vcpus"]
+        free_mem = h["capacity"]["memory_mib"] - h["allocated"]["memory_mib"]
+        room += min(free_cpu // 2, free_mem // 512)
+    return clusters.valkey_cluster("too-big", num_shards=room // 2 + 1)
+
+
+@pytest.mark.parametrize("make", [
+    _too_many_shards,
+    lambda s: clusters.redis_group("too-many-replicas", replicas_per_shard=5),
+    lambda s: clusters.valkey_cluster("huge-nodes", node_type="cache.r7g.16xlarge"),
+    lambda s: clusters.valkey_cluster("not-installed", engine_version="8.1"),
+], ids=["too-many-shards", "replicas-exceed-hosts", "node-type-too-big", "version-not-on-hosts"])
+def test_insufficient_capacity_leaks_nothing(stack, cleanup, make):
+    body = make(stack)
+    cleanup.append(body["id"])
+    snapshot = stack.allocations()
+    problem = expect.problem(post(stack.api, body), "INSUFFICIENT_CAPACITY")
+    assert any(ch.isdigit() for ch in problem["detail"]), \
+        f"the detail should give the numbers: {problem['detail']!r}"
+    _nothing_of(stack, body["id"], snapshot)
+    # Refused again the same way: nothing of the first attempt is in the way.
+    expect.problem(post(stack.api, body), "INSUFFICIENT_CAPACITY")
+    _nothing_of(stack, body["id"], snapshot)
+
+
+# --------------------------------------------------------------------------
+# A create survives cairnd's death
+
+FORMING = ("meet", "assign_slots", "replicate")
+
+
+@pytest.mark.parametrize("when", ["during-formation", "right-after-post"])
+def test_create_completes_after_cairnd_is_killed(stack, cleanup, when):
+    """kill -9 cairnd mid-create; a new cairnd on the same database and key
+    file resumes the operation once its 5 s lease has run out, with no
+    duplicate nodes."""
+    api = stack.api
+    baseline = stack.allocations()
+    if when == "during-formation":
+        cid, body, count = "resume-cluster", clusters.valkey_cluster("resume-cluster"), 6
+    else:
+        cid, body, count = "resume-group", clusters.redis_group("resume-group"), 3
+    cleanup.append(cid)
+    created = expect.json_ok(post(api, body), 202)
+    placed = sorted(n["id"] for n in nodes(created))
+    eq(len(placed), count, "nodes placed")
+    step = None
+    if when == "during-formation":
+        seen = clusters.wait_cluster(
+            api, cid, lambda b: (b["current_operation"] or {}).get("step_name") in FORMING
+            or b["status"] != "creating", 30, "the create to reach meet/replicate", interval=0.003)
+        eq(seen["status"], "creating", "status when the formation steps are seen")
+        step = seen["current_operation"]["step_name"]
+    stack.kill9_cairnd()
+    killed = time.monotonic()
+    stack.restart_cairnd()
+
+    ready = wait_available(api, cid, CREATE_TIMEOUT)
+    resumed_s = time.monotonic() - killed
+    eq(sorted(n["id"] for n in nodes(ready)), placed, "nodes once available (no duplicates)")
+    pw = clusters.password(api, cid)
+    check_placement(stack, ready, body["num_shards"], body["replicas_per_shard"],
+                    VALKEY_FULL if body["engine"] == "valkey" else REDIS_FULL, pw)
+    listed = [x for h in stack.hosts().values() for x in h["nodes"]]
+    eq(sorted(x["id"] for x in listed if x["cluster_id"] == cid), placed,
+       "nodes of the cluster on the hosts' lists")
+    others = [x for x in listed if x["cluster_id"] != cid]
+    node_dirs = sorted(p.name for a in stack.agents for p in a.data_dir.glob("nodes/*"))
+    eq(node_dirs, sorted(placed + [x["id"] for x in others]),
+       "node data dirs on the agents (this cluster's and those of others)")
+    pids = node_pids(stack, ready)
+    live = agents.engine_pids_under([a.data_dir for a in stack.agents])
+    eq(sorted(live), sorted(list(pids.values()) + [x["pid"] for x in others]),
+       "engine processes on the agents")
+    ops = clusters.operations(api, cid)
+    eq([(o["kind"], o["state"]) for o in ops], [("create", "succeeded")], "operations")
+    types = [e["type"] for e in clusters.events(api, cid)]
+    eq((types.count("ClusterCreating"), types.count("NodePlaced"), types.count("ClusterAvailable")),
+       (1, count, 1), f"milestone events ({types})")
+
+    if body.get("cluster_mode", "enabled") == "enabled":
+        for n in nodes(ready):
+            with clusters.client(n["address"], n["port"], pw) as c:
+                info = c.cluster("info")
+                eq((info["cluster_state"], int(info["cluster_known_nodes"])), ("ok", count),
+                   f"cluster state and known nodes on node {n['id']}")
+        rc = clusters.cluster_client(ready, pw)
+        try:
+            for i in range(200):
+                rc.set(f"k{i}", i)
+            eq([rc.get(f"k{i}") for i in range(200)], [str(i) for i in range(200)], "values")
+        finally:
+            rc.close()
+    else:
+        ep = ready["endpoints"]["primary"]
+        with clusters.client(ep["address"], ep["port"], pw) as c:
+            c.set("k", "v")
+            eq(c.get("k"), "v", "value on the primary")
+    print(f"\n{cid}: killed at step {step or 'right after the POST'}; available "
+          f"{resumed_s:.2f} s after the kill")
+    delete_and_check(stack, cid, baseline)
