@@ -648,13 +648,23 @@ static const struct db_stmt lock_spec = {
     "  WHERE o.cluster_id = c.id AND o.state IN ('pending', 'running'))"
     " FROM clusters c WHERE id = $1 FOR UPDATE"};
 
+/* New parameters are applied by an apply_parameters operation: the cluster
+ * is modifying, and pending_changes says what is on its way. */
 static const struct db_stmt store_spec = {
     "UPDATE clusters SET spec = $2::jsonb, generation = generation + 1, updated_at = now(),"
+    "  status = CASE WHEN $3::boolean THEN 'modifying' ELSE status END,"
     "  pending_changes = CASE WHEN $3::boolean THEN pending_changes || jsonb_build_object("
     "    'parameters', jsonb_build_object('values', $2::jsonb -> 'parameters',"
-    "      'applies', 'at each node''s next restart'))"
+    "      'applies', 'now, where the engine can change them live'))"
     "    ELSE pending_changes END"
     " WHERE id = $1"};
+
+static const struct db_stmt insert_apply_op = {
+    "INSERT INTO operations (cluster_id, kind, context) VALUES ($1, 'apply_parameters',"
+    " jsonb_build_object('parameters', $2::jsonb -> 'parameters',"
+    "   'removed', (SELECT coalesce(jsonb_agg(k), '[]'::jsonb)"
+    "     FROM jsonb_object_keys($3::jsonb -> 'parameters') k"
+    "     WHERE NOT ($2::jsonb -> 'parameters') ? k)))"};
 
 struct modify_call {
     const char *id;
@@ -665,6 +675,7 @@ struct modify_call {
     char *err;
     size_t errsize;
     enum cluster_modify_result result;
+    bool queued; /* an operation was queued */
 };
 
 /* Check each changed field; fills errors or err. */
@@ -747,12 +758,20 @@ static enum db_status modify_fn(struct db_conn *conn, void *arg)
     bool params_changed = false;
     size_t i;
     json_t *f;
-    json_array_foreach (changed, i, f)
+    json_array_foreach (changed, i, f) {
         params_changed |= strcmp(json_string_value(f), "parameters") == 0;
+    }
     char *text = json_dumps(next, JSON_COMPACT | JSON_SORT_KEYS);
+    char *before = json_dumps(stored, JSON_COMPACT);
     params[1] = text;
     params[2] = params_changed ? "true" : "false";
     PQclear(db_query(conn, &store_spec, 3, params, &st));
+    if (st == DB_OK && params_changed) {
+        const char *op_params[3] = {c->id, text, before};
+        PQclear(db_query(conn, &insert_apply_op, 3, op_params, &st));
+        c->queued = true;
+    }
+    free(before);
     free(text);
     if (st == DB_OK) {
         char *names = json_dumps(changed, JSON_COMPACT);
@@ -781,4 +800,44 @@ enum cluster_modify_result cluster_modify(struct app *app, const char *cluster_i
     if (*db_status == DB_OK || *db_status == DB_NOT_FOUND)
         return c.result;
     return CLUSTER_MODIFY_DB_ERROR;
+}
+
+/* ---- apply_parameters ------------------------------------------------------ */
+
+static const struct db_stmt parameters_done = {
+    "UPDATE clusters SET status = 'available', updated_at = now(),"
+    "  pending_changes = CASE WHEN jsonb_array_length($2::jsonb) = 0"
+    "    THEN pending_changes - 'parameters'"
+    "    ELSE pending_changes || jsonb_build_object('parameters', jsonb_build_object("
+    "      'values', spec -> 'parameters', 'restart_needed', $2::jsonb,"
+    "      'applies', 'at each node''s next restart')) END"
+    " WHERE id = $1"};
+
+struct params_call {
+    const char *id, *op_id, *restart_needed;
+};
+
+static enum db_status params_done_fn(struct db_conn *conn, void *arg)
+{
+    struct params_call *c = arg;
+    const char *params[2] = {c->id, c->restart_needed};
+    enum db_status st;
+    PQclear(db_query(conn, &parameters_done, 2, params, &st));
+    if (st != DB_OK)
+        return st;
+    char *detail = xasprintf("{\"restart_needed\": %s}", c->restart_needed);
+    st = add_event(conn, c->id, c->op_id, "ParametersApplied", "info",
+                   "the cluster's parameters were applied", detail);
+    free(detail);
+    return st;
+}
+
+bool cluster_parameters_applied(struct app *app, const char *cluster_id, const char *op_id,
+                                const json_t *restart_needed)
+{
+    char *text = json_dumps(restart_needed, JSON_COMPACT);
+    struct params_call c = {cluster_id, op_id, text};
+    bool ok = db_tx(app->db, DB_READ_COMMITTED, params_done_fn, &c) == DB_OK;
+    free(text);
+    return ok;
 }

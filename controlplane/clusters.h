@@ -51,6 +51,12 @@ bool cluster_mark_available(struct app *app, const char *cluster_id, const char 
 void cluster_mark_failed(struct app *app, const char *cluster_id, const char *op_id,
                          const char *code, const char *error, const char *status);
 
+/* The end of an apply_parameters operation: available again, and
+ * pending_changes keeps only the parameters (names in restart_needed, a
+ * JSON array) that wait for each node's next restart. */
+bool cluster_parameters_applied(struct app *app, const char *cluster_id, const char *op_id,
+                                const json_t *restart_needed);
+
 /* Delete-operation steps. cluster_nodes_remaining() drops the rows of nodes
  * on lost hosts and returns how many nodes are left, or -1 on a database
  * error. */
@@ -98,9 +104,10 @@ enum cluster_modify_result {
 /* Change a cluster's spec: body is a JSON merge patch of the spec (replace
  * false) or a whole spec (replace true, defaults filled in). if_match is the
  * generation the client read, or -1. Fields that apply now (description,
- * tags, maintenance window, parameters) are stored; parameters reach each
- * node's config and take effect at its next restart, said in
- * pending_changes. */
+ * tags, maintenance window, parameters) are stored; changed parameters also
+ * queue an apply_parameters operation, which sets them live where the
+ * engine allows (the rest wait for each node's next restart, said in
+ * pending_changes), and every node's config carries them from then on. */
 enum cluster_modify_result cluster_modify(struct app *app, const char *cluster_id,
                                           const json_t *body, bool replace, long long if_match,
                                           json_t *errors, enum db_status *db_status, char *err,

@@ -393,3 +393,102 @@ static const struct op_step delete_steps[] = {
 
 const struct op_kind op_cluster_delete = {
     "delete", delete_steps, sizeof(delete_steps) / sizeof(delete_steps[0]), delete_failed};
+
+/* ---- apply_parameters -------------------------------------------------------- */
+
+/* Settings Cairn manages itself (they shape maxmemory, persistence, the
+ * cluster bus): they reach the engines through their config at restart. */
+static bool applied_at_restart(const char *name)
+{
+    static const char *const names[] = {"reserved-memory-percent", "appendonly",
+                                        "cluster-node-timeout", NULL};
+    for (const char *const *n = names; *n != NULL; n++) {
+        if (strcmp(*n, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void note_restart(json_t *list, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach (list, i, v) {
+        if (strcmp(json_string_value(v), name) == 0)
+            return;
+    }
+    json_array_append_new(list, json_string(name));
+}
+
+/* CONFIG SET every parameter on every node; those an engine refuses to
+ * change live, the managed ones and removed ones wait for a restart. */
+static enum op_result config_set(struct op_ctx *ctx)
+{
+    json_t *params = json_object_get(ctx->context, "parameters");
+    json_t *later = json_array(), *value, *removed;
+    const char *name;
+    struct topo t;
+    char err[256];
+    size_t i;
+
+    if (!topo_load(ctx, &t)) {
+        json_decref(later);
+        return op_wait(ctx, POLL_MS);
+    }
+    json_t *gone = json_object_get(ctx->context, "removed");
+    json_array_foreach (gone, i, removed) {
+        note_restart(later, json_string_value(removed));
+    }
+    for (size_t k = 0; k < t.nodes.count; k++) {
+        struct resp_conn *c = connect_node(&t, &t.nodes.items[k], err, sizeof(err));
+        if (c == NULL) {
+            char node[sizeof(t.nodes.items[k].id)];
+            snprintf(node, sizeof(node), "%s", t.nodes.items[k].id);
+            topo_free(&t);
+            json_decref(later);
+            if (elapsed_s(ctx, "config_since") > FORM_WAIT_LIMIT_S)
+                return op_fail(ctx, "NODE_UNREACHABLE", "node %s: %s", node, err);
+            return op_wait(ctx, POLL_MS);
+        }
+        json_object_foreach (params, name, value) {
+            if (applied_at_restart(name)) {
+                note_restart(later, name);
+                continue;
+            }
+            redisReply *r = resp_command(c, err, sizeof(err), "CONFIG SET %s %s", name,
+                                         json_string_value(value));
+            if (r == NULL)
+                note_restart(later, name);
+            resp_reply_free(r);
+        }
+        resp_close(c);
+    }
+    topo_free(&t);
+    json_object_set_new(ctx->context, "restart_needed", later);
+    return OP_NEXT;
+}
+
+static enum op_result finish_parameters(struct op_ctx *ctx)
+{
+    json_t *later = json_object_get(ctx->context, "restart_needed");
+    json_t *none = json_array();
+    bool ok = cluster_parameters_applied(ctx->app, ctx->cluster_id, ctx->op_id,
+                                         later != NULL ? later : none);
+    json_decref(none);
+    return ok ? OP_NEXT : op_wait(ctx, POLL_MS);
+}
+
+/* The cluster serves on as before; its status goes back to available. */
+static void parameters_failed(struct op_ctx *ctx)
+{
+    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, "available");
+}
+
+static const struct op_step parameter_steps[] = {
+    {"config_set", config_set},
+    {"finish", finish_parameters},
+};
+
+const struct op_kind op_cluster_apply_parameters = {
+    "apply_parameters", parameter_steps, sizeof(parameter_steps) / sizeof(parameter_steps[0]),
+    parameters_failed};

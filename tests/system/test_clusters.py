@@ -27,7 +27,7 @@ import agents
 import clusters
 import expect
 import harness
-from clusters import nodes, wait_available, wait_gone
+from clusters import client, nodes, operations, password, wait_available, wait_cluster, wait_gone
 from conftest import Database, _failed, make_instance
 from expect import eq
 
@@ -690,3 +690,63 @@ def test_create_completes_after_cairnd_is_killed(stack, cleanup, when):
     print(f"\n{cid}: killed at step {step or 'right after the POST'}; available "
           f"{resumed_s:.2f} s after the kill")
     delete_and_check(stack, cid, baseline)
+
+
+def test_modify_applies_live_and_guards_with_etags(stack, cleanup):
+    """PATCH (JSON merge patch) and PUT change what this version applies,
+    guarded by If-Match; parameters reach the engines live with CONFIG SET,
+    and what only a restart can apply stays in pending_changes."""
+    cid = "modify-me"
+    cleanup.append(cid)
+    body = clusters.redis_group(cid, replicas_per_shard=1)
+    expect.json_ok(post(stack.api, body), 202)
+    created = wait_available(stack.api, cid)
+    etag = stack.api.get(f"/v1/clusters/{cid}").headers["ETag"]
+    eq(etag, f'"{created["generation"]}"', "ETag is the generation")
+    pw = password(stack.api, cid)
+
+    patch = {"description": "carts", "tags": {"team": "web"},
+             "parameters": {"maxmemory-policy": "allkeys-lru", "timeout": "300",
+                            "reserved-memory-percent": "30"}}
+    r = stack.api.request("PATCH", f"/v1/clusters/{cid}", json=patch,
+                          headers={"If-Match": etag,
+                                   "Content-Type": "application/merge-patch+json"})
+    changed = expect.json_ok(r)
+    eq((changed["description"], changed["tags"], changed["generation"]),
+       ("carts", {"team": "web"}, created["generation"] + 1), "patched fields")
+    eq(r.headers["ETag"], f'"{created["generation"] + 1}"', "a new ETag")
+
+    # The same If-Match again is stale now.
+    r = stack.api.request("PATCH", f"/v1/clusters/{cid}", json={"description": "x"},
+                          headers={"If-Match": etag})
+    expect.problem(r, "PRECONDITION_FAILED")
+
+    done = wait_cluster(stack.api, cid, lambda b: b["status"] == "available"
+                        and b["current_operation"] is None, 30, "parameters applied")
+    eq(done["pending_changes"].get("parameters", {}).get("restart_needed"),
+       ["reserved-memory-percent"], "only the managed setting waits for a restart")
+    for node in nodes(done):
+        with client(node["address"], node["port"], pw) as c:
+            eq((c.config_get("maxmemory-policy")["maxmemory-policy"],
+                c.config_get("timeout")["timeout"]), ("allkeys-lru", "300"),
+               f"live parameters on port {node['port']}")
+    kinds = [o["kind"] for o in operations(stack.api, cid)]
+    assert "apply_parameters" in kinds, kinds
+
+    # Later issues' fields are refused plainly; immutable ones are 400.
+    expect.problem(stack.api.request("PATCH", f"/v1/clusters/{cid}",
+                                     json={"replicas_per_shard": 2}),
+                   "CHANGE_NOT_SUPPORTED_YET")
+    expect.problem(stack.api.request("PATCH", f"/v1/clusters/{cid}",
+                                     json={"cluster_mode": "enabled"}),
+                   "VALIDATION_FAILED", fields=["cluster_mode"])
+
+    # PUT replaces the spec: sending back what GET shows with a new
+    # description changes only that.
+    current = clusters.get(stack.api, cid)
+    spec = {k: current[k] for k in clusters.SPEC_FIELDS}
+    spec["description"] = "replaced"
+    replaced = expect.json_ok(stack.api.request("PUT", f"/v1/clusters/{cid}", json=spec))
+    eq(replaced["description"], "replaced", "PUT replaced the description")
+    expect.problem(stack.api.request("PUT", f"/v1/clusters/{cid}", json=dict(spec, id="other")),
+                   "VALIDATION_FAILED", fields=["id"])
