@@ -72,9 +72,7 @@ static char *seal_secret(struct app *app, const char *cluster_id, const char *pa
 static const struct db_stmt load_nodes = {
     "SELECT n.id, coalesce(n.host_id::text, ''), coalesce(h.address, ''), coalesce(n.port, 0),"
     "  s.index, n.ordinal, coalesce(lower(s.slots[1]), -1), coalesce(upper(s.slots[1]) - 1, -1),"
-    "  coalesce(n.process_state, ''), coalesce(h.state = 'lost', false),"
-    "  coalesce(n.role, ''), coalesce(n.master_link_status = 'up' AND NOT coalesce(n.loading,"
-    "    false) AND NOT coalesce(n.sync_in_progress, false), false)"
+    "  coalesce(n.process_state, ''), coalesce(h.state = 'lost', false)"
     " FROM nodes n JOIN shards s ON s.id = n.shard_id LEFT JOIN hosts h ON h.id = n.host_id"
     " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
     " ORDER BY s.index, n.ordinal"};
@@ -125,8 +123,6 @@ static enum db_status load_fn(struct db_conn *conn, void *arg)
         n->slot_last = atoi(PQgetvalue(res, r, 7));
         snprintf(n->process_state, sizeof(n->process_state), "%s", PQgetvalue(res, r, 8));
         n->host_lost = PQgetvalue(res, r, 9)[0] == 't';
-        snprintf(n->reported_role, sizeof(n->reported_role), "%s", PQgetvalue(res, r, 10));
-        n->reported_linked = PQgetvalue(res, r, 11)[0] == 't';
     }
     PQclear(res);
     return DB_OK;
@@ -840,4 +836,29 @@ bool cluster_parameters_applied(struct app *app, const char *cluster_id, const c
     bool ok = db_tx(app->db, DB_READ_COMMITTED, params_done_fn, &c) == DB_OK;
     free(text);
     return ok;
+}
+
+/* ---- observed roles ----------------------------------------------------------- */
+
+static const struct db_stmt record_role = {
+    "UPDATE nodes SET role = $2, master_link_status = CASE WHEN $2 = 'replica' THEN 'up' END,"
+    "  loading = false, sync_in_progress = false, reported_at = now()"
+    " WHERE id = $1::uuid"};
+
+static enum db_status roles_fn(struct db_conn *conn, void *arg)
+{
+    const struct cluster_nodes *nodes = arg;
+    enum db_status st = DB_OK;
+
+    for (size_t i = 0; i < nodes->count && st == DB_OK; i++) {
+        const char *params[2] = {nodes->items[i].id,
+                                 nodes->items[i].ordinal == 0 ? "primary" : "replica"};
+        PQclear(db_query(conn, &record_role, 2, params, &st));
+    }
+    return st;
+}
+
+bool cluster_roles_observed(struct app *app, const struct cluster_nodes *nodes)
+{
+    return db_tx(app->db, DB_READ_COMMITTED, roles_fn, (void *)nodes) == DB_OK;
 }

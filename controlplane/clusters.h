@@ -24,8 +24,6 @@ struct cluster_node {
     int slot_last;
     char process_state[16];
     bool host_lost;
-    char reported_role[16]; /* as its agent last reported it: primary, replica or "" */
-    bool reported_linked;   /* reported with its replication link up, loaded, synced */
 };
 
 struct cluster_nodes {
@@ -42,6 +40,11 @@ void cluster_nodes_free(struct cluster_nodes *nodes);
 
 /* Seconds since the epoch, for step time limits kept in the context. */
 long long cluster_now_s(void);
+
+/* Record what cairnd itself read from the engines when the create found
+ * them ready: each node's role as placed (primary or replica, the engines
+ * having confirmed it), replicas linked, nothing loading or syncing. */
+bool cluster_roles_observed(struct app *app, const struct cluster_nodes *nodes);
 
 /* Create-operation milestones; each records its event. */
 bool cluster_mark_available(struct app *app, const char *cluster_id, const char *op_id, char *err,

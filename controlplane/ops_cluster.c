@@ -1,8 +1,8 @@
 /* ops_cluster.c -- create and delete, as idempotent steps.
  *
  * Create, cluster mode enabled: cairnd itself forms the cluster, never a
- * CLI: every node meets the first one, each shard's placed primary takes its
- * slot range, every replica replicates its shard's primary, and the cluster
+ * CLI: each shard's placed primary takes its slot range, every node meets
+ * the first one, every replica replicates its shard's primary, and the cluster
  * is available once every node says cluster_state:ok and every replica's link
  * is up. Disabled mode: the replicas REPLICAOF the primary. Every step checks
  * the engines before acting, so a runner that resumes it after a crash does
@@ -292,25 +292,21 @@ static enum op_result wait_ready(struct op_ctx *ctx)
         struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
         struct engine_info *info =
             c != NULL ? resp_info(c, "replication cluster", err, sizeof(err)) : NULL;
+        redisReply *r = NULL;
+        if (info != NULL && t.cluster_mode)
+            r = resp_command(c, err, sizeof(err), "CLUSTER INFO");
         resp_close(c);
         if (info == NULL) {
             ready = false;
             break;
         }
-        const char *state = engine_info_get(info, "cluster", "cluster_enabled");
-        if (t.cluster_mode && state != NULL && strcmp(state, "1") == 0) {
-            struct resp_conn *c2 = connect_node(&t, n, err, sizeof(err));
-            redisReply *r = c2 != NULL ? resp_command(c2, err, sizeof(err), "CLUSTER INFO") : NULL;
+        if (t.cluster_mode)
             ready =
                 r != NULL && resp_reply_is_string(r) && strstr(r->str, "cluster_state:ok") != NULL;
-            resp_reply_free(r);
-            resp_close(c2);
-        }
-        /* The endpoints are built from the agents' reports: wait until they
-         * say what the engines say, so "available" comes with readers. */
-        if (ready)
-            ready = strcmp(n->reported_role, n->ordinal == 0 ? "primary" : "replica") == 0 &&
-                    (n->ordinal == 0 || n->reported_linked);
+        resp_reply_free(r);
+        const char *role = engine_info_get(info, "replication", "role");
+        const char *want = n->ordinal == 0 ? "master" : "slave";
+        ready = ready && role != NULL && strcmp(role, want) == 0;
         if (ready && n->ordinal > 0) {
             const char *link = engine_info_get(info, "replication", "master_link_status");
             const char *syncing = engine_info_get(info, "replication", "master_sync_in_progress");
@@ -319,6 +315,11 @@ static enum op_result wait_ready(struct op_ctx *ctx)
         }
         engine_info_free(info);
     }
+    /* What cairnd just read from the engines is observed state too: record
+     * it, so "available" comes with its readers listed at once rather than
+     * at the agents' next report. */
+    if (ready && !cluster_roles_observed(ctx->app, &t.nodes))
+        ready = false;
     topo_free(&t);
     if (ready)
         return OP_NEXT;
@@ -349,10 +350,17 @@ static void delete_failed(struct op_ctx *ctx)
     cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, NULL);
 }
 
+/* Slots before the meeting, as valkey-cli does it: a primary that already
+ * serves its slots counts as a majority while it is alone, so the engines
+ * never start the rejoin delay (up to the node timeout) that a primary waits
+ * out after it has been in a minority. */
 static const struct op_step create_steps[] = {
-    {"wait_engines", wait_engines}, {"meet", meet},
-    {"assign_slots", assign_slots}, {"replicate", replicate},
-    {"wait_ready", wait_ready},     {"mark_available", mark_available},
+    {"wait_engines", wait_engines},
+    {"assign_slots", assign_slots},
+    {"meet", meet},
+    {"replicate", replicate},
+    {"wait_ready", wait_ready},
+    {"mark_available", mark_available},
 };
 
 const struct op_kind op_cluster_create = {

@@ -750,3 +750,27 @@ def test_modify_applies_live_and_guards_with_etags(stack, cleanup):
     eq(replaced["description"], "replaced", "PUT replaced the description")
     expect.problem(stack.api.request("PUT", f"/v1/clusters/{cid}", json=dict(spec, id="other")),
                    "VALIDATION_FAILED", fields=["id"])
+
+
+def test_create_fails_when_a_host_is_lost_and_delete_cleans_up(stack, cleanup):
+    """An agent frozen before it starts its engine: its host is lost, the
+    create ends create-failed with the cause, and deleting the cluster
+    cleans up once the agent is back."""
+    cid = "doomed"
+    cleanup.append(cid)
+    frozen = stack.agents[0]
+    frozen.signal(signal.SIGSTOP)
+    try:
+        expect.json_ok(post(stack.api, clusters.redis_group(cid)), 202)
+        failed = wait_cluster(stack.api, cid, lambda b: b["status"] == "create-failed", 30,
+                              "create-failed", interval=0.1)
+    finally:
+        frozen.signal(signal.SIGCONT)
+    eq(failed["current_operation"], None, "no operation left running")
+    op = next(o for o in operations(stack.api, cid) if o["kind"] == "create")
+    eq((op["state"], op["error"]["code"], op["step_name"]), ("failed", "HOST_LOST", "wait_engines"),
+       "the create operation says why")
+    types = [e["type"] for e in clusters.events(stack.api, cid)]
+    assert "OperationFailed" in types, types
+    expect.json_ok(stack.api.delete(f"/v1/clusters/{cid}"), 202)
+    wait_gone(stack.api, cid, DELETE_TIMEOUT)
