@@ -36,6 +36,12 @@ void api_reply_get(struct http_request *req,
                    enum db_status (*fetch)(struct db_conn *conn, const char *key, char **out),
                    const char *key, enum problem_code not_found);
 
+/* As api_reply_get(), answering with status instead of 200. */
+void api_reply_get_status(struct http_request *req,
+                          enum db_status (*fetch)(struct db_conn *conn, const char *key,
+                                                  char **out),
+                          const char *key, enum problem_code not_found, int status);
+
 /* Check an optional query parameter against a set of values (NULL
  * terminated), as a UUID, or as a cluster id. Returns false after replying
  * 400 when it is present and invalid. */
@@ -65,6 +71,8 @@ void api_clusters_delete(struct http_request *req);
 void api_clusters_auth(struct http_request *req);
 void api_clusters_patch(struct http_request *req);
 void api_clusters_put(struct http_request *req);
+void api_clusters_failover(struct http_request *req);
+extern const struct jspec_field api_failover_spec[];
 void api_agent_sync(struct http_request *req);
 
 /* Body specs of the agent routes. */

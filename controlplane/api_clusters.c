@@ -322,3 +322,60 @@ void api_clusters_put(struct http_request *req)
         modify(req, true);
     }
 }
+
+static bool check_shard_name(const json_t *value, char *msg, size_t msgsize)
+{
+    const char *s = json_string_value(value);
+    if (strlen(s) == 4 && strspn(s, "0123456789") == 4)
+        return true;
+    snprintf(msg, msgsize, "must be a shard id such as \"0001\"");
+    return false;
+}
+
+const struct jspec_field api_failover_spec[] = {
+    {.name = "shard_id", .type = JSPEC_STRING, .check = check_shard_name},
+    {0},
+};
+
+/* POST /v1/clusters/{id}/failover: a planned, lossless failover of one
+ * shard; 202 with the operation to follow. */
+void api_clusters_failover(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    const char *shard = json_string_value(json_object_get(req->json, "shard_id"));
+    char op_id[40];
+    enum db_status st;
+
+    switch (cluster_failover(req->app, id, shard, op_id, &st)) {
+    case CLUSTER_FAILOVER_QUEUED: {
+        char *location = xasprintf("/v1/operations/%s", op_id);
+        http_add_header(req, "Location", location);
+        free(location);
+        api_reply_get_status(req, store_operation_get, op_id, PROBLEM_OPERATION_NOT_FOUND, 202);
+        break;
+    }
+    case CLUSTER_FAILOVER_NOT_FOUND:
+        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
+        break;
+    case CLUSTER_FAILOVER_NO_SHARD: {
+        json_t *errors = json_array();
+        jspec_error(errors, "shard_id",
+                    shard == NULL ? "is required in cluster mode"
+                                  : "names no shard of this cluster");
+        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors, "which shard should fail over?");
+        break;
+    }
+    case CLUSTER_FAILOVER_NO_REPLICA:
+        http_reply_problem(req, PROBLEM_NO_IN_SYNC_REPLICA, NULL,
+                           "no replica of this shard is linked and in sync: a planned failover "
+                           "would lose writes");
+        break;
+    case CLUSTER_FAILOVER_BUSY:
+        http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,
+                           "cluster %s has an operation in progress; retry when it has ended", id);
+        break;
+    case CLUSTER_FAILOVER_DB_ERROR:
+        http_reply_db_error(req, st);
+        break;
+    }
+}

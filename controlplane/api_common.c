@@ -83,6 +83,14 @@ void api_reply_get(struct http_request *req,
                    enum db_status (*fetch)(struct db_conn *conn, const char *key, char **out),
                    const char *key, enum problem_code not_found)
 {
+    api_reply_get_status(req, fetch, key, not_found, 200);
+}
+
+void api_reply_get_status(struct http_request *req,
+                          enum db_status (*fetch)(struct db_conn *conn, const char *key,
+                                                  char **out),
+                          const char *key, enum problem_code not_found, int status)
+{
     struct get_call call = {fetch, key, NULL};
     enum db_status st = db_run(req->app->db, get_fn, &call);
 
@@ -91,7 +99,7 @@ void api_reply_get(struct http_request *req,
     else if (st != DB_OK)
         http_reply_db_error(req, st);
     else
-        http_reply_json_text(req, 200, call.out);
+        http_reply_json_text(req, status, call.out);
 }
 
 static void reject_query(struct http_request *req, const char *name, const char *message)

@@ -26,6 +26,13 @@ long long cluster_now_s(void)
     return (long long)time(NULL);
 }
 
+long long cluster_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* ---- secrets ------------------------------------------------------------- */
 
 char *cluster_open_secret(struct app *app, const char *cluster_id, const char *hex)
@@ -861,4 +868,123 @@ static enum db_status roles_fn(struct db_conn *conn, void *arg)
 bool cluster_roles_observed(struct app *app, const struct cluster_nodes *nodes)
 {
     return db_tx(app->db, DB_READ_COMMITTED, roles_fn, (void *)nodes) == DB_OK;
+}
+
+/* ---- planned failover ----------------------------------------------------------- */
+
+static const struct db_stmt failover_target = {
+    "SELECT s.index, c.spec ->> 'cluster_mode',"
+    "  EXISTS (SELECT 1 FROM nodes n WHERE n.shard_id = s.id AND n.role = 'replica'"
+    "    AND n.process_state = 'running' AND n.master_link_status = 'up'"
+    "    AND NOT coalesce(n.loading, false) AND NOT coalesce(n.sync_in_progress, false))"
+    " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
+    " WHERE c.id = $1 AND ($2::text IS NULL OR s.name = $2) ORDER BY s.index"};
+
+static const struct db_stmt cluster_exists = {"SELECT 1 FROM clusters WHERE id = $1 FOR UPDATE"};
+
+static const struct db_stmt insert_failover_op = {
+    "INSERT INTO operations (cluster_id, kind, context) VALUES ($1, 'failover',"
+    " jsonb_build_object('shard', $2::int)) RETURNING id"};
+
+struct failover_call {
+    const char *id, *shard;
+    char *op_id;
+    enum cluster_failover_result result;
+};
+
+static enum db_status failover_fn(struct db_conn *conn, void *arg)
+{
+    struct failover_call *c = arg;
+    const char *params[2] = {c->id, c->shard};
+    enum db_status st;
+    PGresult *res = db_query(conn, &cluster_exists, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    bool exists = PQntuples(res) == 1;
+    PQclear(res);
+    if (!exists) {
+        c->result = CLUSTER_FAILOVER_NOT_FOUND;
+        return DB_NOT_FOUND;
+    }
+    if ((res = db_query(conn, &failover_target, 2, params, &st)) == NULL)
+        return st;
+    int rows = PQntuples(res);
+    bool cluster_mode = rows > 0 && strcmp(PQgetvalue(res, 0, 1), "disabled") != 0;
+    if (rows != 1 || (cluster_mode && c->shard == NULL)) {
+        PQclear(res);
+        c->result = CLUSTER_FAILOVER_NO_SHARD;
+        return DB_NOT_FOUND;
+    }
+    char index[16];
+    snprintf(index, sizeof(index), "%s", PQgetvalue(res, 0, 0));
+    bool in_sync = PQgetvalue(res, 0, 2)[0] == 't';
+    PQclear(res);
+    if (!in_sync) {
+        c->result = CLUSTER_FAILOVER_NO_REPLICA;
+        return DB_NOT_FOUND;
+    }
+    const char *op_params[2] = {c->id, index};
+    if ((res = db_query(conn, &insert_failover_op, 2, op_params, &st)) == NULL) {
+        if (st == DB_CONFLICT) {
+            c->result = CLUSTER_FAILOVER_BUSY;
+            return DB_NOT_FOUND;
+        }
+        return st;
+    }
+    snprintf(c->op_id, 40, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    c->result = CLUSTER_FAILOVER_QUEUED;
+    return add_event(conn, c->id, c->op_id, "FailoverRequested", "info",
+                     "a planned failover was requested", NULL);
+}
+
+enum cluster_failover_result cluster_failover(struct app *app, const char *cluster_id,
+                                              const char *shard, char *op_id,
+                                              enum db_status *db_status)
+{
+    struct failover_call c = {cluster_id, shard, op_id, CLUSTER_FAILOVER_DB_ERROR};
+    *db_status = db_tx(app->db, DB_READ_COMMITTED, failover_fn, &c);
+    if (*db_status == DB_OK && app->runner != NULL)
+        runner_poke(app->runner);
+    if (*db_status == DB_OK || *db_status == DB_NOT_FOUND)
+        return c.result;
+    return CLUSTER_FAILOVER_DB_ERROR;
+}
+
+static const struct db_stmt swap_roles = {
+    "UPDATE nodes SET role = CASE WHEN id = $2::uuid THEN 'primary' ELSE 'replica' END,"
+    "  master_link_status = CASE WHEN id = $2::uuid THEN NULL ELSE master_link_status END,"
+    "  reported_at = now()"
+    " WHERE id IN ($1::uuid, $2::uuid)"};
+
+struct done_call {
+    const char *id, *op_id, *previous, *target;
+    long long pause_ms;
+};
+
+static enum db_status failover_done_fn(struct db_conn *conn, void *arg)
+{
+    struct done_call *c = arg;
+    const char *params[2] = {c->previous, c->target};
+    enum db_status st;
+
+    PQclear(db_query(conn, &swap_roles, 2, params, &st));
+    if (st != DB_OK)
+        return st;
+    char *detail = xasprintf("{\"from\": \"%s\", \"to\": \"%s\", \"write_pause_ms\": %lld, "
+                             "\"planned\": true}",
+                             c->previous, c->target, c->pause_ms);
+    char *message = xasprintf("planned failover done; writes paused for %lld ms", c->pause_ms);
+    st = add_event(conn, c->id, c->op_id, "FailoverComplete", "info", message, detail);
+    free(detail);
+    free(message);
+    return st;
+}
+
+bool cluster_failover_done(struct app *app, const char *cluster_id, const char *op_id,
+                           const char *previous, const char *target, long long pause_ms)
+{
+    struct done_call c = {cluster_id, op_id, previous, target, pause_ms};
+    return db_tx(app->db, DB_READ_COMMITTED, failover_done_fn, &c) == DB_OK;
 }

@@ -38,8 +38,29 @@ bool cluster_nodes_load(struct app *app, const char *cluster_id, struct cluster_
                         char **password, bool *cluster_mode, char *err, size_t errsize);
 void cluster_nodes_free(struct cluster_nodes *nodes);
 
-/* Seconds since the epoch, for step time limits kept in the context. */
+/* Seconds / milliseconds since the epoch, for time kept in a context. */
 long long cluster_now_s(void);
+long long cluster_now_ms(void);
+
+/* The end of a planned failover: record the roles the engines confirmed
+ * and a FailoverComplete event with the write pause. */
+bool cluster_failover_done(struct app *app, const char *cluster_id, const char *op_id,
+                           const char *previous, const char *target, long long pause_ms);
+
+enum cluster_failover_result {
+    CLUSTER_FAILOVER_QUEUED,
+    CLUSTER_FAILOVER_NOT_FOUND,  /* no such cluster */
+    CLUSTER_FAILOVER_NO_SHARD,   /* no such shard (or none named in cluster mode) */
+    CLUSTER_FAILOVER_NO_REPLICA, /* no replica of the shard is reported in sync */
+    CLUSTER_FAILOVER_BUSY,       /* another operation runs on it */
+    CLUSTER_FAILOVER_DB_ERROR,
+};
+
+/* Queue a planned failover of shard (its name, "0001"; NULL: the only one,
+ * for cluster mode disabled); *op_id (40 bytes) gets the operation. */
+enum cluster_failover_result cluster_failover(struct app *app, const char *cluster_id,
+                                              const char *shard, char *op_id,
+                                              enum db_status *db_status);
 
 /* Record what cairnd itself read from the engines when the create found
  * them ready: each node's role as placed (primary or replica, the engines

@@ -204,7 +204,8 @@ static int cmd_serve(struct cli *cli)
     }
     struct notify *notify = notify_start(app.cfg.database_url, server);
     static const struct op_kind *const kinds[] = {&op_cluster_create, &op_cluster_delete,
-                                                  &op_cluster_apply_parameters, NULL};
+                                                  &op_cluster_apply_parameters,
+                                                  &op_cluster_failover, NULL};
     app.runner = runner_start(&app, kinds);
     struct monitor *monitor = monitor_start(app.db, app.cfg.heartbeat_timeout_s);
     log_info("listening", "address=%s:%d threads=%d db_pool=%d agents=%s version=%s",

@@ -500,3 +500,163 @@ static const struct op_step parameter_steps[] = {
 const struct op_kind op_cluster_apply_parameters = {
     "apply_parameters", parameter_steps, sizeof(parameter_steps) / sizeof(parameter_steps[0]),
     parameters_failed};
+
+/* ---- planned failover ---------------------------------------------------------- */
+
+/* What one node of the shard says about itself right now. */
+struct observed {
+    const struct cluster_node *node;
+    bool primary;     /* ROLE master */
+    bool in_sync;     /* a replica: link up, not loading, not syncing */
+    long long offset; /* a replica: slave_repl_offset */
+};
+
+/* Ask each node of shard what it is; false when one cannot be asked. */
+static bool observe_shard(const struct topo *t, int shard, struct observed *out, size_t *n,
+                          char *err, size_t errsize)
+{
+    *n = 0;
+    for (size_t i = 0; i < t->nodes.count; i++) {
+        const struct cluster_node *node = &t->nodes.items[i];
+        if (node->shard != shard)
+            continue;
+        struct resp_conn *c = connect_node(t, node, err, errsize);
+        struct engine_info *info = c != NULL ? resp_info(c, "replication", err, errsize) : NULL;
+        resp_close(c);
+        if (info == NULL)
+            return false;
+        const char *role = engine_info_get(info, "replication", "role");
+        const char *link = engine_info_get(info, "replication", "master_link_status");
+        const char *syncing = engine_info_get(info, "replication", "master_sync_in_progress");
+        struct observed *o = &out[(*n)++];
+        o->node = node;
+        o->primary = role != NULL && strcmp(role, "master") == 0;
+        o->in_sync = !o->primary && link != NULL && strcmp(link, "up") == 0 &&
+                     (syncing == NULL || strcmp(syncing, "0") == 0);
+        o->offset = 0;
+        (void)engine_info_get_ll(info, "replication", "slave_repl_offset", &o->offset);
+        engine_info_free(info);
+    }
+    return true;
+}
+
+static int context_shard(struct op_ctx *ctx)
+{
+    return (int)json_integer_value(json_object_get(ctx->context, "shard"));
+}
+
+/* Start the failover once: CLUSTER FAILOVER (default, lossless mode) on the
+ * chosen replica in cluster mode; FAILOVER TO it on the primary otherwise.
+ * Both pause writes on the primary until the replica has caught up. */
+static enum op_result start_failover(struct op_ctx *ctx)
+{
+    struct observed seen[8];
+    size_t n = 0;
+    struct topo t;
+    char err[256];
+
+    if (json_object_get(ctx->context, "target") != NULL)
+        return OP_NEXT; /* already sent: a resumed runner must not send it twice */
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    if (!observe_shard(&t, context_shard(ctx), seen, &n, err, sizeof(err))) {
+        topo_free(&t);
+        return op_fail(ctx, "NODE_UNREACHABLE", "%s", err);
+    }
+    const struct observed *primary = NULL, *best = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (seen[i].primary)
+            primary = &seen[i];
+        else if (seen[i].in_sync && (best == NULL || seen[i].offset > best->offset))
+            best = &seen[i];
+    }
+    if (primary == NULL || best == NULL) {
+        topo_free(&t);
+        return op_fail(ctx, "NO_IN_SYNC_REPLICA",
+                       "shard %04d has %s; a planned failover needs a primary and an in-sync "
+                       "replica",
+                       context_shard(ctx) + 1,
+                       primary == NULL ? "no primary" : "no in-sync replica");
+    }
+    bool ok;
+    if (t.cluster_mode) {
+        ok = node_command(&t, best->node, err, sizeof(err), "CLUSTER FAILOVER", "", 0);
+    } else {
+        struct resp_conn *c = connect_node(&t, primary->node, err, sizeof(err));
+        redisReply *r = c != NULL
+                            ? resp_command(c, err, sizeof(err), "FAILOVER TO %s %d TIMEOUT %d",
+                                           best->node->address, best->node->port, 5000)
+                            : NULL;
+        ok = r != NULL;
+        resp_reply_free(r);
+        resp_close(c);
+    }
+    if (!ok) {
+        topo_free(&t);
+        return op_fail(ctx, "FAILOVER_REFUSED", "the engine refused the failover: %s", err);
+    }
+    json_object_set_new(ctx->context, "target", json_string(best->node->id));
+    json_object_set_new(ctx->context, "previous", json_string(primary->node->id));
+    json_object_set_new(ctx->context, "started_ms", json_integer(cluster_now_ms()));
+    topo_free(&t);
+    return OP_NEXT;
+}
+
+/* Done when the target says it is the primary and every other node of the
+ * shard follows it. */
+static enum op_result wait_switch(struct op_ctx *ctx)
+{
+    const char *target = json_string_value(json_object_get(ctx->context, "target"));
+    struct observed seen[8];
+    size_t n = 0;
+    struct topo t;
+    char err[256];
+    bool done = false;
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, 20);
+    if (observe_shard(&t, context_shard(ctx), seen, &n, err, sizeof(err))) {
+        done = true;
+        for (size_t i = 0; i < n && done; i++) {
+            bool is_target = strcmp(seen[i].node->id, target) == 0;
+            done = is_target ? seen[i].primary : !seen[i].primary;
+        }
+    }
+    topo_free(&t);
+    if (done) {
+        if (json_object_get(ctx->context, "switched_ms") == NULL)
+            json_object_set_new(ctx->context, "switched_ms", json_integer(cluster_now_ms()));
+        return OP_NEXT;
+    }
+    if (elapsed_s(ctx, "switch_since") > FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, "FAILOVER_TIMEOUT", "the roles did not switch within %d s",
+                       FORM_WAIT_LIMIT_S);
+    return op_wait(ctx, 20);
+}
+
+static enum op_result record_failover(struct op_ctx *ctx)
+{
+    long long pause = json_integer_value(json_object_get(ctx->context, "switched_ms")) -
+                      json_integer_value(json_object_get(ctx->context, "started_ms"));
+    json_object_set_new(ctx->context, "write_pause_ms", json_integer(pause));
+    return cluster_failover_done(ctx->app, ctx->cluster_id, ctx->op_id,
+                                 json_string_value(json_object_get(ctx->context, "previous")),
+                                 json_string_value(json_object_get(ctx->context, "target")), pause)
+               ? OP_NEXT
+               : op_wait(ctx, POLL_MS);
+}
+
+static void failover_failed(struct op_ctx *ctx)
+{
+    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, "available");
+}
+
+static const struct op_step failover_steps[] = {
+    {"start_failover", start_failover},
+    {"wait_switch", wait_switch},
+    {"record", record_failover},
+};
+
+const struct op_kind op_cluster_failover = {"failover", failover_steps,
+                                            sizeof(failover_steps) / sizeof(failover_steps[0]),
+                                            failover_failed};

@@ -179,15 +179,17 @@ def _bindable(port):
 
 def free_port_range(size):
     """(min, max): `size` consecutive ports on 127.0.0.1, all free now, not
-    overlapping any range handed out before in this process. Drawn below the
-    kernel's ephemeral range so the free ports harness.free_port() picks for
-    PostgreSQL and cairnd never fall inside."""
+    overlapping any range handed out before in this process. Drawn so that
+    both the ports and their cluster bus ports (port + 10000, which engines
+    in cluster mode also bind) stay below the kernel's ephemeral range: the
+    free ports harness.free_port() picks for PostgreSQL and cairnd, and the
+    source ports of outgoing connections, never collide with them."""
     for _ in range(200):
-        lo = random.randrange(20000, 32000 - size)
+        lo = random.randrange(12000, 22000 - size)
         hi = lo + size - 1
         if any(lo <= b and a <= hi for a, b in _ranges):
             continue
-        if all(_bindable(p) for p in range(lo, hi + 1)):
+        if all(_bindable(p) and _bindable(p + 10000) for p in range(lo, hi + 1)):
             _ranges.append((lo, hi))
             return lo, hi
     raise harness.HarnessError(f"no {size} free consecutive ports found")

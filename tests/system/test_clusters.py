@@ -774,3 +774,91 @@ def test_create_fails_when_a_host_is_lost_and_delete_cleans_up(stack, cleanup):
     assert "OperationFailed" in types, types
     expect.json_ok(stack.api.delete(f"/v1/clusters/{cid}"), 202)
     wait_gone(stack.api, cid, DELETE_TIMEOUT)
+
+
+def _write_through_failover(stack, cid, write, follow):
+    """Write keys in a loop while a planned failover runs; return the keys
+    whose writes were acknowledged and the failover's event detail."""
+    import threading
+    acked, stop = [], threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            try:
+                write(f"k{i}", str(i))
+                acked.append(f"k{i}")
+            except redis.RedisError:
+                follow()
+            i += 1
+            time.sleep(0.005)
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    time.sleep(0.3)
+    shard = {} if clusters.get(stack.api, cid)["cluster_mode"] == "disabled" else {"shard_id": "0001"}
+    r = stack.api.post(f"/v1/clusters/{cid}/failover", json=shard)
+    op = expect.json_ok(r, 202)
+    eq(r.headers["Location"], f"/v1/operations/{op['id']}", "Location names the operation")
+    done = wait_cluster(stack.api, cid, lambda b: b["current_operation"] is None, 30,
+                        "failover finished")
+    time.sleep(0.3)
+    stop.set()
+    t.join(5)
+    op = expect.json_ok(stack.api.get(f"/v1/operations/{op['id']}"))
+    eq((op["kind"], op["state"], [s["name"] for s in op["steps"]]),
+       ("failover", "succeeded", ["start_failover", "wait_switch", "record"]), "the operation")
+    complete = [e for e in clusters.events(stack.api, cid) if e["type"] == "FailoverComplete"]
+    eq(len(complete), 1, "one FailoverComplete event")
+    return acked, complete[0]["detail"], done
+
+
+def test_planned_failover_loses_no_acknowledged_write(stack, cleanup):
+    """Disabled mode: FAILOVER TO the in-sync replica; a client that follows
+    endpoints.primary loses none of the writes it was told succeeded."""
+    cid = "planned"
+    cleanup.append(cid)
+    expect.json_ok(post(stack.api, clusters.redis_group(cid, engine="valkey",
+                                                        engine_version="8.0")), 202)
+    before = wait_available(stack.api, cid)
+    pw = password(stack.api, cid)
+    conn = {}
+
+    def follow():
+        ep = clusters.get(stack.api, cid)["endpoints"]["primary"]
+        if ep:
+            conn["c"] = client(ep["address"], ep["port"], pw)
+
+    follow()
+    acked, detail, after = _write_through_failover(stack, cid, lambda k, v: conn["c"].set(k, v),
+                                                   follow)
+    assert len(acked) > 50, f"the writer made too few writes: {len(acked)}"
+    assert after["endpoints"]["primary"] != before["endpoints"]["primary"], \
+        f"the primary did not change: {after['endpoints']}"
+    ep = after["endpoints"]["primary"]
+    with client(ep["address"], ep["port"], pw) as c:
+        missing = [k for k in acked if c.get(k) is None]
+    eq(missing, [], "acknowledged writes missing after the failover")
+    assert detail["planned"] is True and detail["write_pause_ms"] >= 0, detail
+    print(f"\nplanned failover (disabled mode): write pause {detail['write_pause_ms']} ms")
+    roles = sorted(n["role"] for n in nodes(after))
+    eq(roles, ["primary", "replica", "replica"], "one primary, the others follow")
+
+
+def test_planned_failover_cluster_mode_and_refusals(stack, cleanup):
+    cid = "planned-cm"
+    cleanup.append(cid)
+    expect.json_ok(post(stack.api, clusters.valkey_cluster(cid, num_shards=1)), 202)
+    available = wait_available(stack.api, cid)
+    expect.problem(stack.api.post(f"/v1/clusters/{cid}/failover", json={}),
+                   "VALIDATION_FAILED", fields=["shard_id"])
+    expect.problem(stack.api.post(f"/v1/clusters/{cid}/failover", json={"shard_id": "0009"}),
+                   "VALIDATION_FAILED", fields=["shard_id"])
+    pw = password(stack.api, cid)
+    rc = clusters.cluster_client(available, pw)
+    acked, detail, after = _write_through_failover(stack, cid, rc.set, lambda: None)
+    missing = [k for k in acked if rc.get(k) is None]
+    eq(missing, [], "acknowledged writes missing after the failover")
+    print(f"\nplanned failover (cluster mode): write pause {detail['write_pause_ms']} ms")
+    rc.close()
+    expect.problem(stack.api.post("/v1/clusters/nope/failover", json={}), "CLUSTER_NOT_FOUND")
