@@ -17,8 +17,10 @@ struct config {
     int shutdown_timeout_s;
     const char *agent_bootstrap_token; /* NULL: agent registration disabled */
     const char *secret_key_file;       /* seals engine passwords; NULL: clusters refused */
-    int heartbeat_timeout_s;           /* a host silent this long is lost */
-    int sync_wait_ms;                  /* longest an agent's sync is held; -1 until set */
+    char sentinel_host[64];            /* Sentinel-compatible discovery; "" when off */
+    int sentinel_port;
+    int heartbeat_timeout_s; /* a host silent this long is lost */
+    int sync_wait_ms;        /* longest an agent's sync is held; -1 until set */
 };
 
 struct runner;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Each setting once: its flag, its variable, and how to read it. */
-enum setting_kind { SET_LISTEN, SET_STRING, SET_SECRET, SET_INT, SET_SIZE };
+enum setting_kind { SET_LISTEN, SET_SENTINEL, SET_STRING, SET_SECRET, SET_INT, SET_SIZE };
 
 struct setting {
     const char *flag;
@@ -29,6 +29,7 @@ static const struct setting settings[] = {
     {"shutdown-timeout", "CAIRN_SHUTDOWN_TIMEOUT", SET_INT, 0, 3600, AT(shutdown_timeout_s)},
     {"agent-bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", SET_SECRET, 16, 256,
      AT(agent_bootstrap_token)},
+    {"sentinel-listen", "CAIRN_SENTINEL_LISTEN", SET_SENTINEL, 0, 0, 0},
     {"secret-key-file", "CAIRN_SECRET_KEY_FILE", SET_STRING, 0, 0, AT(secret_key_file)},
     {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", SET_INT, 2, 3600, AT(heartbeat_timeout_s)},
     {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", SET_INT, 0, 10000, AT(sync_wait_ms)},
@@ -76,6 +77,21 @@ static bool apply(struct config *cfg, const struct setting *s, const char *value
             return false;
         }
         return true;
+    case SET_SENTINEL: {
+        /* HOST:PORT, or "off". It shares the listen parser. */
+        struct config where = *cfg;
+        if (strcmp(value, "off") == 0) {
+            cfg->sentinel_host[0] = '\0';
+            return true;
+        }
+        if (!config_parse_listen(&where, value)) {
+            snprintf(err, errsize, "%s: expected HOST:PORT or off, got '%s'", name, value);
+            return false;
+        }
+        memcpy(cfg->sentinel_host, where.listen_host, sizeof(cfg->sentinel_host));
+        cfg->sentinel_port = where.listen_port;
+        return true;
+    }
     case SET_STRING:
         *(const char **)field = value;
         return true;
@@ -115,6 +131,8 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->max_body_bytes = 1 << 20;
     cfg->shutdown_timeout_s = 10;
     cfg->heartbeat_timeout_s = 6;
+    strcpy(cfg->sentinel_host, "127.0.0.1");
+    cfg->sentinel_port = 26379;
     cfg->sync_wait_ms = -1; /* unset: derived from the heartbeat timeout */
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         const char *v = getenv(settings[i].env);

@@ -15,6 +15,7 @@
 #include "ops_cluster.h"
 #include "runner.h"
 #include "secretbox.h"
+#include "sentinel.h"
 #include "tokens.h"
 
 #define CAIRND_VERSION "0.1.0"
@@ -24,6 +25,7 @@ static const char usage[] =
     "              [--db-pool-size N] [--max-body-bytes N] [--shutdown-timeout SECONDS]\n"
     "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
     "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
+    "              [--sentinel-listen HOST:PORT|off]\n"
     "       cairnd migrate [--database-url URL]\n"
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
     "       cairnd token list [--database-url URL]\n"
@@ -33,7 +35,7 @@ static const char usage[] =
     "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
     "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS,\n"
-    "CAIRN_SECRET_KEY_FILE.\n";
+    "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN.\n";
 
 /* Options shared by every subcommand; --name and --scope only mean
  * something to `token create`. */
@@ -66,6 +68,7 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"heartbeat-timeout", required_argument, NULL, 0},
         {"sync-wait-ms", required_argument, NULL, 0},
         {"secret-key-file", required_argument, NULL, 0},
+        {"sentinel-listen", required_argument, NULL, 0},
         {"no-migrate", no_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"scope", required_argument, NULL, 's'},
@@ -207,6 +210,16 @@ static int cmd_serve(struct cli *cli)
                                                   &op_cluster_apply_parameters,
                                                   &op_cluster_failover, NULL};
     app.runner = runner_start(&app, kinds);
+    struct sentinel *sentinel = NULL;
+    if (app.cfg.sentinel_host[0] != '\0') {
+        sentinel =
+            sentinel_start(&app, app.cfg.sentinel_host, app.cfg.sentinel_port, err, sizeof(err));
+        if (sentinel == NULL)
+            log_warn("Sentinel-compatible discovery is off", "error=\"%s\"", err);
+        else
+            log_info("sentinel listening", "address=%s:%d", app.cfg.sentinel_host,
+                     sentinel_port(sentinel));
+    }
     struct monitor *monitor = monitor_start(app.db, app.cfg.heartbeat_timeout_s);
     log_info("listening", "address=%s:%d threads=%d db_pool=%d agents=%s version=%s",
              app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
@@ -215,6 +228,8 @@ static int cmd_serve(struct cli *cli)
     log_info("shutting down", "signal=%s timeout_s=%d", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              app.cfg.shutdown_timeout_s);
     monitor_stop(monitor);
+    if (sentinel != NULL)
+        sentinel_stop(sentinel);
     runner_stop(app.runner);
     app.runner = NULL;
     notify_stop(notify); /* before the server it wakes goes away */

@@ -31,6 +31,11 @@ enum db_status store_list(struct db_conn *conn, const struct db_stmt *stmt, int 
                           const char **params, const struct page *page, char **items,
                           char *next_key);
 
+/* Run stmt and return the integer in the first column of its single row,
+ * or DB_NOT_FOUND when it returns no row. */
+enum db_status store_get_int64(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
+                               const char *const *params, long long *out);
+
 /* Run stmt and return the JSON in the first column of its single row, as
  * text (store_get_text) or parsed (store_get_json), or DB_NOT_FOUND when it
  * returns no row. */

@@ -2,8 +2,6 @@
  * exactly as sent or defaulted, plus what is computed, kept apart (status,
  * engine_version_actual, endpoints, shards, pending_changes,
  * current_operation, generation, timestamps). */
-#include <stdlib.h>
-
 #include "store.h"
 
 /* Roles come from the engines' reports, never from placement. A reader is a
@@ -81,16 +79,7 @@ enum db_status store_cluster_get(struct db_conn *conn, const char *id, char **ou
 enum db_status store_cluster_generation(struct db_conn *conn, const char *id, long long *out)
 {
     const char *params[1] = {id};
-    enum db_status st;
-    PGresult *res = db_query(conn, &cluster_etag, 1, params, &st);
-
-    if (res == NULL)
-        return st;
-    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
-    if (st == DB_OK)
-        *out = atoll(PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return st;
+    return store_get_int64(conn, &cluster_etag, 1, params, out);
 }
 
 enum db_status store_clusters_list(struct db_conn *conn, const struct store_cluster_filter *f,

@@ -200,16 +200,7 @@ enum db_status store_host_generation(struct db_conn *conn, const char *host_id,
                                      long long *generation)
 {
     const char *params[1] = {host_id};
-    enum db_status st;
-    PGresult *res = db_query(conn, &desired_generation, 1, params, &st);
-
-    if (res == NULL)
-        return st;
-    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
-    if (st == DB_OK)
-        *generation = atoll(PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return st;
+    return store_get_int64(conn, &desired_generation, 1, params, generation);
 }
 
 enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const char *engines,

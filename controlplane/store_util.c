@@ -84,3 +84,18 @@ enum db_status store_list(struct db_conn *conn, const struct db_stmt *stmt, int 
     PQclear(res);
     return st;
 }
+
+enum db_status store_get_int64(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
+                               const char *const *params, long long *out)
+{
+    enum db_status st;
+    PGresult *res = db_query(conn, stmt, nparams, params, &st);
+
+    if (res == NULL)
+        return st;
+    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
+    if (st == DB_OK)
+        *out = atoll(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return st;
+}

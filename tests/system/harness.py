@@ -420,7 +420,10 @@ class Cairnd:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = self.dir / f"{self.label}.log"
-        argv = [CAIRND, "serve", "--secret-key-file", str(self.dir / "secret.key")]
+        # Sentinel discovery off unless a test asks for it (args come later and win):
+        # many cairnd run at once here, and the default port is shared.
+        argv = [CAIRND, "serve", "--secret-key-file", str(self.dir / "secret.key"),
+                "--sentinel-listen", "off"]
         extra_env = dict(env or {})
         if listen_via == "flag":
             argv += ["--listen", f"127.0.0.1:{self.port}"]

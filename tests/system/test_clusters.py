@@ -71,7 +71,11 @@ class ClusterStack:
             raise
 
     def _start_cairnd(self, port=None, workdir=None):
-        c = harness.start_cairnd(self.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP],
+        if not hasattr(self, "sentinel_port"):
+            self.sentinel_port = harness.free_port()
+        c = harness.start_cairnd(self.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP,
+                                               "--sentinel-listen",
+                                               f"127.0.0.1:{self.sentinel_port}"],
                                  label=f"cairnd-clusters-{len(self.cairnds) + 1}",
                                  port=port, workdir=workdir)
         self.cairnds.append(c)
@@ -862,3 +866,59 @@ def test_planned_failover_cluster_mode_and_refusals(stack, cleanup):
     print(f"\nplanned failover (cluster mode): write pause {detail['write_pause_ms']} ms")
     rc.close()
     expect.problem(stack.api.post("/v1/clusters/nope/failover", json={}), "CLUSTER_NOT_FOUND")
+
+
+def test_sentinel_discovery_follows_a_failover(stack, cleanup):
+    """Sentinel-aware clients find the primary through cairnd: redis-py's
+    Sentinel with the cluster's auth token as its password, a SUBSCRIBEr
+    told +switch-master, and nothing for clients without AUTH."""
+    from redis.sentinel import Sentinel
+    cid = "discover"
+    cleanup.append(cid)
+    expect.json_ok(post(stack.api, clusters.redis_group(cid)), 202)
+    body = wait_available(stack.api, cid)
+    pw = password(stack.api, cid)
+    sentinel = Sentinel([("127.0.0.1", stack.sentinel_port)], socket_timeout=2,
+                        sentinel_kwargs={"password": pw}, password=pw)
+    primary = body["endpoints"]["primary"]
+    eq(sentinel.discover_master(cid), (primary["address"], primary["port"]), "discovered primary")
+    eq(sorted(sentinel.discover_slaves(cid)),
+       sorted((r["address"], r["port"]) for r in body["endpoints"]["readers"]), "replicas")
+    master = sentinel.master_for(cid, socket_timeout=2)
+    master.set("through", "sentinel")
+
+    # Without AUTH only PING; another cluster's name gives nothing.
+    anon = redis.Redis(host="127.0.0.1", port=stack.sentinel_port, socket_timeout=2)
+    assert anon.ping()
+    try:
+        anon.execute_command("SENTINEL", "get-master-addr-by-name", cid)
+        raise AssertionError("SENTINEL answered a client without AUTH")
+    except redis.AuthenticationError:
+        pass
+    except redis.ResponseError as e:
+        assert "NOAUTH" in str(e), e
+    watcher = redis.Redis(host="127.0.0.1", port=stack.sentinel_port, password=pw,
+                          socket_timeout=10)
+    eq(watcher.execute_command("SENTINEL", "get-master-addr-by-name", "someone-else"), None,
+       "another cluster is not visible")
+    pubsub = watcher.pubsub()
+    pubsub.subscribe("+switch-master")
+    pubsub.get_message(timeout=2)  # the subscribe confirmation
+    time.sleep(0.3)  # the listener learns the current primary
+
+    expect.json_ok(stack.api.post(f"/v1/clusters/{cid}/failover", json={}), 202)
+    after = wait_cluster(stack.api, cid, lambda b: b["current_operation"] is None
+                         and b["endpoints"]["primary"] not in (None, primary), 30, "failover")
+    new = after["endpoints"]["primary"]
+    msg = None
+    deadline = time.monotonic() + 10
+    while msg is None and time.monotonic() < deadline:
+        m = pubsub.get_message(timeout=1)
+        if m and m["type"] == "message":
+            msg = m["data"].decode()
+    eq(msg, f"{cid} {primary['address']} {primary['port']} {new['address']} {new['port']}",
+       "+switch-master message")
+    eq(sentinel.discover_master(cid), (new["address"], new["port"]), "discovered after failover")
+    eq(sentinel.master_for(cid, socket_timeout=2).get("through"), b"sentinel",
+       "the data on the new primary")
+    pubsub.close()
