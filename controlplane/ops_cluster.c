@@ -86,6 +86,18 @@ static bool node_view(const struct topo *t, const struct cluster_node *n,
     return ok;
 }
 
+/* Whether the node says cluster_state:ok. */
+static bool node_cluster_ok(const struct topo *t, const struct cluster_node *n)
+{
+    char err[256];
+    struct resp_conn *c = connect_node(t, n, err, sizeof(err));
+    redisReply *r = c != NULL ? resp_command(c, err, sizeof(err), "CLUSTER INFO") : NULL;
+    bool ok = r != NULL && resp_reply_is_string(r) && strstr(r->str, "cluster_state:ok") != NULL;
+    resp_reply_free(r);
+    resp_close(c);
+    return ok;
+}
+
 static long long elapsed_s(struct op_ctx *ctx, const char *key)
 {
     json_t *since = json_object_get(ctx->context, key);
@@ -292,18 +304,13 @@ static enum op_result wait_ready(struct op_ctx *ctx)
         struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
         struct engine_info *info =
             c != NULL ? resp_info(c, "replication cluster", err, sizeof(err)) : NULL;
-        redisReply *r = NULL;
-        if (info != NULL && t.cluster_mode)
-            r = resp_command(c, err, sizeof(err), "CLUSTER INFO");
         resp_close(c);
         if (info == NULL) {
             ready = false;
             break;
         }
         if (t.cluster_mode)
-            ready =
-                r != NULL && resp_reply_is_string(r) && strstr(r->str, "cluster_state:ok") != NULL;
-        resp_reply_free(r);
+            ready = node_cluster_ok(&t, n);
         const char *role = engine_info_get(info, "replication", "role");
         const char *want = n->ordinal == 0 ? "master" : "slave";
         ready = ready && role != NULL && strcmp(role, want) == 0;
@@ -620,6 +627,10 @@ static enum op_result wait_switch(struct op_ctx *ctx)
         for (size_t i = 0; i < n && done; i++) {
             bool is_target = strcmp(seen[i].node->id, target) == 0;
             done = is_target ? seen[i].primary : !seen[i].primary;
+            /* In cluster mode the shard serves again only once its nodes
+             * agree the cluster is ok. */
+            if (done && t.cluster_mode)
+                done = node_cluster_ok(&t, seen[i].node);
         }
     }
     topo_free(&t);
