@@ -849,7 +849,7 @@ bool cluster_parameters_applied(struct app *app, const char *cluster_id, const c
 
 static const struct db_stmt record_role = {
     "UPDATE nodes SET role = $2, master_link_status = CASE WHEN $2 = 'replica' THEN 'up' END,"
-    "  loading = false, sync_in_progress = false, reported_at = now()"
+    "  loading = false, sync_in_progress = false, reported_at = now(), role_observed_at = now()"
     " WHERE id = $1::uuid"};
 
 static enum db_status roles_fn(struct db_conn *conn, void *arg)
@@ -955,7 +955,7 @@ enum cluster_failover_result cluster_failover(struct app *app, const char *clust
 static const struct db_stmt swap_roles = {
     "UPDATE nodes SET role = CASE WHEN id = $2::uuid THEN 'primary' ELSE 'replica' END,"
     "  master_link_status = CASE WHEN id = $2::uuid THEN NULL ELSE master_link_status END,"
-    "  reported_at = now()"
+    "  reported_at = now(), role_observed_at = now()"
     " WHERE id IN ($1::uuid, $2::uuid)"};
 
 struct done_call {

@@ -138,10 +138,19 @@ static const struct db_stmt heartbeat = {
     "   updated_at = CASE WHEN prev.state = 'lost' THEN now() ELSE h.updated_at END"
     " FROM prev WHERE h.id = $1::uuid RETURNING prev.state"};
 
+/* Roles and links that cairnd read from the engine itself in the last few
+ * seconds (longer than an agent's INFO period) win over a report that may
+ * have been read before the change. */
+#define CAIRND_READ_IT "coalesce(n.role_observed_at > now() - interval '3 seconds', false)"
+
 static const struct db_stmt record_nodes = {
-    "UPDATE nodes n SET pid = r.pid, process_state = r.state, role = r.role,"
+    "UPDATE nodes n SET pid = r.pid, process_state = r.state,"
+    "   role = CASE WHEN " CAIRND_READ_IT " THEN n.role ELSE r.role END,"
     "   running_version = r.version, replication_offset = r.replication_offset,"
-    "   master_link_status = r.master_link_status, sync_in_progress = r.sync_in_progress,"
+    "   master_link_status = CASE WHEN " CAIRND_READ_IT " THEN n.master_link_status"
+    "     ELSE r.master_link_status END,"
+    "   sync_in_progress = CASE WHEN " CAIRND_READ_IT " THEN n.sync_in_progress"
+    "     ELSE r.sync_in_progress END,"
     "   loading = r.loading, restarts = coalesce(r.restarts, 0), reported_at = now()"
     " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, state text, role text,"
     "   version text, replication_offset bigint, master_link_status text,"

@@ -41,3 +41,8 @@ CREATE INDEX operations_cluster_state ON operations (cluster_id, state);
 -- Spec changes accepted but not yet in effect on the engines (parameters
 -- that apply when each node next restarts), shown as pending_changes.
 ALTER TABLE clusters ADD COLUMN pending_changes jsonb NOT NULL DEFAULT '{}';
+
+-- When cairnd itself last read a node's role from its engine (forming a
+-- cluster, a failover). An agent's report read before that moment may still
+-- be on its way; for a few seconds cairnd's own reading wins.
+ALTER TABLE nodes ADD COLUMN role_observed_at timestamptz;
