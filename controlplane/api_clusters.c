@@ -55,6 +55,24 @@ static enum db_status get_fn(struct db_conn *conn, void *arg)
     return store_cluster_generation(conn, c->id, &c->generation);
 }
 
+struct generation_call {
+    const char *id;
+    long long *out;
+};
+
+static enum db_status generation_fn(struct db_conn *conn, void *arg)
+{
+    struct generation_call *c = arg;
+    return store_cluster_generation(conn, c->id, c->out);
+}
+
+/* The cluster's generation: a cheap way to ask whether it exists. */
+static enum db_status cluster_generation(struct app *app, const char *id, long long *out)
+{
+    struct generation_call call = {id, out};
+    return db_run(app->db, generation_fn, &call);
+}
+
 /* Reply with the cluster resource and its ETag; a new cluster's reply also
  * says where it lives. */
 static void reply_cluster(struct http_request *req, const char *id, int status, bool created)
@@ -205,24 +223,18 @@ void api_clusters_delete(struct http_request *req)
 void api_clusters_auth(struct http_request *req)
 {
     const char *id = http_param(req, "id");
-    struct get_call call = {id, NULL, 0};
-    enum db_status st = db_run(req->app->db, get_fn, &call);
-
-    free(call.text);
-    if (st == DB_NOT_FOUND) {
-        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
-        return;
-    }
-    if (st != DB_OK) {
-        http_reply_db_error(req, st);
-        return;
-    }
+    enum db_status st;
     char *password = cluster_password(req->app, id, &st);
-    if (st != DB_OK)
+
+    if (st == DB_NOT_FOUND)
+        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
+    else if (st == DB_ERROR)
         http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL,
                            "the engine password of %s cannot be opened; is cairnd's "
                            "--secret-key-file the one it was sealed with?",
                            id);
+    else if (st != DB_OK)
+        http_reply_db_error(req, st);
     else
         http_reply_json(req, 200, json_pack("{s:s?}", "auth_token", password));
     free(password);
@@ -310,9 +322,8 @@ void api_clusters_put(struct http_request *req)
         http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors, "the body names another id");
         return;
     }
-    struct get_call call = {id, NULL, 0};
-    enum db_status st = db_run(req->app->db, get_fn, &call);
-    free(call.text);
+    long long generation = 0;
+    enum db_status st = cluster_generation(req->app, id, &generation);
     if (st == DB_NOT_FOUND) {
         json_object_set_new(req->json, "id", json_string(id));
         api_clusters_create(req);

@@ -120,7 +120,7 @@ extern const struct jspec_field cspec_any_object[];
 /* What a change of a spec field means for PATCH and PUT of a cluster. */
 enum cspec_change {
     CSPEC_APPLIED,   /* applied by this version of Cairn */
-    CSPEC_NOT_YET,   /* valid, but not implemented yet: 409 CHANGE_NOT_SUPPORTED_YET */
+    CSPEC_NOT_YET,   /* valid, refused for now with 409 CHANGE_NOT_SUPPORTED_YET */
     CSPEC_IMMUTABLE, /* fixed at creation: 400 */
 };
 

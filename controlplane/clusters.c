@@ -41,13 +41,9 @@ char *cluster_open_secret(struct app *app, const char *cluster_id, const char *h
     if (!app->have_secret_key || n <= SECRETBOX_OVERHEAD)
         return NULL;
     unsigned char *box = xmalloc(n);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
-            free(box);
-            return NULL;
-        }
-        box[i] = (unsigned char)v;
+    if (!crypto_unhex(hex, n, box)) {
+        free(box);
+        return NULL;
     }
     char *plain = xcalloc(n - SECRETBOX_OVERHEAD + 1, 1);
     if (!secretbox_open(app->secret_key, box, n, cluster_id, (unsigned char *)plain)) {
@@ -629,18 +625,40 @@ enum cluster_delete_result cluster_delete(struct app *app, const char *cluster_i
     return CLUSTER_DELETE_DB_ERROR;
 }
 
+static const struct db_stmt sealed_secret = {
+    "SELECT encode(auth_secret, 'hex') FROM clusters WHERE id = $1"};
+
+struct secret_call {
+    const char *id;
+    char *hex; /* NULL: the cluster has no password */
+};
+
+static enum db_status secret_fn(struct db_conn *conn, void *arg)
+{
+    struct secret_call *c = arg;
+    const char *params[1] = {c->id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &sealed_secret, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
+    free(c->hex);
+    c->hex = st == DB_OK && !PQgetisnull(res, 0, 0) ? xstrdup(PQgetvalue(res, 0, 0)) : NULL;
+    PQclear(res);
+    return st;
+}
+
 char *cluster_password(struct app *app, const char *cluster_id, enum db_status *status)
 {
-    struct cluster_nodes nodes = {0};
-    char *password = NULL, err[256];
-    bool mode;
+    struct secret_call call = {cluster_id, NULL};
+    char *password = NULL;
 
-    if (!cluster_nodes_load(app, cluster_id, &nodes, &password, &mode, err, sizeof(err))) {
-        *status = DB_ERROR;
-        return NULL;
-    }
-    cluster_nodes_free(&nodes);
-    *status = DB_OK;
+    *status = db_run(app->db, secret_fn, &call);
+    if (*status == DB_OK && call.hex != NULL &&
+        (password = cluster_open_secret(app, cluster_id, call.hex)) == NULL)
+        *status = DB_ERROR; /* sealed with another key, or altered */
+    free(call.hex);
     return password;
 }
 

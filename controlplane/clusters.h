@@ -138,8 +138,9 @@ enum cluster_modify_result cluster_modify(struct app *app, const char *cluster_i
                                           size_t errsize);
 
 /* The engine password of a cluster, decrypted (caller frees; NULL when it
- * has none), with *status DB_OK; or NULL with *status DB_ERROR when it
- * cannot be read or opened. */
+ * has none), with *status DB_OK; or NULL with *status DB_NOT_FOUND for an
+ * unknown cluster, DB_ERROR when the password cannot be opened, or the
+ * database's error. */
 char *cluster_password(struct app *app, const char *cluster_id, enum db_status *status);
 
 /* Decrypt a sealed password as stored in clusters.auth_secret (hex text).

@@ -102,11 +102,6 @@ enum db_status store_host_register(struct db_conn *conn, const struct store_host
                                      : "host %s in %s registered again (new agent credential)");
 }
 
-static int hex_value(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c - 'a' + 10;
-}
-
 enum db_status store_host_credential(struct db_conn *conn, const char *credential_id, char *host_id,
                                      unsigned char *hash)
 {
@@ -121,11 +116,9 @@ enum db_status store_host_credential(struct db_conn *conn, const char *credentia
         return DB_NOT_FOUND;
     }
     snprintf(host_id, AUTH_UUID_LEN + 1, "%s", PQgetvalue(res, 0, 0));
-    const char *hex = PQgetvalue(res, 0, 1);
-    for (int i = 0; i < CRYPTO_SHA256_LEN; i++)
-        hash[i] = (unsigned char)(hex_value(hex[2 * i]) << 4 | hex_value(hex[2 * i + 1]));
+    st = crypto_unhex(PQgetvalue(res, 0, 1), CRYPTO_SHA256_LEN, hash) ? DB_OK : DB_ERROR;
     PQclear(res);
-    return DB_OK;
+    return st;
 }
 
 /* ---- sync: heartbeat, report, desired set -------------------------------- */

@@ -56,11 +56,6 @@ enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, 
     return store_list(conn, &list_tokens, 3, params, page, items, next_key);
 }
 
-static int hex_value(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c - 'a' + 10;
-}
-
 enum db_status store_token_secret(struct db_conn *conn, const char *id,
                                   struct store_token_secret *out)
 {
@@ -76,12 +71,11 @@ enum db_status store_token_secret(struct db_conn *conn, const char *id,
     }
     const char *hex = PQgetvalue(res, 0, 1);
     if (strlen(hex) != 2 * CRYPTO_SHA256_LEN ||
-        !auth_scope_parse(PQgetvalue(res, 0, 0), &out->scope)) {
+        !auth_scope_parse(PQgetvalue(res, 0, 0), &out->scope) ||
+        !crypto_unhex(hex, CRYPTO_SHA256_LEN, out->hash)) {
         PQclear(res);
         return DB_ERROR;
     }
-    for (int i = 0; i < CRYPTO_SHA256_LEN; i++)
-        out->hash[i] = (unsigned char)(hex_value(hex[2 * i]) << 4 | hex_value(hex[2 * i + 1]));
     out->revoked = PQgetvalue(res, 0, 2)[0] == 't';
     out->stale_last_used = PQgetvalue(res, 0, 3)[0] == 't';
     PQclear(res);

@@ -43,6 +43,28 @@ void crypto_hex(const void *data, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+bool crypto_unhex(const char *in, size_t n, unsigned char *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        int hi = hex_digit(in[2 * i]), lo = hi < 0 ? -1 : hex_digit(in[2 * i + 1]);
+        if (lo < 0)
+            return false;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return true;
+}
+
 size_t crypto_b64url_len(size_t n)
 {
     return (n / 3) * 4 + (n % 3 ? n % 3 + 1 : 0);

@@ -21,6 +21,10 @@ bool crypto_equal(const void *a, const void *b, size_t n);
 /* Lower-case hex of n bytes into out, which must hold 2n+1 bytes. */
 void crypto_hex(const void *data, size_t n, char *out);
 
+/* Decode the hex text in[0..2n) into n bytes of out. Returns false, with
+ * out partly written, on a character that is not a hex digit. */
+bool crypto_unhex(const char *in, size_t n, unsigned char *out);
+
 /* base64url without padding of n bytes into out, which must hold
  * crypto_b64url_len(n)+1 bytes. */
 size_t crypto_b64url_len(size_t n);

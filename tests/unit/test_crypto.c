@@ -175,6 +175,21 @@ static void test_random(void **state)
     assert_memory_not_equal(a, b, sizeof(a));
 }
 
+static void test_unhex(void **state)
+{
+    unsigned char out[4], bytes[3] = {0x00, 0xab, 0xff};
+    char text[7];
+    (void)state;
+    crypto_hex(bytes, sizeof(bytes), text);
+    assert_true(crypto_unhex(text, 3, out));
+    assert_memory_equal(out, bytes, 3);
+    assert_true(crypto_unhex("00ABff", 3, out));
+    assert_memory_equal(out, bytes, 3);
+    assert_false(crypto_unhex("0g", 1, out));
+    assert_false(crypto_unhex("g0", 1, out));
+    assert_false(crypto_unhex("0", 1, out)); /* the terminator is not a digit */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_b64url_decode_rejects),
         cmocka_unit_test(test_equal),
         cmocka_unit_test(test_random),
+        cmocka_unit_test(test_unhex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
