@@ -38,7 +38,7 @@ enum agent_action agent_converge_decide(const struct agent_facts *f, int64_t *wa
             return AGENT_ACT_NONE;
         break;
     case AGENT_EXIT_FAILURE:
-        if (f->policy == AGENT_RESTART_NEVER)
+        if (f->policy == AGENT_RESTART_NEVER || f->hold_after_crash)
             return AGENT_ACT_NONE;
         break;
     }

@@ -66,6 +66,11 @@ struct agent_facts {
     bool run;     /* desired run=true */
     bool deleted; /* desired deleted=true */
     enum agent_restart_policy policy;
+    /* A primary with replicas under automatic failover: after a crash it
+     * stays down until cairnd has promoted a replica and sent a new
+     * instruction, so it never comes back as a primary that its replicas
+     * would copy (and lose writes from). */
+    bool hold_after_crash;
     bool startable; /* a binary for the desired engine and line is installed */
     /* Observed state. */
     bool alive;    /* a process exists (running, or being stopped) */

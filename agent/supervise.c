@@ -305,6 +305,15 @@ static bool spec_from_config(const json_t *cfg, struct engine_config_spec *spec,
         spec->cluster_node_timeout_ms = (int)json_integer_value(v);
     if (json_is_string(v = json_object_get(cfg, "password")))
         spec->password = json_string_value(v);
+    const json_t *of = json_object_get(cfg, "replicaof");
+    if (json_is_object(of)) {
+        spec->replicaof_host = json_string_value(json_object_get(of, "address"));
+        spec->replicaof_port = (int)json_integer_value(json_object_get(of, "port"));
+        if (spec->replicaof_host == NULL) {
+            snprintf(err, errsize, "config.replicaof.address is not a string");
+            return false;
+        }
+    }
     const json_t *obj = json_object_get(cfg, "parameters");
     if (!json_is_object(obj))
         return true;
@@ -420,6 +429,11 @@ static void kill_engine(struct agent_node *n, const char *why)
 
 static void converge(struct agent *a, struct agent_node *n, int64_t now_us);
 
+static bool holds_after_crash(const struct agent_desired_node *d)
+{
+    return json_is_true(json_object_get(d->config, "hold_after_crash"));
+}
+
 /* The process of n has ended (status known only for children). */
 static void on_exit_of(struct agent *a, struct agent_node *n, bool have_status, int wstatus,
                        int64_t now_us)
@@ -447,8 +461,12 @@ static void on_exit_of(struct agent *a, struct agent_node *n, bool have_status, 
         n->restart_at_us = now_us + agent_converge_backoff_us(n->attempts);
         n->attempts++;
         n->last_exit = kind;
-        log_warn("engine exited", "node=%s pid=%d how=\"%s\" backoff_ms=%lld", n->id, (int)n->pid,
-                 how, (long long)(n->restart_at_us - now_us) / 1000);
+        if (kind == AGENT_EXIT_FAILURE && n->wanted && holds_after_crash(&n->want))
+            log_warn("primary engine exited; held down until cairnd fails over",
+                     "node=%s pid=%d how=\"%s\"", n->id, (int)n->pid, how);
+        else
+            log_warn("engine exited", "node=%s pid=%d how=\"%s\" backoff_ms=%lld", n->id,
+                     (int)n->pid, how, (long long)(n->restart_at_us - now_us) / 1000);
         n->pid = 0;
         set_state(a, n, kind == AGENT_EXIT_CLEAN ? AGENT_NODE_STOPPED : AGENT_NODE_CRASHED, now_us);
     }
@@ -466,6 +484,7 @@ static void converge(struct agent *a, struct agent_node *n, int64_t now_us)
         .run = n->wanted && n->want.run,
         .deleted = n->wanted && n->want.deleted,
         .policy = n->want.policy,
+        .hold_after_crash = n->wanted && holds_after_crash(&n->want),
         .startable = n->wanted && find_binary(a, n->want.kind, n->want.line) != NULL,
         .alive = n->pid != 0,
         .stopping = n->stopping,
@@ -557,11 +576,12 @@ void agent_sup_apply(struct agent *a, int64_t now_us)
         n->wanted = true;
         if (same)
             continue;
-        /* A new instruction: earlier exits no longer hold the node back. */
+        /* A new instruction: earlier exits no longer hold the node back,
+         * unless it is a crashed primary that cairnd still wants held. */
         n->attempts = 0;
         n->restart_at_us = 0;
         n->warned_unstartable = false;
-        if (n->pid == 0)
+        if (n->pid == 0 && !(n->last_exit == AGENT_EXIT_FAILURE && holds_after_crash(d)))
             n->last_exit = AGENT_EXIT_NONE;
     }
     for (size_t i = 0; i < a->n_nodes; i++) {

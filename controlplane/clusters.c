@@ -75,7 +75,8 @@ static char *seal_secret(struct app *app, const char *cluster_id, const char *pa
 static const struct db_stmt load_nodes = {
     "SELECT n.id, coalesce(n.host_id::text, ''), coalesce(h.address, ''), coalesce(n.port, 0),"
     "  s.index, n.ordinal, coalesce(lower(s.slots[1]), -1), coalesce(upper(s.slots[1]) - 1, -1),"
-    "  coalesce(n.process_state, ''), coalesce(h.state = 'lost', false)"
+    "  coalesce(n.process_state, ''), coalesce(h.state = 'lost', false), coalesce(n.role, ''),"
+    "  coalesce(h.az, '')"
     " FROM nodes n JOIN shards s ON s.id = n.shard_id LEFT JOIN hosts h ON h.id = n.host_id"
     " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
     " ORDER BY s.index, n.ordinal"};
@@ -126,6 +127,8 @@ static enum db_status load_fn(struct db_conn *conn, void *arg)
         n->slot_last = atoi(PQgetvalue(res, r, 7));
         snprintf(n->process_state, sizeof(n->process_state), "%s", PQgetvalue(res, r, 8));
         n->host_lost = PQgetvalue(res, r, 9)[0] == 't';
+        snprintf(n->role, sizeof(n->role), "%s", PQgetvalue(res, r, 10));
+        snprintf(n->az, sizeof(n->az), "%s", PQgetvalue(res, r, 11));
     }
     PQclear(res);
     return DB_OK;
@@ -866,7 +869,8 @@ bool cluster_parameters_applied(struct app *app, const char *cluster_id, const c
 /* ---- observed roles ----------------------------------------------------------- */
 
 static const struct db_stmt record_role = {
-    "UPDATE nodes SET role = $2, master_link_status = CASE WHEN $2 = 'replica' THEN 'up' END,"
+    "UPDATE nodes SET role = $2, observed_role = $2,"
+    "  master_link_status = CASE WHEN $2 = 'replica' THEN 'up' END,"
     "  loading = false, sync_in_progress = false, reported_at = now(), role_observed_at = now()"
     " WHERE id = $1::uuid"};
 
@@ -972,6 +976,7 @@ enum cluster_failover_result cluster_failover(struct app *app, const char *clust
 
 static const struct db_stmt swap_roles = {
     "UPDATE nodes SET role = CASE WHEN id = $2::uuid THEN 'primary' ELSE 'replica' END,"
+    "  observed_role = CASE WHEN id = $2::uuid THEN 'primary' ELSE 'replica' END,"
     "  master_link_status = CASE WHEN id = $2::uuid THEN NULL ELSE master_link_status END,"
     "  reported_at = now(), role_observed_at = now()"
     " WHERE id IN ($1::uuid, $2::uuid)"};

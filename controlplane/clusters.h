@@ -24,6 +24,8 @@ struct cluster_node {
     int slot_last;
     char process_state[16];
     bool host_lost;
+    char role[8]; /* "primary", "replica" or "" (not known yet) */
+    char az[64];
 };
 
 struct cluster_nodes {

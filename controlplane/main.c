@@ -220,7 +220,7 @@ static int cmd_serve(struct cli *cli)
             log_info("sentinel listening", "address=%s:%d", app.cfg.sentinel_host,
                      sentinel_port(sentinel));
     }
-    struct monitor *monitor = monitor_start(app.db, app.cfg.heartbeat_timeout_s);
+    struct monitor *monitor = monitor_start(&app, app.cfg.heartbeat_timeout_s);
     log_info("listening", "address=%s:%d threads=%d db_pool=%d agents=%s version=%s",
              app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
              app.cfg.agent_bootstrap_token != NULL ? "enabled" : "disabled", CAIRND_VERSION);

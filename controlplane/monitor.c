@@ -7,12 +7,18 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "ha.h"
 #include "log.h"
 #include "store.h"
 #include "xalloc.h"
 
+/* How often hosts are checked and failovers considered: a crashed primary
+ * is acted on within this long of its agent's report. */
+#define MONITOR_PERIOD_MS 100
+
 struct monitor {
     struct db_pool *pool;
+    struct ha *ha;
     int timeout_s;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -38,10 +44,15 @@ static void *monitor_main(void *arg)
     while (!m->stop) {
         pthread_mutex_unlock(&m->lock);
         (void)db_run(m->pool, check_fn, m);
+        ha_tick(m->ha);
         pthread_mutex_lock(&m->lock);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 1;
+        until.tv_nsec += MONITOR_PERIOD_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
         while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &until) != ETIMEDOUT)
             ;
     }
@@ -49,10 +60,11 @@ static void *monitor_main(void *arg)
     return NULL;
 }
 
-struct monitor *monitor_start(struct db_pool *pool, int timeout_s)
+struct monitor *monitor_start(struct app *app, int timeout_s)
 {
     struct monitor *m = xcalloc(1, sizeof(*m));
-    m->pool = pool;
+    m->pool = app->db;
+    m->ha = ha_new(app);
     m->timeout_s = timeout_s;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->wake, NULL);
@@ -69,5 +81,6 @@ void monitor_stop(struct monitor *m)
     pthread_join(m->thread, NULL);
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->wake);
+    ha_free(m->ha);
     free(m);
 }

@@ -1,15 +1,17 @@
 /* monitor.h -- the host monitor: marks hosts whose agent stopped reporting
- * as lost. Every cairnd runs one; the update itself decides which of them
- * records a transition, so each is recorded once. */
+ * as lost, then runs the high-availability checks (ha.h). Every cairnd runs
+ * one; the update itself decides which of them records a transition, so
+ * each is recorded once. */
 #ifndef CAIRN_MONITOR_H
 #define CAIRN_MONITOR_H
 
-#include "db.h"
+#include "app.h"
 
 struct monitor;
 
-/* Check every second for healthy hosts silent longer than timeout_s. */
-struct monitor *monitor_start(struct db_pool *pool, int timeout_s);
+/* Check ten times a second for healthy hosts silent longer than timeout_s,
+ * and for groups to fail over. */
+struct monitor *monitor_start(struct app *app, int timeout_s);
 void monitor_stop(struct monitor *m);
 
 #endif

@@ -15,10 +15,9 @@
 
 #include "clusters.h"
 #include "cluster.h"
-#include "info.h"
 #include "log.h"
+#include "nodeio.h"
 #include "resp.h"
-#include "role.h"
 #include "store.h"
 #include "xalloc.h"
 
@@ -50,25 +49,14 @@ static void topo_free(struct topo *t)
 static struct resp_conn *connect_node(const struct topo *t, const struct cluster_node *n, char *err,
                                       size_t errsize)
 {
-    struct resp_options o = {.host = n->address,
-                             .port = n->port,
-                             .connect_timeout_ms = 1000,
-                             .command_timeout_ms = 3000,
-                             .password = t->password};
-    return resp_connect(&o, err, errsize);
+    return nodeio_connect(n, t->password, NODEIO_PATIENT, err, errsize);
 }
 
 /* Run fmt on node n; true when the engine answered without an error. */
 static bool node_command(const struct topo *t, const struct cluster_node *n, char *err,
                          size_t errsize, const char *fmt, const char *a, int b)
 {
-    struct resp_conn *c = connect_node(t, n, err, errsize);
-    if (c == NULL)
-        return false;
-    redisReply *r = resp_command(c, err, errsize, fmt, a, b);
-    resp_close(c);
-    resp_reply_free(r);
-    return r != NULL;
+    return nodeio_command(n, t->password, NODEIO_PATIENT, err, errsize, fmt, a, b);
 }
 
 /* A node's own view of the cluster, parsed; false with err when not had. */
@@ -301,26 +289,10 @@ static enum op_result wait_ready(struct op_ctx *ctx)
         return op_wait(ctx, POLL_MS);
     for (size_t i = 0; i < t.nodes.count && ready; i++) {
         const struct cluster_node *n = &t.nodes.items[i];
-        struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
-        struct engine_info *info =
-            c != NULL ? resp_info(c, "replication cluster", err, sizeof(err)) : NULL;
-        resp_close(c);
-        if (info == NULL) {
-            ready = false;
-            break;
-        }
-        if (t.cluster_mode)
-            ready = node_cluster_ok(&t, n);
-        const char *role = engine_info_get(info, "replication", "role");
-        const char *want = n->ordinal == 0 ? "master" : "slave";
-        ready = ready && role != NULL && strcmp(role, want) == 0;
-        if (ready && n->ordinal > 0) {
-            const char *link = engine_info_get(info, "replication", "master_link_status");
-            const char *syncing = engine_info_get(info, "replication", "master_sync_in_progress");
-            ready = link != NULL && strcmp(link, "up") == 0 &&
-                    (syncing == NULL || strcmp(syncing, "0") == 0);
-        }
-        engine_info_free(info);
+        struct nodeio_repl repl;
+        ready = nodeio_replication(n, t.password, NODEIO_PATIENT, &repl, err, sizeof(err)) &&
+                (n->ordinal == 0 ? repl.primary : repl.in_sync) &&
+                (!t.cluster_mode || node_cluster_ok(&t, n));
     }
     /* What cairnd just read from the engines is observed state too: record
      * it, so "available" comes with its readers listed at once rather than
@@ -513,9 +485,7 @@ const struct op_kind op_cluster_apply_parameters = {
 /* What one node of the shard says about itself right now. */
 struct observed {
     const struct cluster_node *node;
-    bool primary;     /* ROLE master */
-    bool in_sync;     /* a replica: link up, not loading, not syncing */
-    long long offset; /* a replica: slave_repl_offset */
+    struct nodeio_repl repl;
 };
 
 /* Ask each node of shard what it is; false when one cannot be asked. */
@@ -527,22 +497,11 @@ static bool observe_shard(const struct topo *t, int shard, struct observed *out,
         const struct cluster_node *node = &t->nodes.items[i];
         if (node->shard != shard)
             continue;
-        struct resp_conn *c = connect_node(t, node, err, errsize);
-        struct engine_info *info = c != NULL ? resp_info(c, "replication", err, errsize) : NULL;
-        resp_close(c);
-        if (info == NULL)
-            return false;
-        const char *role = engine_info_get(info, "replication", "role");
-        const char *link = engine_info_get(info, "replication", "master_link_status");
-        const char *syncing = engine_info_get(info, "replication", "master_sync_in_progress");
-        struct observed *o = &out[(*n)++];
+        struct observed *o = &out[*n];
         o->node = node;
-        o->primary = role != NULL && strcmp(role, "master") == 0;
-        o->in_sync = !o->primary && link != NULL && strcmp(link, "up") == 0 &&
-                     (syncing == NULL || strcmp(syncing, "0") == 0);
-        o->offset = 0;
-        (void)engine_info_get_ll(info, "replication", "slave_repl_offset", &o->offset);
-        engine_info_free(info);
+        if (!nodeio_replication(node, t->password, NODEIO_PATIENT, &o->repl, err, errsize))
+            return false;
+        (*n)++;
     }
     return true;
 }
@@ -572,9 +531,9 @@ static enum op_result start_failover(struct op_ctx *ctx)
     }
     const struct observed *primary = NULL, *best = NULL;
     for (size_t i = 0; i < n; i++) {
-        if (seen[i].primary)
+        if (seen[i].repl.primary)
             primary = &seen[i];
-        else if (seen[i].in_sync && (best == NULL || seen[i].offset > best->offset))
+        else if (seen[i].repl.in_sync && (best == NULL || seen[i].repl.offset > best->repl.offset))
             best = &seen[i];
     }
     if (primary == NULL || best == NULL) {
@@ -626,7 +585,7 @@ static enum op_result wait_switch(struct op_ctx *ctx)
         done = true;
         for (size_t i = 0; i < n && done; i++) {
             bool is_target = strcmp(seen[i].node->id, target) == 0;
-            done = is_target ? seen[i].primary : !seen[i].primary;
+            done = is_target ? seen[i].repl.primary : !seen[i].repl.primary;
             /* In cluster mode the shard serves again only once its nodes
              * agree the cluster is ok. */
             if (done && t.cluster_mode)

@@ -136,9 +136,17 @@ static const struct db_stmt heartbeat = {
  * have been read before the change. */
 #define CAIRND_READ_IT "coalesce(n.role_observed_at > now() - interval '3 seconds', false)"
 
+/* In cluster mode disabled cairnd designates the primary (nodes.role), so
+ * a report changes only observed_role there; in cluster mode the engines
+ * elect, and their reported role is the role. A crashed engine reports no
+ * role, and keeps the one it had. */
 static const struct db_stmt record_nodes = {
     "UPDATE nodes n SET pid = r.pid, process_state = r.state,"
-    "   role = CASE WHEN " CAIRND_READ_IT " THEN n.role ELSE r.role END,"
+    "   state_since = CASE WHEN n.process_state IS DISTINCT FROM r.state THEN now()"
+    "     ELSE n.state_since END,"
+    "   observed_role = CASE WHEN " CAIRND_READ_IT " THEN n.observed_role ELSE r.role END,"
+    "   role = CASE WHEN " CAIRND_READ_IT " OR c.spec ->> 'cluster_mode' = 'disabled' THEN n.role"
+    "     ELSE coalesce(r.role, n.role) END,"
     "   running_version = r.version, replication_offset = r.replication_offset,"
     "   master_link_status = CASE WHEN " CAIRND_READ_IT " THEN n.master_link_status"
     "     ELSE r.master_link_status END,"
@@ -147,8 +155,25 @@ static const struct db_stmt record_nodes = {
     "   loading = r.loading, restarts = coalesce(r.restarts, 0), reported_at = now()"
     " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, state text, role text,"
     "   version text, replication_offset bigint, master_link_status text,"
-    "   sync_in_progress boolean, loading boolean, restarts int)"
-    " WHERE n.id = r.node_id AND n.host_id = $1::uuid"};
+    "   sync_in_progress boolean, loading boolean, restarts int), clusters c"
+    " WHERE n.id = r.node_id AND n.host_id = $1::uuid AND c.id = n.cluster_id"};
+
+/* Cluster mode: a replica that reports itself primary was elected by the
+ * engines (cairnd's own failovers record their own events). Recorded before
+ * the report is, while the stored role still says replica. */
+static const struct db_stmt record_elections = {
+    "INSERT INTO events (cluster_id, type, severity, message, detail)"
+    " SELECT n.cluster_id, 'FailoverComplete', 'warning',"
+    "   format('shard %s: the engines elected node %s (%s) primary', s.name, n.id, h.az),"
+    "   jsonb_build_object('automatic', true, 'elected', true, 'shard', s.name, 'to', n.id,"
+    "     'az', h.az)"
+    " FROM nodes n JOIN shards s ON s.id = n.shard_id JOIN clusters c ON c.id = n.cluster_id"
+    " JOIN hosts h ON h.id = n.host_id"
+    " JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, role text) ON r.node_id = n.id"
+    " WHERE n.host_id = $1::uuid AND c.spec ->> 'cluster_mode' <> 'disabled'"
+    "   AND n.role = 'replica' AND r.role = 'primary' AND NOT " CAIRND_READ_IT
+    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
+    "     AND o.state IN ('pending', 'running') AND o.kind = 'failover')"};
 
 /* A deleted node's row goes once its agent no longer reports it: the
  * engine is stopped and its data removed. */
@@ -214,7 +239,8 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
     /* Node rows first, then the host row: the order in which a change to a
      * node's desired state takes them (its trigger bumps the host's
      * generation), so the two cannot deadlock. */
-    if ((st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
+    if ((st = exec_stmt(conn, &record_elections, 2, params)) != DB_OK ||
+        (st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK)
         return st;
     PGresult *res = db_query(conn, &heartbeat, 1, params, &st);
@@ -255,6 +281,17 @@ static const struct db_stmt desired_set = {
     "        'cluster_node_timeout_ms',"
     "          coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000),"
     "        'password_box', encode(c.auth_secret, 'hex'), 'cluster_id', c.id,"
+    "        'replicaof', CASE WHEN c.spec ->> 'cluster_mode' = 'disabled' AND n.role = 'replica'"
+    "          THEN (SELECT json_build_object('address', ph.address, 'port', p.port)"
+    "            FROM nodes p JOIN hosts ph ON ph.id = p.host_id"
+    "            WHERE p.shard_id = n.shard_id AND p.role = 'primary' AND p.port IS NOT NULL"
+    "            LIMIT 1) END,"
+    "        'hold_after_crash', coalesce(n.role = 'primary', false)"
+    "          AND coalesce((c.spec ->> 'automatic_failover')::boolean, false)"
+    "          AND EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = n.shard_id AND o.id <> n.id"
+    "            AND o.desired_state = 'running')"
+    "          AND NOT EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = n.shard_id"
+    "            AND o.id <> n.id AND o.role = 'primary'),"
     "        'parameters', (coalesce(c.spec -> 'parameters', '{}'::jsonb) - 'maxmemory-policy'"
     "           - 'reserved-memory-percent' - 'appendonly' - 'cluster-node-timeout')"
     "           || n.parameters))"
@@ -331,7 +368,8 @@ static const struct db_stmt get_host = {
     "SELECT (" HOST_JSON "::jsonb || jsonb_build_object('nodes', coalesce((SELECT jsonb_agg("
     "   jsonb_build_object('id', n.id, 'cluster_id', n.cluster_id, 'port', n.port,"
     "     'engine', n.engine, 'engine_version', n.engine_version, 'node_type', n.node_type,"
-    "     'desired_state', n.desired_state, 'process_state', n.process_state, 'role', n.role,"
+    "     'desired_state', n.desired_state, 'process_state', n.process_state, 'role', "
+    "n.observed_role,"
     "     'pid', n.pid, 'running_version', n.running_version,"
     "     'replication_offset', n.replication_offset,"
     "     'master_link_status', n.master_link_status, 'sync_in_progress', n.sync_in_progress,"

@@ -510,6 +510,13 @@ static bool check_network(const struct engine_config_spec *spec, bool *loopback,
         snprintf(err, errsize, "password must be at most %d bytes", ENGINE_CONFIG_PASSWORD_MAX);
         return false;
     }
+    bool ignored;
+    if (spec->replicaof_host != NULL && !spec->cluster_enabled &&
+        (!parse_bind(spec->replicaof_host, &ignored) || spec->replicaof_port < 1 ||
+         spec->replicaof_port > 65535)) {
+        snprintf(err, errsize, "replicaof must be an IP address and a port from 1 to 65535");
+        return false;
+    }
     return true;
 }
 
@@ -744,10 +751,15 @@ static void render(struct out *o, const struct engine_config_spec *spec, bool lo
         directive(o, "masterauth", spec->password);
     }
 
-    if (spec->cluster_enabled)
+    if (spec->cluster_enabled) {
         render_cluster(o, spec);
-    else
+    } else {
         directive(o, "cluster-enabled", "no");
+        /* A replica that restarts must come back following the group's
+         * current primary, never as a second primary of its own. */
+        if (spec->replicaof_host != NULL)
+            emit(o, "replicaof %s %d\n", spec->replicaof_host, spec->replicaof_port);
+    }
     /* Lets clients prefer replicas in their own zone; informational, so
      * engines that cannot announce it simply do without. */
     if (spec->availability_zone != NULL && available(spec->kind, spec->line, "availability-zone"))

@@ -71,6 +71,11 @@ struct engine_config_spec {
     int cluster_node_timeout_ms;   /* 500..120000; checked always, used in cluster mode */
     const char *password;          /* NULL or "": none (loopback only) */
     const char *availability_zone; /* NULL: none; Valkey 8.0+ announces it */
+    /* Cluster mode disabled: the primary this node replicates from when it
+     * starts (NULL: it starts as a primary). Ignored in cluster mode, where
+     * nodes.conf says whom a node follows. */
+    const char *replicaof_host;
+    int replicaof_port;
     const struct engine_config_param *params;
     size_t n_params;
 };

@@ -28,13 +28,9 @@ import clusters
 import expect
 import harness
 from clusters import client, nodes, operations, password, wait_available, wait_cluster, wait_gone
-from conftest import Database, _failed, make_instance
+from clusters import AZS
 from expect import eq
 
-AZS = ("az-a", "az-b", "az-c")
-AGENT_VCPUS = 16
-AGENT_MEMORY_MIB = 8192
-AGENT_PORTS = 24
 VALKEY_FULL = agents.engine_full_version(agents.VALKEY_SERVER)
 REDIS_FULL = agents.engine_full_version(agents.REDIS_SERVER)
 CREATE_TIMEOUT = 40   # s to available: engines start in < 1 s, formation in seconds
@@ -43,146 +39,9 @@ KEYS = 10_000
 
 
 # --------------------------------------------------------------------------
-# The stack
+# The stack (clusters.ClusterStack)
 
-class ClusterStack:
-    """cairnd on a fresh database plus three agents in three AZs; cairnd can
-    be killed and replaced by a new one on the same port, database and
-    secret key file (the agents keep talking to the same URL)."""
-
-    def __init__(self, pg):
-        agents.require_agent()
-        self.pg = pg
-        self.db = Database(pg, pg.create_database("clusters"))
-        self.cairnds = []
-        self.cairnd = self._start_cairnd()
-        self.inst = make_instance(pg, self.db, self.cairnd)
-        self.api = self.inst.api
-        self.agents = []
-        self.host_ids = []
-        try:
-            for az in AZS:
-                a = agents.Agent(self.inst.url, f"vm-{az[-1]}", az, vcpus=AGENT_VCPUS,
-                                 memory_mib=AGENT_MEMORY_MIB, port_count=AGENT_PORTS)
-                self.agents.append(a.start())
-            self.host_ids = [self._host_id(a) for a in self.agents]
-        except BaseException:
-            self.close(failed=True)
-            raise
-
-    def _start_cairnd(self, port=None, workdir=None):
-        if not hasattr(self, "sentinel_port"):
-            self.sentinel_port = harness.free_port()
-        c = harness.start_cairnd(self.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP,
-                                               "--sentinel-listen",
-                                               f"127.0.0.1:{self.sentinel_port}"],
-                                 label=f"cairnd-clusters-{len(self.cairnds) + 1}",
-                                 port=port, workdir=workdir)
-        self.cairnds.append(c)
-        return c
-
-    def kill9_cairnd(self):
-        """SIGKILL cairnd (its whole process group) and reap it."""
-        self.cairnd.proc.send_signal(signal.SIGKILL)
-        rc = self.cairnd.wait_exit(10)
-        eq(rc, -signal.SIGKILL, "cairnd exit after SIGKILL")
-
-    def restart_cairnd(self):
-        """A new cairnd on the dead one's port, database and secret key file
-        (harness.Cairnd puts secret.key in its dir: reuse the dir)."""
-        old = self.cairnd
-        assert not old.proc.alive(), "the old cairnd is still running"
-        self.cairnd = self._start_cairnd(port=old.port, workdir=old.dir)
-        return self.cairnd
-
-    def _host_id(self, agent, timeout=15):
-        def registered():
-            if not agent.alive():
-                raise AssertionError(f"{agent.name} exited with {agent.proc.popen.returncode}")
-            ident = agent.identity()
-            return ident and ident["host_id"]
-        hid = harness.wait_until(registered, timeout, interval=0.05,
-                                 what=f"{agent.name} to register")
-        clusters.wait_until(lambda: self.host(hid)["state"] == "healthy", timeout,
-                            f"host {agent.name} healthy")
-        return hid
-
-    def host(self, hid):
-        return expect.json_ok(self.api.get(f"/v1/hosts/{hid}"))
-
-    def hosts(self):
-        return {hid: self.host(hid) for hid in self.host_ids}
-
-    def agent_of(self, hid):
-        return self.agents[self.host_ids.index(hid)]
-
-    def allocations(self):
-        """{host id: (allocated, sorted node ids)} -- what a create must not leak."""
-        return {hid: (h["allocated"], sorted(n["id"] for n in h["nodes"]))
-                for hid, h in self.hosts().items()}
-
-    def logs(self):
-        return [c.log for c in self.cairnds] + [a.log for a in self.agents]
-
-    def close(self, failed=False):
-        for a in self.agents:
-            a.stop()
-        agents.kill_engines_under([a.data_dir for a in self.agents])
-        for a in self.agents:
-            if failed:
-                a.dump()
-            a.cleanup()
-        for c in reversed(self.cairnds):
-            c.stop(timeout=10)
-            if failed:
-                c.log.dump()
-        for c in reversed(self.cairnds):
-            c.cleanup()
-
-
-@pytest.fixture(scope="module")
-def stack(pg, cairnd_binary, request):
-    try:
-        s = ClusterStack(pg)
-    except harness.HarnessError as e:
-        pytest.fail(str(e), pytrace=False)
-    try:
-        yield s
-    finally:
-        s.close(failed=False)
-
-
-@pytest.fixture(autouse=True)
-def _dump_on_failure(stack, request):
-    """On a failed test: what cairnd and the agents logged during it, and the
-    end of every engine's log."""
-    offsets = {log.name: log.size() for log in stack.logs()}
-    yield
-    if _failed(request.node):
-        for log in stack.logs():
-            log.dump(offsets.get(log.name, 0))
-        for a in stack.agents:
-            for path in sorted(a.data_dir.glob("nodes/*/engine.log")):
-                harness.LogSource(f"engine {path.parent.name} on {a.name}", path).dump()
-
-
-@pytest.fixture
-def cleanup(stack):
-    """Cluster ids a test creates: whatever is left of them when it ends
-    (a failed test) is deleted, so the next test starts on empty hosts."""
-    ids = []
-    yield ids
-    for cid in ids:
-        try:
-            if stack.api.get(f"/v1/clusters/{cid}").status_code == 404:
-                continue
-            deadline = time.monotonic() + 60
-            while stack.api.delete(f"/v1/clusters/{cid}").status_code == 409 \
-                    and time.monotonic() < deadline:
-                time.sleep(0.2)   # the create still runs: delete once it has ended
-            wait_gone(stack.api, cid, DELETE_TIMEOUT)
-        except Exception as e:  # noqa: BLE001 -- best effort; report and go on
-            print(f"\ncleanup of cluster {cid} failed: {e}")
+stack, _dump_on_failure, cleanup = clusters.stack_fixtures("clusters")
 
 
 # --------------------------------------------------------------------------

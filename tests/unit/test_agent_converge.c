@@ -162,6 +162,25 @@ static void test_restart_waits_for_backoff(void **state)
     expect_action(&f, AGENT_ACT_START);
 }
 
+/* A crashed primary that cairnd holds stays down, whatever the policy; a
+ * clean exit and a first start are not holds. */
+static void test_held_primary_is_not_restarted(void **state)
+{
+    (void)state;
+    struct agent_facts f = wanted_down();
+    f.hold_after_crash = true;
+    f.last_exit = AGENT_EXIT_FAILURE;
+    f.restart_at_us = f.now_us - 1;
+    expect_action(&f, AGENT_ACT_NONE);
+    f.last_exit = AGENT_EXIT_NONE; /* a new instruction without the hold */
+    expect_action(&f, AGENT_ACT_START);
+    f.last_exit = AGENT_EXIT_CLEAN;
+    expect_action(&f, AGENT_ACT_START);
+    f.hold_after_crash = false;
+    f.last_exit = AGENT_EXIT_FAILURE;
+    expect_action(&f, AGENT_ACT_START);
+}
+
 static void test_backoff_doubles_to_ten_seconds(void **state)
 {
     static const int64_t want[] = {100 * MS,  200 * MS,  400 * MS,  800 * MS,
@@ -245,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_version_change_without_binary_keeps_old),
         cmocka_unit_test(test_restart_policies),
         cmocka_unit_test(test_restart_waits_for_backoff),
+        cmocka_unit_test(test_held_primary_is_not_restarted),
         cmocka_unit_test(test_backoff_doubles_to_ten_seconds),
         cmocka_unit_test(test_backoff_resets_after_a_healthy_minute),
         cmocka_unit_test(test_probe_transitions),

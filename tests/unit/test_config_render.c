@@ -695,6 +695,32 @@ static void test_params_in_render(void **state)
 
 /* ---- The spec ---------------------------------------------------------- */
 
+/* Cluster mode disabled: a replica's config names its primary, so it
+ * restarts as a replica; cluster mode ignores it (nodes.conf decides). */
+static void test_replicaof(void **state)
+{
+    (void)state;
+    struct engine_config_spec s = base(ENGINE_VALKEY, "8.0");
+    s.replicaof_host = "10.0.0.7";
+    s.replicaof_port = 7002;
+    s.password = "secret-secret-secret";
+    char *text = render_ok(&s);
+    expect_line(text, "replicaof 10.0.0.7 7002");
+    free(text);
+
+    s.cluster_enabled = true;
+    text = render_ok(&s);
+    expect_no_line_starting(text, "replicaof");
+    free(text);
+
+    s.cluster_enabled = false;
+    s.replicaof_host = "primary.example";
+    expect_refused(&s, "replicaof must be an IP address");
+    s.replicaof_host = "10.0.0.7";
+    s.replicaof_port = 0;
+    expect_refused(&s, "replicaof must be an IP address");
+}
+
 static void test_spec_refused(void **state)
 {
     struct engine_config_spec s;
@@ -822,6 +848,7 @@ int main(void)
         cmocka_unit_test(test_param_values_refused),
         cmocka_unit_test(test_allowlist_consistent),
         cmocka_unit_test(test_params_in_render),
+        cmocka_unit_test(test_replicaof),
         cmocka_unit_test(test_spec_refused),
         cmocka_unit_test(test_spec_edges_accepted),
     };

@@ -4,7 +4,9 @@ defaults: syncs held 2 s, 6 s heartbeat timeout), and cairn-agents, all on
 127.0.0.1 in temp dirs. Built from the system tests' harness.py and
 agents.py, which also reap every process and temp dir at exit.
 
-Used by tests/bench/agent-footprint and tests/bench/propagation.
+Used by tests/bench/agent-footprint, tests/bench/propagation,
+tests/bench/clusters and tests/bench/failover (which adds cairnd arguments:
+its Sentinel-compatible listener on a free port).
 """
 
 import signal
@@ -30,13 +32,18 @@ def exit_cleanly_on_signals():
 
 
 class AgentStack:
-    def __init__(self, label):
+    """cairnd_args are added to cairnd's command line after the bootstrap
+    token (harness.Cairnd turns Sentinel discovery off unless they say
+    otherwise)."""
+
+    def __init__(self, label, cairnd_args=()):
         harness.require_cairnd()
         agents.require_agent()
         self.pg = harness.PostgresServer(f"{label}-pg").start()
         self.db = self.pg.create_database(label)
         self.cairnd = harness.start_cairnd(self.pg.url(self.db),
-                                           ["--agent-bootstrap-token", agents.BOOTSTRAP],
+                                           ["--agent-bootstrap-token", agents.BOOTSTRAP]
+                                           + [str(a) for a in cairnd_args],
                                            label=f"{label}-cairnd")
         self.api = harness.Api(self.cairnd.url,
                                harness.create_token(self.pg.url(self.db), "bench", "admin"))

@@ -1,0 +1,21 @@
+/* ha.h -- high availability: automatic failover of cluster-mode-disabled
+ * groups, fencing of old primaries that return, and forced failover of
+ * cluster-mode shards left without a primary. The host monitor runs one
+ * tick every HA period on every cairnd; the database decides which of them
+ * acts on a group. See ha.c for the rules. */
+#ifndef CAIRN_HA_H
+#define CAIRN_HA_H
+
+#include "app.h"
+
+struct ha;
+
+struct ha *ha_new(struct app *app);
+void ha_free(struct ha *h);
+
+/* Look for groups to fail over, stray primaries to demote and leaderless
+ * shards to repair, and act on each. Blocks for the engine commands it
+ * sends (bounded by short timeouts). */
+void ha_tick(struct ha *h);
+
+#endif

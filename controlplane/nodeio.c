@@ -1,0 +1,64 @@
+/* nodeio.c -- see nodeio.h. */
+#include "nodeio.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "info.h"
+
+struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *password,
+                                 struct nodeio_wait wait, char *err, size_t errsize)
+{
+    struct resp_options o = {.host = n->address,
+                             .port = n->port,
+                             .connect_timeout_ms = wait.connect_ms,
+                             .command_timeout_ms = wait.command_ms,
+                             .password = password};
+    return resp_connect(&o, err, errsize);
+}
+
+bool nodeio_command(const struct cluster_node *n, const char *password, struct nodeio_wait wait,
+                    char *err, size_t errsize, const char *fmt, const char *a, int b)
+{
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
+    if (c == NULL)
+        return false;
+    redisReply *r = resp_command(c, err, errsize, fmt, a, b);
+    resp_close(c);
+    resp_reply_free(r);
+    return r != NULL;
+}
+
+static bool info_is(const struct engine_info *info, const char *section, const char *key,
+                    const char *value)
+{
+    const char *v = engine_info_get(info, section, key);
+    return v != NULL && strcmp(v, value) == 0;
+}
+
+bool nodeio_replication(const struct cluster_node *n, const char *password, struct nodeio_wait wait,
+                        struct nodeio_repl *out, char *err, size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
+    struct engine_info *info =
+        c != NULL ? resp_info(c, "replication persistence", err, errsize) : NULL;
+    long long down_s = -1;
+
+    resp_close(c);
+    memset(out, 0, sizeof(*out));
+    if (info == NULL)
+        return false;
+    out->primary = info_is(info, "replication", "role", "master");
+    out->loading = info_is(info, "persistence", "loading", "1");
+    bool link_up = info_is(info, "replication", "master_link_status", "up");
+    bool syncing = info_is(info, "replication", "master_sync_in_progress", "1");
+    (void)engine_info_get_ll(info, "replication", "master_link_down_since_seconds", &down_s);
+    (void)engine_info_get_ll(info, "replication",
+                             out->primary ? "master_repl_offset" : "slave_repl_offset",
+                             &out->offset);
+    out->in_sync = !out->primary && link_up && !syncing && !out->loading;
+    out->has_data = !out->primary && !syncing && !out->loading &&
+                    (link_up || (down_s >= 0 && down_s <= NODEIO_LINK_RECENT_S));
+    engine_info_free(info);
+    return true;
+}

@@ -1,0 +1,45 @@
+/* nodeio.h -- cairnd talking to one engine of a cluster: a connection with
+ * the cluster's password and a bounded wait, one command, and what the
+ * engine says of its replication. Used by the operations and by the
+ * failover monitor; every call blocks for at most its timeouts. */
+#ifndef CAIRN_NODEIO_H
+#define CAIRN_NODEIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "clusters.h"
+#include "resp.h"
+
+/* Timeouts for talking to an engine: operations can wait; the failover
+ * monitor must not let one silent engine hold up a promotion. */
+struct nodeio_wait {
+    int connect_ms;
+    int command_ms;
+};
+#define NODEIO_PATIENT ((struct nodeio_wait){1000, 3000})
+#define NODEIO_QUICK   ((struct nodeio_wait){300, 500})
+
+struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *password,
+                                 struct nodeio_wait wait, char *err, size_t errsize);
+
+/* Run fmt (with one string and one integer argument, as the format uses
+ * them) on node n; true when the engine answered without an error. */
+bool nodeio_command(const struct cluster_node *n, const char *password, struct nodeio_wait wait,
+                    char *err, size_t errsize, const char *fmt, const char *a, int b);
+
+/* What a node says of its replication (INFO replication and persistence). */
+struct nodeio_repl {
+    bool primary;  /* role:master */
+    bool in_sync;  /* a replica: link up, not loading, not in a full sync */
+    bool has_data; /* a replica that completed a sync with its primary: link up, or
+                      down for at most NODEIO_LINK_RECENT_S (its primary just died) */
+    bool loading;
+    long long offset; /* a replica: slave_repl_offset; a primary: master_repl_offset */
+};
+#define NODEIO_LINK_RECENT_S 60
+
+bool nodeio_replication(const struct cluster_node *n, const char *password, struct nodeio_wait wait,
+                        struct nodeio_repl *out, char *err, size_t errsize);
+
+#endif
