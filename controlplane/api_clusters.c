@@ -291,8 +291,12 @@ static void modify(struct http_request *req, bool replace)
     case CLUSTER_MODIFY_NOT_YET:
         http_reply_problem(req, PROBLEM_CHANGE_NOT_SUPPORTED_YET, NULL,
                            "this version of Cairn cannot change %s of an existing cluster yet; "
-                           "description, tags, maintenance_window and parameters can be changed",
+                           "description, tags, maintenance_window, parameters, automatic_failover "
+                           "and multi_az can be changed",
                            err);
+        break;
+    case CLUSTER_MODIFY_PLACEMENT:
+        http_reply_problem(req, PROBLEM_INSUFFICIENT_CAPACITY, NULL, "%s", err);
         break;
     case CLUSTER_MODIFY_BUSY:
         http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,

@@ -21,6 +21,7 @@ struct config {
     int sentinel_port;
     int heartbeat_timeout_s; /* a host silent this long is lost */
     int sync_wait_ms;        /* longest an agent's sync is held; -1 until set */
+    int replace_after_s;     /* a node lost (or crashed) this long is replaced */
 };
 
 struct runner;

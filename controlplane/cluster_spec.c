@@ -480,8 +480,8 @@ static const struct field_change {
     {"maintenance_window", CSPEC_APPLIED}, {"parameters", CSPEC_APPLIED},
     {"num_shards", CSPEC_NOT_YET},         {"replicas_per_shard", CSPEC_NOT_YET},
     {"node_type", CSPEC_NOT_YET},          {"engine", CSPEC_NOT_YET},
-    {"engine_version", CSPEC_NOT_YET},     {"automatic_failover", CSPEC_NOT_YET},
-    {"multi_az", CSPEC_NOT_YET},           {"auth_token", CSPEC_NOT_YET},
+    {"engine_version", CSPEC_NOT_YET},     {"automatic_failover", CSPEC_APPLIED},
+    {"multi_az", CSPEC_APPLIED},           {"auth_token", CSPEC_NOT_YET},
 };
 
 enum cspec_change cspec_field_change(const char *field)

@@ -729,6 +729,16 @@ static enum cluster_modify_result classify(const json_t *changed, json_t *errors
     return err[0] != '\0' ? CLUSTER_MODIFY_NOT_YET : CLUSTER_MODIFIED;
 }
 
+/* A shard with a replica in its primary's AZ, which multi_az forbids. */
+static const struct db_stmt multi_az_breach = {
+    "SELECT s.name, h.az FROM shards s"
+    " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state <> 'deleted'"
+    " JOIN hosts h ON h.id = p.host_id"
+    " WHERE s.cluster_id = $1 AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
+    "   WHERE r.shard_id = s.id AND r.id <> p.id AND r.desired_state <> 'deleted'"
+    "   AND rh.az = h.az)"
+    " ORDER BY s.index LIMIT 1"};
+
 static enum db_status modify_fn(struct db_conn *conn, void *arg)
 {
     struct modify_call *c = arg;
@@ -778,6 +788,25 @@ static enum db_status modify_fn(struct db_conn *conn, void *arg)
     if (busy) {
         c->result = CLUSTER_MODIFY_BUSY;
         goto out;
+    }
+    if (json_is_true(json_object_get(next, "multi_az")) &&
+        !json_is_true(json_object_get(stored, "multi_az"))) {
+        PGresult *shared = db_query(conn, &multi_az_breach, 1, params, &st);
+        if (shared == NULL)
+            goto out;
+        bool breach = PQntuples(shared) > 0;
+        if (breach)
+            snprintf(c->err, c->errsize,
+                     "multi_az needs every replica outside its primary's AZ, and shard %s has one "
+                     "in %s with its primary; replace that node first",
+                     PQgetvalue(shared, 0, 0), PQgetvalue(shared, 0, 1));
+        PQclear(shared);
+        if (breach) {
+            c->result = CLUSTER_MODIFY_PLACEMENT;
+            st = DB_NOT_FOUND;
+            goto out;
+        }
+        st = DB_NOT_FOUND;
     }
     bool params_changed = false;
     size_t i;
@@ -1010,4 +1039,178 @@ bool cluster_failover_done(struct app *app, const char *cluster_id, const char *
 {
     struct done_call c = {cluster_id, op_id, previous, target, pause_ms};
     return db_tx(app->db, DB_READ_COMMITTED, failover_done_fn, &c) == DB_OK;
+}
+
+/* ---- node replacement ------------------------------------------------------------ */
+
+static const struct db_stmt dead_node = {
+    "SELECT n.shard_id, n.node_type, n.engine, n.engine_version, coalesce(h.address, ''),"
+    "  coalesce(n.port, 0), n.desired_state, coalesce((c.spec ->> 'multi_az')::boolean, false),"
+    "  s.index"
+    " FROM nodes n JOIN clusters c ON c.id = n.cluster_id JOIN shards s ON s.id = n.shard_id"
+    " LEFT JOIN hosts h ON h.id = n.host_id WHERE n.id = $1::uuid AND n.cluster_id = $2"
+    " FOR UPDATE OF n"};
+
+static const struct db_stmt shard_mates = {
+    "SELECT n.host_id, h.az, n.role FROM nodes n JOIN hosts h ON h.id = n.host_id"
+    " WHERE n.shard_id = $1::uuid AND n.id <> $2::uuid AND n.desired_state <> 'deleted'"};
+
+/* The new node is a replica from the start; while cairnd joins it (the
+ * operation's limits add up to under 5 minutes), its own reading of the role
+ * wins over reports: role_observed_at is in the future until the join
+ * records it. */
+static const struct db_stmt insert_replacement = {
+    "INSERT INTO nodes (cluster_id, shard_id, host_id, engine, engine_version, node_type, ordinal,"
+    "  role, role_observed_at)"
+    " SELECT $1, $2::uuid, $3::uuid, $4, $5, $6, max(ordinal) + 1, 'replica',"
+    "  now() + interval '5 minutes'"
+    " FROM nodes WHERE shard_id = $2::uuid RETURNING id"};
+
+static const struct db_stmt retire_node = {
+    "UPDATE nodes SET desired_state = 'deleted' WHERE id = $1::uuid"};
+
+struct replace_call {
+    struct app *app;
+    const char *cluster_id, *dead_id, *op_id;
+    struct cluster_replacement *out;
+    char *err;
+    size_t errsize;
+    bool placed;
+};
+
+static enum db_status replace_fn(struct db_conn *conn, void *arg)
+{
+    struct replace_call *c = arg;
+    struct cluster_replacement *out = c->out;
+    const char *params[2] = {c->dead_id, c->cluster_id};
+    struct placement p = {0};
+    PGresult *mates = NULL;
+    enum db_status st;
+
+    PQclear(db_query(conn, &placement_lock, 0, NULL, &st));
+    if (st != DB_OK)
+        return st;
+    PGresult *res = db_query(conn, &dead_node, 2, params, &st);
+    if (res == NULL)
+        return st;
+    if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 6), "deleted") == 0) {
+        PQclear(res);
+        snprintf(c->err, c->errsize, "node %s is not a live node of cluster %s", c->dead_id,
+                 c->cluster_id);
+        return DB_NOT_FOUND;
+    }
+    char shard_id[40], node_type[64], engine[16], line[16];
+    snprintf(shard_id, sizeof(shard_id), "%s", PQgetvalue(res, 0, 0));
+    snprintf(node_type, sizeof(node_type), "%s", PQgetvalue(res, 0, 1));
+    snprintf(engine, sizeof(engine), "%s", PQgetvalue(res, 0, 2));
+    snprintf(line, sizeof(line), "%s", PQgetvalue(res, 0, 3));
+    snprintf(out->dead_address, sizeof(out->dead_address), "%s", PQgetvalue(res, 0, 4));
+    out->dead_port = atoi(PQgetvalue(res, 0, 5));
+    bool multi_az = PQgetvalue(res, 0, 7)[0] == 't';
+    out->shard = atoi(PQgetvalue(res, 0, 8));
+    PQclear(res);
+
+    const char *nt[1] = {node_type};
+    if ((res = db_query(conn, &node_type_shape, 1, nt, &st)) == NULL)
+        return st;
+    struct sched_replacement r = {.vcpus = atoi(PQgetvalue(res, 0, 0)),
+                                  .memory_mib = atoll(PQgetvalue(res, 0, 1)),
+                                  .multi_az = multi_az};
+    PQclear(res);
+    const char *mp[2] = {shard_id, c->dead_id};
+    if ((mates = db_query(conn, &shard_mates, 2, mp, &st)) == NULL)
+        return st;
+    size_t n = (size_t)PQntuples(mates);
+    const char **hosts = xcalloc(n + 1, sizeof(*hosts)), **azs = xcalloc(n + 1, sizeof(*azs));
+    for (size_t i = 0; i < n; i++) {
+        hosts[i] = PQgetvalue(mates, (int)i, 0);
+        azs[i] = PQgetvalue(mates, (int)i, 1);
+        if (strcmp(PQgetvalue(mates, (int)i, 2), "primary") == 0)
+            r.primary_az = azs[i];
+    }
+    r.shard_hosts = hosts;
+    r.shard_azs = azs;
+    r.n_shard = n;
+    if ((st = read_hosts(conn, engine, line, &p)) != DB_OK)
+        goto out;
+    int pick = sched_pick_replacement(p.hosts, p.nhosts, &r, c->err, c->errsize);
+    if (pick < 0) {
+        st = DB_NOT_FOUND;
+        goto out;
+    }
+    const char *ip[6] = {c->cluster_id, shard_id, p.hosts[pick].id, engine, line, node_type};
+    if ((res = db_query(conn, &insert_replacement, 6, ip, &st)) == NULL)
+        goto out;
+    snprintf(out->new_id, sizeof(out->new_id), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    const char *dp[1] = {c->dead_id};
+    PQclear(db_query(conn, &retire_node, 1, dp, &st));
+    if (st != DB_OK || (st = store_host_assign_ports(conn, p.hosts[pick].id)) != DB_OK)
+        goto out;
+    char *message =
+        xasprintf("shard %04d: replacing node %s with node %s on host %s in %s", out->shard + 1,
+                  c->dead_id, out->new_id, p.hosts[pick].id, p.hosts[pick].az);
+    json_t *detail = json_pack("{s:s, s:s, s:s, s:s}", "replaced", c->dead_id, "node_id",
+                               out->new_id, "host_id", p.hosts[pick].id, "az", p.hosts[pick].az);
+    char *text = json_dumps(detail, JSON_COMPACT);
+    st = add_event(conn, c->cluster_id, c->op_id, "NodeReplacing", "warning", message, text);
+    free(text);
+    json_decref(detail);
+    free(message);
+    c->placed = st == DB_OK;
+out:
+    free(hosts);
+    free(azs);
+    PQclear(mates);
+    free(p.hosts);
+    PQclear(p.rows);
+    return st;
+}
+
+bool cluster_replacement_place(struct app *app, const char *cluster_id, const char *op_id,
+                               const char *dead_id, struct cluster_replacement *out, char *err,
+                               size_t errsize)
+{
+    struct replace_call c = {app, cluster_id, dead_id, op_id, out, err, errsize, false};
+    err[0] = '\0';
+    if (db_tx(app->db, DB_READ_COMMITTED, replace_fn, &c) == DB_OK && c.placed)
+        return true;
+    if (err[0] == '\0')
+        snprintf(err, errsize, "could not store the replacement");
+    return false;
+}
+
+static const struct db_stmt joined_node = {
+    "UPDATE nodes SET role = 'replica', observed_role = 'replica', master_link_status = 'up',"
+    "  sync_in_progress = false, role_observed_at = now() WHERE id = $1::uuid"};
+
+struct joined_call {
+    const char *cluster_id, *op_id, *dead_id, *new_id;
+};
+
+static enum db_status joined_fn(struct db_conn *conn, void *arg)
+{
+    const struct joined_call *c = arg;
+    const char *params[1] = {c->new_id};
+    enum db_status st;
+
+    PQclear(db_query(conn, &joined_node, 1, params, &st));
+    if (st != DB_OK)
+        return st;
+    char *message = xasprintf("node %s replaced node %s and is in sync with its primary", c->new_id,
+                              c->dead_id);
+    json_t *detail = json_pack("{s:s, s:s}", "replaced", c->dead_id, "node_id", c->new_id);
+    char *text = json_dumps(detail, JSON_COMPACT);
+    st = add_event(conn, c->cluster_id, c->op_id, "NodeReplaced", "info", message, text);
+    free(text);
+    json_decref(detail);
+    free(message);
+    return st;
+}
+
+bool cluster_replacement_done(struct app *app, const char *cluster_id, const char *op_id,
+                              const char *dead_id, const char *new_id)
+{
+    struct joined_call c = {cluster_id, op_id, dead_id, new_id};
+    return db_tx(app->db, DB_READ_COMMITTED, joined_fn, &c) == DB_OK;
 }

@@ -83,6 +83,23 @@ void cluster_mark_failed(struct app *app, const char *cluster_id, const char *op
 bool cluster_parameters_applied(struct app *app, const char *cluster_id, const char *op_id,
                                 const json_t *restart_needed);
 
+/* Node replacement. cluster_replacement_place() places a new replica in the
+ * dead node's shard by the scheduler's rules, on a healthy host, and marks
+ * the dead node deleted (its agent removes it if its host ever returns);
+ * false with a message when there is no room or the node is not live. */
+struct cluster_replacement {
+    char new_id[40];
+    char dead_address[256];
+    int dead_port;
+    int shard; /* index */
+};
+bool cluster_replacement_place(struct app *app, const char *cluster_id, const char *op_id,
+                               const char *dead_id, struct cluster_replacement *out, char *err,
+                               size_t errsize);
+/* The new node is in sync: record its role and a NodeReplaced event. */
+bool cluster_replacement_done(struct app *app, const char *cluster_id, const char *op_id,
+                              const char *dead_id, const char *new_id);
+
 /* Delete-operation steps. cluster_nodes_remaining() drops the rows of nodes
  * on lost hosts and returns how many nodes are left, or -1 on a database
  * error. */
@@ -120,10 +137,11 @@ enum cluster_delete_result cluster_delete(struct app *app, const char *cluster_i
 enum cluster_modify_result {
     CLUSTER_MODIFIED, /* stored; generation bumped (or nothing changed) */
     CLUSTER_MODIFY_NOT_FOUND,
-    CLUSTER_MODIFY_STALE,   /* If-Match did not match: 412 */
-    CLUSTER_MODIFY_INVALID, /* errors holds {field, message} */
-    CLUSTER_MODIFY_NOT_YET, /* err names the fields a later version applies */
-    CLUSTER_MODIFY_BUSY,    /* an operation runs on it */
+    CLUSTER_MODIFY_STALE,     /* If-Match did not match: 412 */
+    CLUSTER_MODIFY_INVALID,   /* errors holds {field, message} */
+    CLUSTER_MODIFY_NOT_YET,   /* err names the fields a later version applies */
+    CLUSTER_MODIFY_BUSY,      /* an operation runs on it */
+    CLUSTER_MODIFY_PLACEMENT, /* multi_az asked of nodes that do not satisfy it: err says */
     CLUSTER_MODIFY_DB_ERROR,
 };
 

@@ -33,6 +33,7 @@ static const struct setting settings[] = {
     {"secret-key-file", "CAIRN_SECRET_KEY_FILE", SET_STRING, 0, 0, AT(secret_key_file)},
     {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", SET_INT, 2, 3600, AT(heartbeat_timeout_s)},
     {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", SET_INT, 0, 10000, AT(sync_wait_ms)},
+    {"replace-after", "CAIRN_REPLACE_AFTER", SET_INT, 1, 86400, AT(replace_after_s)},
 };
 
 bool config_parse_listen(struct config *cfg, const char *text)
@@ -131,6 +132,7 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->max_body_bytes = 1 << 20;
     cfg->shutdown_timeout_s = 10;
     cfg->heartbeat_timeout_s = 6;
+    cfg->replace_after_s = 60;
     strcpy(cfg->sentinel_host, "127.0.0.1");
     cfg->sentinel_port = 26379;
     cfg->sync_wait_ms = -1; /* unset: derived from the heartbeat timeout */

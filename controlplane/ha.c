@@ -16,7 +16,16 @@
  * Cluster mode: the engines elect; the agents report what they became. If a
  * shard stays without a serving primary for twice the node timeout (too
  * many primaries lost for a vote), cairnd forces its most advanced replica
- * to take over: CLUSTER FAILOVER FORCE, then TAKEOVER. */
+ * to take over: CLUSTER FAILOVER FORCE, then TAKEOVER.
+ *
+ * Both modes: a node whose host stays lost (or whose engine stays crashed)
+ * for --replace-after, once it is no longer its shard's serving primary, is
+ * replaced by a replace_node operation (ops_cluster.c).
+ *
+ * AZ balance (cluster mode): once a cluster has settled after failovers, a
+ * shard whose primary sits in an AZ holding more primaries than the
+ * scheduler allows gets a planned (lossless) failover to an in-sync replica
+ * in an AZ holding fewer, one shard at a time. */
 #include "ha.h"
 
 #include <stdio.h>
@@ -27,12 +36,14 @@
 #include "clusters.h"
 #include "log.h"
 #include "nodeio.h"
+#include "runner.h"
 #include "store.h"
 #include "xalloc.h"
 
 #define UNRESPONSIVE_GRACE_MS 1000 /* beyond the agent's own 1 s without PONG */
 #define TAKEOVER_AFTER_MS     1000 /* FORCE not done by then: TAKEOVER */
 #define WARN_EVERY_MS         30000
+#define REBALANCE_SETTLE_S    5  /* quiet this long before primaries are moved back */
 #define MAX_WORK              64 /* groups handled per tick; the rest next tick */
 
 /* Clusters whose topology an operation is changing are left to it. */
@@ -91,6 +102,76 @@ static const struct db_stmt leaderless_shards = {
     "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
     "     AND rh.state = 'healthy')"
     " ORDER BY c.id, s.index LIMIT 64"};
+
+/* Nodes to replace: their host lost, or their engine crashed, for the
+ * replace-after time, and no longer a serving shard's only primary (a
+ * failover comes first). One replacement per cluster at a time; one that
+ * failed (no room) is tried again after the same time. */
+static const struct db_stmt dead_nodes = {
+    "SELECT c.id, n.id FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
+    " JOIN hosts h ON h.id = n.host_id"
+    " WHERE c.status IN ('available', 'modifying', 'degraded') AND n.desired_state = 'running'"
+    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
+    "     AND o.state IN ('pending', 'running'))"
+    "   AND ((h.state = 'lost' AND h.updated_at < now() - make_interval(secs => $1::int))"
+    "     OR (n.process_state = 'crashed'"
+    "       AND n.state_since < now() - make_interval(secs => $1::int)))"
+    "   AND (n.role IS DISTINCT FROM 'primary' OR EXISTS (SELECT 1 FROM nodes p"
+    "     JOIN hosts ph ON ph.id = p.host_id WHERE p.shard_id = n.shard_id AND p.id <> n.id"
+    "     AND p.role = 'primary' AND p.process_state = 'running' AND ph.state = 'healthy'))"
+    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
+    "     AND o.kind = 'replace_node' AND o.context ->> 'node' = n.id::text"
+    "     AND o.finished_at > now() - make_interval(secs => $1::int))"
+    " ORDER BY c.id, n.id LIMIT 64"};
+
+static const struct db_stmt queue_replacement = {
+    "INSERT INTO operations (cluster_id, kind, context)"
+    " VALUES ($1, 'replace_node', jsonb_build_object('node', $2::text))"};
+
+/* Cluster mode, settled (available, no operation, every node running on a
+ * healthy host for a while, no failover or replacement just now): the first
+ * shard whose primary sits in an AZ holding more than ceil(shards / AZs)
+ * primaries -- the scheduler's rule -- with an in-sync replica in an AZ
+ * holding fewer, one per cluster. */
+static const struct db_stmt unbalanced = {
+    "WITH settled AS (SELECT c.id FROM clusters c"
+    "   WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
+    "   AND c.status = 'available'"
+    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
+    "     AND o.state IN ('pending', 'running'))"
+    "   AND NOT EXISTS (SELECT 1 FROM nodes n LEFT JOIN hosts h ON h.id = n.host_id"
+    "     WHERE n.cluster_id = c.id AND n.desired_state = 'running'"
+    "     AND (n.process_state IS DISTINCT FROM 'running' OR h.state IS DISTINCT FROM 'healthy'"
+    "       OR n.state_since > now() - make_interval(secs => $1::int)))"
+    "   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.cluster_id = c.id"
+    "     AND e.type IN ('FailoverComplete', 'NodeReplaced')"
+    "     AND e.created_at > now() - make_interval(secs => $1::int))),"
+    " live AS (SELECT n.cluster_id, n.shard_id, n.role, h.az, n.master_link_status,"
+    "     n.sync_in_progress, n.loading FROM nodes n JOIN hosts h ON h.id = n.host_id"
+    "   JOIN settled s ON s.id = n.cluster_id WHERE n.desired_state = 'running'),"
+    " per_az AS (SELECT cluster_id, az, count(*) FILTER (WHERE role = 'primary') AS primaries"
+    "   FROM live GROUP BY cluster_id, az),"
+    " lim AS (SELECT p.cluster_id, ceil((SELECT count(*) FROM shards s"
+    "     WHERE s.cluster_id = p.cluster_id)::numeric / count(*))::int AS most"
+    "   FROM per_az p GROUP BY p.cluster_id)"
+    " SELECT DISTINCT ON (p.cluster_id) p.cluster_id, s.index, r.az, p.az, pa.primaries"
+    " FROM live p JOIN per_az pa ON pa.cluster_id = p.cluster_id AND pa.az = p.az"
+    " JOIN lim ON lim.cluster_id = p.cluster_id JOIN shards s ON s.id = p.shard_id"
+    " JOIN live r ON r.shard_id = p.shard_id AND r.role = 'replica'"
+    "   AND r.master_link_status = 'up' AND NOT coalesce(r.sync_in_progress, false)"
+    "   AND NOT coalesce(r.loading, false)"
+    " JOIN per_az ra ON ra.cluster_id = r.cluster_id AND ra.az = r.az"
+    " WHERE p.role = 'primary' AND pa.primaries > lim.most AND ra.primaries < lim.most"
+    " ORDER BY p.cluster_id, s.index, ra.primaries, r.az"};
+
+static const struct db_stmt queue_rebalance = {
+    "WITH op AS (INSERT INTO operations (cluster_id, kind, context)"
+    "   VALUES ($1, 'failover', jsonb_build_object('shard', $2::int, 'target_az', $3::text,"
+    "     'rebalance', true)) RETURNING id)"
+    " INSERT INTO events (cluster_id, operation_id, type, severity, message, detail)"
+    " SELECT $1, op.id, 'FailoverRequested', 'info', $4::text,"
+    "   jsonb_build_object('rebalance', true, 'shard', lpad(($2::int + 1)::text, 4, '0'),"
+    "     'from_az', $5::text, 'to_az', $3::text) FROM op"};
 
 static const struct db_stmt lock_cluster = {
     "SELECT pg_try_advisory_xact_lock(hashtext('cairn-ha:' || $1))"};
@@ -199,7 +280,7 @@ static enum db_status query_fn(struct db_conn *conn, void *arg)
         int r = (int)i;
         memset(w, 0, sizeof(*w));
         snprintf(w->cluster, sizeof(w->cluster), "%s", PQgetvalue(res, r, 0));
-        if (q->stmt == &stray_primaries) {
+        if (q->stmt == &stray_primaries || q->stmt == &dead_nodes) {
             snprintf(w->node, sizeof(w->node), "%s", PQgetvalue(res, r, 1));
             continue;
         }
@@ -521,6 +602,77 @@ out:
     free(password);
 }
 
+/* ---- node replacement ------------------------------------------------------ */
+
+static enum db_status queue_fn(struct db_conn *conn, void *arg)
+{
+    const struct work *w = arg;
+    const char *params[2] = {w->cluster, w->node};
+    enum db_status st;
+    PQclear(db_query(conn, &queue_replacement, 2, params, &st));
+    return st;
+}
+
+static void replace(struct ha *h, const struct work *w)
+{
+    enum db_status st = db_run(h->app->db, queue_fn, (void *)w);
+    if (st == DB_OK) {
+        log_warn("replacing a node", "cluster=%s node=%s", w->cluster, w->node);
+        if (h->app->runner != NULL)
+            runner_poke(h->app->runner);
+    }
+}
+
+/* ---- AZ balance ------------------------------------------------------------ */
+
+struct rebalance {
+    char cluster[48];
+    int shard;
+    char to_az[64], from_az[64];
+    int primaries;
+};
+
+static enum db_status rebalance_fn(struct db_conn *conn, void *arg)
+{
+    struct ha *h = arg;
+    char settle[16];
+    const char *params[1] = {settle};
+    enum db_status st;
+
+    snprintf(settle, sizeof(settle), "%d", REBALANCE_SETTLE_S);
+    PGresult *res = db_query(conn, &unbalanced, 1, params, &st);
+    if (res == NULL)
+        return st;
+    int rows = PQntuples(res);
+    struct rebalance *rb = xcalloc((size_t)rows + 1, sizeof(*rb));
+    for (int r = 0; r < rows; r++) {
+        snprintf(rb[r].cluster, sizeof(rb[r].cluster), "%s", PQgetvalue(res, r, 0));
+        rb[r].shard = atoi(PQgetvalue(res, r, 1));
+        snprintf(rb[r].to_az, sizeof(rb[r].to_az), "%s", PQgetvalue(res, r, 2));
+        snprintf(rb[r].from_az, sizeof(rb[r].from_az), "%s", PQgetvalue(res, r, 3));
+        rb[r].primaries = atoi(PQgetvalue(res, r, 4));
+    }
+    PQclear(res);
+    for (int r = 0; r < rows; r++) {
+        char shard[16], *message;
+        snprintf(shard, sizeof(shard), "%d", rb[r].shard);
+        message = xasprintf("rebalancing primaries across AZs: %s holds %d; shard %04d's primary "
+                            "moves to %s by a planned failover",
+                            rb[r].from_az, rb[r].primaries, rb[r].shard + 1, rb[r].to_az);
+        const char *qp[5] = {rb[r].cluster, shard, rb[r].to_az, message, rb[r].from_az};
+        PQclear(db_query(conn, &queue_rebalance, 5, qp, &st));
+        free(message);
+        if (st == DB_OK) {
+            log_info("rebalancing primaries", "cluster=%s shard=%04d from=%s to=%s", rb[r].cluster,
+                     rb[r].shard + 1, rb[r].from_az, rb[r].to_az);
+            if (h->app->runner != NULL)
+                runner_poke(h->app->runner);
+        }
+    }
+    free(rb);
+    return DB_OK;
+}
+
 /* ---- the tick ------------------------------------------------------------- */
 
 void ha_tick(struct ha *h)
@@ -539,5 +691,10 @@ void ha_tick(struct ha *h)
     n = run_query(h, &leaderless_shards, NULL, rows);
     for (size_t i = 0; i < n; i++)
         repair_shard(h, &rows[i]);
+    (void)db_run(h->app->db, rebalance_fn, h);
+    snprintf(grace, sizeof(grace), "%d", h->app->cfg.replace_after_s);
+    n = run_query(h, &dead_nodes, grace, rows);
+    for (size_t i = 0; i < n; i++)
+        replace(h, &rows[i]);
     free(rows);
 }

@@ -25,7 +25,7 @@ static const char usage[] =
     "              [--db-pool-size N] [--max-body-bytes N] [--shutdown-timeout SECONDS]\n"
     "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
     "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
-    "              [--sentinel-listen HOST:PORT|off]\n"
+    "              [--sentinel-listen HOST:PORT|off] [--replace-after SECONDS]\n"
     "       cairnd migrate [--database-url URL]\n"
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
     "       cairnd token list [--database-url URL]\n"
@@ -35,7 +35,7 @@ static const char usage[] =
     "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
     "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS,\n"
-    "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN.\n";
+    "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN, CAIRN_REPLACE_AFTER.\n";
 
 /* Options shared by every subcommand; --name and --scope only mean
  * something to `token create`. */
@@ -69,6 +69,7 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"sync-wait-ms", required_argument, NULL, 0},
         {"secret-key-file", required_argument, NULL, 0},
         {"sentinel-listen", required_argument, NULL, 0},
+        {"replace-after", required_argument, NULL, 0},
         {"no-migrate", no_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"scope", required_argument, NULL, 's'},
@@ -206,9 +207,9 @@ static int cmd_serve(struct cli *cli)
         return fail("%s", err);
     }
     struct notify *notify = notify_start(app.cfg.database_url, server);
-    static const struct op_kind *const kinds[] = {&op_cluster_create, &op_cluster_delete,
-                                                  &op_cluster_apply_parameters,
-                                                  &op_cluster_failover, NULL};
+    static const struct op_kind *const kinds[] = {
+        &op_cluster_create,   &op_cluster_delete,       &op_cluster_apply_parameters,
+        &op_cluster_failover, &op_cluster_replace_node, NULL};
     app.runner = runner_start(&app, kinds);
     struct sentinel *sentinel = NULL;
     if (app.cfg.sentinel_host[0] != '\0') {

@@ -43,8 +43,10 @@ static void *monitor_main(void *arg)
     pthread_mutex_lock(&m->lock);
     while (!m->stop) {
         pthread_mutex_unlock(&m->lock);
-        (void)db_run(m->pool, check_fn, m);
-        ha_tick(m->ha);
+        /* Without the database there is nothing to decide (and nothing
+         * to say ten times a second). */
+        if (db_run(m->pool, check_fn, m) == DB_OK)
+            ha_tick(m->ha);
         pthread_mutex_lock(&m->lock);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);

@@ -209,22 +209,28 @@ static enum op_result assign_slots(struct op_ctx *ctx)
     return OP_NEXT;
 }
 
+/* The engine node id of node n, from its own view. */
+static bool engine_id_of(const struct topo *t, const struct cluster_node *n, char *id, char *err,
+                         size_t errsize)
+{
+    struct engine_cluster_nodes view = {0};
+    if (!node_view(t, n, &view, err, errsize))
+        return false;
+    const struct engine_cluster_node *me = engine_cluster_nodes_myself(&view);
+    bool ok = me != NULL;
+    if (ok)
+        snprintf(id, ENGINE_CLUSTER_ID_LEN + 1, "%s", me->id);
+    engine_cluster_nodes_free(&view);
+    return ok;
+}
+
 /* The engine node id of shard s's placed primary, from its own view. */
 static bool primary_engine_id(const struct topo *t, int shard, char *id, char *err, size_t errsize)
 {
     for (size_t i = 0; i < t->nodes.count; i++) {
         const struct cluster_node *n = &t->nodes.items[i];
-        if (n->shard != shard || n->ordinal != 0)
-            continue;
-        struct engine_cluster_nodes view = {0};
-        if (!node_view(t, n, &view, err, errsize))
-            return false;
-        const struct engine_cluster_node *me = engine_cluster_nodes_myself(&view);
-        bool ok = me != NULL;
-        if (ok)
-            snprintf(id, ENGINE_CLUSTER_ID_LEN + 1, "%s", me->id);
-        engine_cluster_nodes_free(&view);
-        return ok;
+        if (n->shard == shard && n->ordinal == 0)
+            return engine_id_of(t, n, id, err, errsize);
     }
     snprintf(err, errsize, "shard %d has no primary", shard);
     return false;
@@ -506,6 +512,11 @@ static bool observe_shard(const struct topo *t, int shard, struct observed *out,
     return true;
 }
 
+static const char *context_str(struct op_ctx *ctx, const char *key)
+{
+    return json_string_value(json_object_get(ctx->context, key));
+}
+
 static int context_shard(struct op_ctx *ctx)
 {
     return (int)json_integer_value(json_object_get(ctx->context, "shard"));
@@ -529,11 +540,19 @@ static enum op_result start_failover(struct op_ctx *ctx)
         topo_free(&t);
         return op_fail(ctx, "NODE_UNREACHABLE", "%s", err);
     }
+    /* A rebalance names the AZ the primary should move to: its replicas
+     * there come first. */
+    const char *target_az = context_str(ctx, "target_az");
     const struct observed *primary = NULL, *best = NULL;
     for (size_t i = 0; i < n; i++) {
+        bool there = target_az == NULL || strcmp(seen[i].node->az, target_az) == 0;
+        bool best_there =
+            best != NULL && (target_az == NULL || strcmp(best->node->az, target_az) == 0);
         if (seen[i].repl.primary)
             primary = &seen[i];
-        else if (seen[i].repl.in_sync && (best == NULL || seen[i].repl.offset > best->repl.offset))
+        else if (seen[i].repl.in_sync &&
+                 (best == NULL || (there && !best_there) ||
+                  (there == best_there && seen[i].repl.offset > best->repl.offset)))
             best = &seen[i];
     }
     if (primary == NULL || best == NULL) {
@@ -630,3 +649,199 @@ static const struct op_step failover_steps[] = {
 const struct op_kind op_cluster_failover = {"failover", failover_steps,
                                             sizeof(failover_steps) / sizeof(failover_steps[0]),
                                             failover_failed};
+
+/* ---- node replacement ---------------------------------------------------------- */
+
+static const struct cluster_node *topo_find(const struct topo *t, const char *id)
+{
+    for (size_t i = 0; id != NULL && i < t->nodes.count; i++) {
+        if (strcmp(t->nodes.items[i].id, id) == 0)
+            return &t->nodes.items[i];
+    }
+    return NULL;
+}
+
+/* The shard's primary as cairnd knows it, running on a healthy host. */
+static const struct cluster_node *shard_primary(const struct topo *t, int shard)
+{
+    for (size_t i = 0; i < t->nodes.count; i++) {
+        const struct cluster_node *n = &t->nodes.items[i];
+        if (n->shard == shard && strcmp(n->role, "primary") == 0 && !n->host_lost &&
+            strcmp(n->process_state, "running") == 0)
+            return n;
+    }
+    return NULL;
+}
+
+/* Place the new node once (a resumed runner finds it in the context). */
+static enum op_result place_replacement(struct op_ctx *ctx)
+{
+    struct cluster_replacement r = {0};
+
+    if (context_str(ctx, "new") != NULL)
+        return OP_NEXT;
+    if (!cluster_replacement_place(ctx->app, ctx->cluster_id, ctx->op_id, context_str(ctx, "node"),
+                                   &r, ctx->error, sizeof(ctx->error)))
+        return op_fail(ctx, "NO_CAPACITY", "%s", ctx->error);
+    json_object_set_new(ctx->context, "new", json_string(r.new_id));
+    json_object_set_new(ctx->context, "dead_address", json_string(r.dead_address));
+    json_object_set_new(ctx->context, "dead_port", json_integer(r.dead_port));
+    json_object_set_new(ctx->context, "shard", json_integer(r.shard));
+    return OP_NEXT;
+}
+
+/* The new engine runs and answers. */
+static enum op_result wait_new_engine(struct op_ctx *ctx)
+{
+    struct topo t;
+    char err[256];
+    enum op_result res = OP_WAIT;
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    const struct cluster_node *n = topo_find(&t, context_str(ctx, "new"));
+    if (n != NULL && n->host_lost) {
+        res = op_fail(ctx, "HOST_LOST", "the replacement's host %s was lost", n->host_id);
+    } else if (n != NULL && n->port > 0 && strcmp(n->process_state, "running") == 0) {
+        struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
+        if (c != NULL && resp_ping(c, err, sizeof(err)))
+            res = OP_NEXT;
+        resp_close(c);
+    }
+    topo_free(&t);
+    if (res == OP_WAIT && elapsed_s(ctx, "engine_since") > ENGINE_WAIT_LIMIT_S)
+        return op_fail(ctx, "ENGINE_START_FAILED", "the replacement did not start within %d s",
+                       ENGINE_WAIT_LIMIT_S);
+    return res == OP_WAIT ? op_wait(ctx, POLL_MS) : res;
+}
+
+/* The new node follows the shard's primary: CLUSTER MEET and CLUSTER
+ * REPLICATE in cluster mode, REPLICAOF otherwise (its config names the
+ * primary already; this covers a primary that changed since). Done when it
+ * is in sync. */
+static enum op_result join_replacement(struct op_ctx *ctx)
+{
+    struct topo t;
+    char err[256], primary_id[ENGINE_CLUSTER_ID_LEN + 1];
+    struct nodeio_repl repl;
+    enum op_result res = OP_WAIT;
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    const struct cluster_node *n = topo_find(&t, context_str(ctx, "new"));
+    const struct cluster_node *p = shard_primary(&t, context_shard(ctx));
+    if (n == NULL || p == NULL) {
+        /* no primary yet (a failover under way): wait for one */
+    } else if (nodeio_replication(n, t.password, NODEIO_PATIENT, &repl, err, sizeof(err)) &&
+               repl.in_sync) {
+        res = OP_NEXT;
+    } else if (!t.cluster_mode) {
+        if (repl.primary &&
+            !node_command(&t, n, err, sizeof(err), "REPLICAOF %s %d", p->address, p->port))
+            log_warn("REPLICAOF failed", "node=%s error=\"%s\"", n->id, err);
+    } else if (repl.primary) {
+        struct engine_cluster_nodes view = {0};
+        bool knows = node_view(&t, n, &view, err, sizeof(err)) &&
+                     engine_id_of(&t, p, primary_id, err, sizeof(err));
+        const struct engine_cluster_node *known = NULL;
+        for (size_t i = 0; knows && i < view.count; i++) {
+            if (strcmp(view.nodes[i].id, primary_id) == 0 &&
+                !(view.nodes[i].flags & (ENGINE_CLUSTER_HANDSHAKE | ENGINE_CLUSTER_NOADDR)))
+                known = &view.nodes[i];
+        }
+        if (knows && known == NULL)
+            (void)node_command(&t, n, err, sizeof(err), "CLUSTER MEET %s %d", p->address, p->port);
+        else if (known != NULL &&
+                 !node_command(&t, n, err, sizeof(err), "CLUSTER REPLICATE %s", primary_id, 0))
+            log_warn("CLUSTER REPLICATE failed", "node=%s error=\"%s\"", n->id, err);
+        engine_cluster_nodes_free(&view);
+    }
+    topo_free(&t);
+    if (res == OP_WAIT && elapsed_s(ctx, "join_since") > FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, "REPLICATION_FAILED",
+                       "the replacement was not in sync with its primary within %d s",
+                       FORM_WAIT_LIMIT_S);
+    return res == OP_WAIT ? op_wait(ctx, POLL_MS) : res;
+}
+
+/* Cluster mode: every live node forgets the dead one, once none replicates
+ * from it (it serves no slots and has no replicas, so nobody waits for its
+ * vote either). Until then it stays, and the step waits. */
+static enum op_result forget_dead(struct op_ctx *ctx)
+{
+    const char *address = context_str(ctx, "dead_address");
+    int port = (int)json_integer_value(json_object_get(ctx->context, "dead_port"));
+    char dead[ENGINE_CLUSTER_ID_LEN + 1] = "", err[256];
+    bool blocked = false, ok = true;
+    struct topo t;
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    if (!t.cluster_mode || address == NULL || port <= 0) {
+        topo_free(&t);
+        return OP_NEXT;
+    }
+    for (size_t i = 0; i < t.nodes.count && ok; i++) {
+        const struct cluster_node *n = &t.nodes.items[i];
+        struct engine_cluster_nodes view = {0};
+        if (n->host_lost || strcmp(n->process_state, "running") != 0)
+            continue;
+        if (!node_view(&t, n, &view, err, sizeof(err))) {
+            ok = false;
+            break;
+        }
+        for (size_t k = 0; k < view.count; k++) {
+            const struct engine_cluster_node *v = &view.nodes[k];
+            if (!(v->flags & ENGINE_CLUSTER_MYSELF) && v->port == port &&
+                strcmp(v->ip, address) == 0)
+                snprintf(dead, sizeof(dead), "%s", v->id);
+        }
+        for (size_t k = 0; dead[0] != '\0' && k < view.count; k++) {
+            const struct engine_cluster_node *v = &view.nodes[k];
+            if (strcmp(v->primary_id, dead) == 0 && !(v->flags & ENGINE_CLUSTER_FAIL))
+                blocked = true; /* a live replica follows it */
+            if (strcmp(v->id, dead) == 0 && v->nranges > 0)
+                blocked = true; /* it still owns slots: no failover yet */
+        }
+        engine_cluster_nodes_free(&view);
+    }
+    for (size_t i = 0; ok && !blocked && dead[0] != '\0' && i < t.nodes.count; i++) {
+        const struct cluster_node *n = &t.nodes.items[i];
+        if (n->host_lost || strcmp(n->process_state, "running") != 0)
+            continue;
+        /* "Unknown node" from one that forgot it already is fine. */
+        (void)node_command(&t, n, err, sizeof(err), "CLUSTER FORGET %s", dead, 0);
+    }
+    topo_free(&t);
+    if (ok && !blocked && dead[0] == '\0')
+        return OP_NEXT; /* nobody knows it any more */
+    if (elapsed_s(ctx, "forget_since") > FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, "FORGET_BLOCKED",
+                       "the dead node %s:%d was still %s after %d s; it stays in the cluster",
+                       address, port, blocked ? "followed by a replica or owning slots" : "known",
+                       FORM_WAIT_LIMIT_S);
+    return op_wait(ctx, 200);
+}
+
+static enum op_result finish_replacement(struct op_ctx *ctx)
+{
+    return cluster_replacement_done(ctx->app, ctx->cluster_id, ctx->op_id, context_str(ctx, "node"),
+                                    context_str(ctx, "new"))
+               ? OP_NEXT
+               : op_wait(ctx, POLL_MS);
+}
+
+/* The cluster serves on with one node fewer; the monitor tries again. */
+static void replacement_failed(struct op_ctx *ctx)
+{
+    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, NULL);
+}
+
+static const struct op_step replace_steps[] = {
+    {"place", place_replacement}, {"wait_engine", wait_new_engine}, {"join", join_replacement},
+    {"forget_dead", forget_dead}, {"finish", finish_replacement},
+};
+
+const struct op_kind op_cluster_replace_node = {"replace_node", replace_steps,
+                                                sizeof(replace_steps) / sizeof(replace_steps[0]),
+                                                replacement_failed};

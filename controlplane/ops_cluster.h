@@ -12,5 +12,6 @@ extern const struct op_kind op_cluster_create;
 extern const struct op_kind op_cluster_delete;
 extern const struct op_kind op_cluster_apply_parameters;
 extern const struct op_kind op_cluster_failover;
+extern const struct op_kind op_cluster_replace_node;
 
 #endif

@@ -686,3 +686,67 @@ bool sched_check(const struct sched_host *hosts, size_t nhosts, const struct sch
     zones_free(&z);
     return ok;
 }
+
+/* ---- one replacement ----------------------------------------------------- */
+
+static bool in_list(const char *s, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (list[i] != NULL && strcmp(list[i], s) == 0)
+            return true;
+    }
+    return false;
+}
+
+static size_t count_in(const char *s, const char *const *list, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += list[i] != NULL && strcmp(list[i], s) == 0;
+    return c;
+}
+
+int sched_pick_replacement(const struct sched_host *hosts, size_t nhosts,
+                           const struct sched_replacement *r, char *err, size_t errsize)
+{
+    struct sched_request one = {
+        .shards = 1, .replicas = 0, .vcpus = r->vcpus, .memory_mib = r->memory_mib};
+    int best = -1;
+    size_t best_share = 0;
+    bool any_room = false;
+
+    for (size_t i = 0; i < nhosts; i++) {
+        const struct sched_host *h = &hosts[i];
+        if (host_room(h, &one) == 0)
+            continue;
+        any_room = true;
+        if (in_list(h->id, r->shard_hosts, r->n_shard))
+            continue; /* anti-affinity */
+        if (r->multi_az && r->primary_az != NULL && strcmp(h->az, r->primary_az) == 0)
+            continue; /* never in the primary's AZ */
+        size_t share = count_in(h->az, r->shard_azs, r->n_shard);
+        const struct sched_host *b = best >= 0 ? &hosts[best] : NULL;
+        if (b == NULL || share < best_share ||
+            (share == best_share && (host_room(h, &one) > host_room(b, &one) ||
+                                     (host_room(h, &one) == host_room(b, &one) &&
+                                      h->free_memory_mib > b->free_memory_mib)))) {
+            best = (int)i;
+            best_share = share;
+        }
+    }
+    if (best >= 0)
+        return best;
+    if (!any_room)
+        snprintf(err, errsize,
+                 "not enough capacity: no eligible host can take a node of %d vCPU / "
+                 "%lld MiB",
+                 r->vcpus, r->memory_mib);
+    else if (r->multi_az && r->primary_az != NULL)
+        snprintf(err, errsize,
+                 "no eligible host with room outside the shard's hosts and its "
+                 "primary's AZ (%s); multi_az keeps replicas out of it",
+                 r->primary_az);
+    else
+        snprintf(err, errsize, "every eligible host with room already holds a node of the shard");
+    return -1;
+}

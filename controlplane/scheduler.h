@@ -93,4 +93,24 @@ bool sched_place(const struct sched_host *hosts, size_t nhosts, const struct sch
 bool sched_check(const struct sched_host *hosts, size_t nhosts, const struct sched_request *req,
                  const int *host_of, char *err, size_t errsize);
 
+/* Where a replacement for a node of one shard goes. The strings are borrowed. */
+struct sched_replacement {
+    int vcpus;                      /* the node type's, >= 1 */
+    long long memory_mib;           /* the node type's, >= 1 */
+    const char *const *shard_hosts; /* host ids of the shard's other (live) nodes */
+    const char *const *shard_azs;   /* their AZs, in the same order */
+    size_t n_shard;
+    const char *primary_az; /* the shard's primary's AZ, or NULL when it has none */
+    bool multi_az;
+};
+
+/* The index into hosts[0..nhosts) of the host for one replacement node of a
+ * shard, or -1 with a message in err. The rules of a create, for one node:
+ * an eligible host with room, none of the shard's hosts, not the primary's
+ * AZ with multi_az; preferring the AZ holding the fewest of the shard's
+ * nodes (keeping the shard spread), then the host with the most room, then
+ * the most free memory, then the lowest index. Pure. */
+int sched_pick_replacement(const struct sched_host *hosts, size_t nhosts,
+                           const struct sched_replacement *r, char *err, size_t errsize);
+
 #endif

@@ -31,7 +31,7 @@
                         "coalesce(n.process_state,"                                                \
                         "          'pending')) ORDER BY n.ordinal)"                                \
                         "        FROM nodes n LEFT JOIN hosts h ON h.id = n.host_id WHERE "        \
-                        "n.shard_id = s.id),"                                                      \
+                        "n.shard_id = s.id AND n.desired_state <> 'deleted'),"                     \
                         "        '[]'::jsonb)) ORDER BY s.index)"                                  \
                         "    FROM shards s WHERE s.cluster_id = c.id), '[]'::jsonb),"              \
                         "  'endpoints', CASE WHEN c.spec ->> 'cluster_mode' = 'disabled' THEN "    \
@@ -47,6 +47,7 @@
                         "        FROM nodes n JOIN hosts h ON h.id = n.host_id WHERE "             \
                         "n.cluster_id = c.id"                                                      \
                         "        AND n.role = 'replica' AND n.process_state = 'running'"           \
+                        "        AND h.state = 'healthy' AND n.desired_state <> 'deleted'"         \
                         "        AND n.master_link_status = 'up' AND NOT coalesce(n.loading, "     \
                         "false)"                                                                   \
                         "        AND NOT coalesce(n.sync_in_progress, false)), '[]'::jsonb))"      \
@@ -55,7 +56,8 @@
                         "h.address, n.port)"                                                       \
                         "      FROM nodes n JOIN hosts h ON h.id = n.host_id WHERE n.cluster_id "  \
                         "= c.id"                                                                   \
-                        "      AND n.process_state = 'running'), '[]'::jsonb)) END))"
+                        "      AND n.process_state = 'running' AND h.state = 'healthy'"            \
+                        "      AND n.desired_state <> 'deleted'), '[]'::jsonb)) END))"
 
 static const struct db_stmt get_cluster = {"SELECT " CLUSTER_JSON "::text FROM clusters c"
                                            " WHERE c.id = $1"};

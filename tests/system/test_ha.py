@@ -5,9 +5,9 @@ Sentinel-compatible listener) and redis-py's cluster client.
 
 Faults are real: kill -9 of an engine, SIGSTOP of an agent and its engines
 (a frozen VM), SIGCONT. cairnd runs with a 3 s heartbeat timeout so a
-frozen host is declared lost quickly; cluster-mode clusters use a 2 s
-cluster-node-timeout for the same reason. Everything else is at its
-default.
+frozen host is declared lost quickly, and replaces nodes 4 s after that
+(--replace-after); cluster-mode clusters use a 2 s cluster-node-timeout for
+the same reason. Everything else is at its default.
 
 A writer thread plays the application: one SET every 10 ms through the
 client, each acknowledged key recorded with the time of its
@@ -29,8 +29,10 @@ from clusters import engine_role, events, nodes, password, wait_available, wait_
 from expect import eq
 
 HEARTBEAT_S = 3
+REPLACE_AFTER_S = 4
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures(
-    "ha", cairnd_args=["--heartbeat-timeout", str(HEARTBEAT_S)])
+    "ha", cairnd_args=["--heartbeat-timeout", str(HEARTBEAT_S),
+                       "--replace-after", str(REPLACE_AFTER_S)])
 
 
 class Writer:
@@ -233,8 +235,9 @@ def test_frozen_primary_host_fails_over_and_is_fenced_on_return(stack, cleanup):
 
 def test_cluster_mode_kill9_primary_serves_all_slots_again(stack, cleanup):
     """Cluster mode: kill -9 of one shard's primary. The agent holds it down,
-    the engines elect its replica, every slot is served again, and the old
-    node rejoins as a replica once cairnd has seen the election."""
+    the engines elect its replica, every slot is served again, the old node
+    rejoins as a replica once cairnd has seen the election, and a planned
+    failover later restores one primary per AZ."""
     cid = "ha-cm"
     cleanup.append(cid)
     expect.json_ok(stack.api.post("/v1/clusters", json=clusters.valkey_cluster(
@@ -269,6 +272,198 @@ def test_cluster_mode_kill9_primary_serves_all_slots_again(stack, cleanup):
     eq(engine_role(o["address"], o["port"], pw), "replica", "its engine says so")
     for i in range(300):
         assert rc.get(f"s{i}") == str(i), i
-    rc.close()
     evs = automatic_failovers(stack.api, cid)
     assert any(e["detail"].get("elected") for e in evs), evs
+
+    # The election left two primaries in one AZ; once the cluster has
+    # settled, a planned failover puts one primary back in each AZ.
+    def balanced():
+        b = clusters.get(stack.api, cid)
+        azs = [n["az"] for n in nodes(b) if n["role"] == "primary"]
+        return b if len(azs) == 3 and len(set(azs)) == 3 and b["current_operation"] is None \
+            else None
+    wait_until(balanced, 40, "one primary per AZ again", interval=0.2)
+    reqs = [e for e in events(stack.api, cid) if e["type"] == "FailoverRequested"]
+    eq(len(reqs), 1, f"one rebalancing failover: {reqs}")
+    assert reqs[0]["detail"]["rebalance"] is True, reqs
+    op = expect.json_ok(stack.api.get(f"/v1/operations/{reqs[0]['operation_id']}"))
+    eq((op["kind"], op["state"]), ("failover", "succeeded"), "the rebalancing operation")
+    for i in range(300):
+        assert rc.get(f"s{i}") == str(i), i
+    rc.close()
+
+
+def test_whole_az_loss_in_cluster_mode_is_repaired_and_cleaned_up(stack, cleanup):
+    """Cluster mode, 3 shards x (1+1) over three AZs: freeze every agent and
+    engine of one AZ. The engines elect replicas for the lost primaries,
+    cairnd replaces each lost node in the surviving AZs (one shard's nodes
+    never share an AZ), the cluster serves every slot; on SIGCONT the stale
+    nodes are stopped and their data removed, not re-admitted."""
+    cid = "ha-az"
+    cleanup.append(cid)
+    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.valkey_cluster(
+        cid, parameters={"cluster-node-timeout": "2000"})), 202)
+    body = wait_available(stack.api, cid)
+    pw = password(stack.api, cid)
+    lost_host = stack.host_ids[0]
+    agent = stack.agent_of(lost_host)
+    lost = [n for n in nodes(body) if n["host_id"] == lost_host]
+    assert lost, "the AZ holds nodes of the cluster"
+    pids = [agent.pidfile(n["id"]) for n in lost]
+    rc = clusters.cluster_client(body, pw)
+    for i in range(300):
+        rc.set(f"z{i}", i)
+
+    agent.signal(signal.SIGSTOP)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    try:
+        def repaired():
+            b = clusters.get(stack.api, cid)
+            ns = nodes(b)
+            if any(n["host_id"] == lost_host for n in ns) or len(ns) != 6 or \
+                    any(n["status"] != "running" for n in ns):
+                return None
+            if b["current_operation"] is not None:
+                return None
+            return b
+        after = wait_until(repaired, 90, "every lost node replaced", interval=0.2)
+        took = time.monotonic() - frozen_at
+        rc.close()
+        rc = clusters.cluster_client(after, pw)
+        for i in range(300):
+            eq(rc.get(f"z{i}"), str(i), f"key z{i} after the AZ loss")
+        for shard in after["shards"]:
+            azs = [n["az"] for n in shard["nodes"]]
+            eq(len(set(azs)), len(azs), f"shard {shard['id']} spread over AZs: {azs}")
+            assert "az-a" not in azs, azs
+            eq(sorted(n["role"] for n in shard["nodes"]), ["primary", "replica"], shard["id"])
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+        agent.signal(signal.SIGCONT)
+    print(f"\nwhole-AZ loss: {len(lost)} nodes replaced, cluster whole after {took:.1f} s")
+    evs = events(stack.api, cid)
+    types = [e["type"] for e in evs]
+    eq(types.count("NodeReplaced"), len(lost),
+       f"NodeReplaced events in {[(e['type'], e['message']) for e in evs]}")
+
+    # The stale nodes go away once their agent hears of it: engines stopped,
+    # data removed; the cluster does not take them back.
+    def cleaned():
+        return all(not agent.node_dir(n["id"]).exists() for n in lost) and \
+            not any(clusters.agents.alive(pid) for pid in pids)
+    wait_until(cleaned, 30, "the stale nodes stopped and removed")
+    time.sleep(1)
+    final = clusters.get(stack.api, cid)
+    eq(len(nodes(final)), 6, "six nodes")
+    live = nodes(final)[0]
+    with clusters.client(live["address"], live["port"], pw) as c:
+        view = c.execute_command("CLUSTER", "NODES")
+    view = view.decode() if isinstance(view, bytes) else view
+    for n in lost:
+        assert f":{n['port']}@" not in view, f"stale node {n['id']} still known:\n{view}"
+    eq(len(view.strip().splitlines()), 6, f"the engines know six nodes:\n{view}")
+    for i in range(0, 300, 11):
+        rc.set(f"z{i}", "after")
+    rc.close()
+
+
+def test_patch_of_automatic_failover_and_multi_az(stack, cleanup):
+    """automatic_failover and multi_az change with the rules of a create;
+    with automatic failover off a crashed primary is simply restarted, with
+    it on again the group fails over."""
+    cid = "ha-patch"
+    cleanup.append(cid)
+    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(cid)), 202)
+    body = wait_available(stack.api, cid)
+    eq((body["automatic_failover"], body["multi_az"]), (True, True), "defaults with replicas")
+    url = f"/v1/clusters/{cid}"
+    expect.problem(stack.api.request("PATCH", url, json={"automatic_failover": False}),
+                   "VALIDATION_FAILED", fields=["multi_az"])
+    off = expect.json_ok(stack.api.request("PATCH", url, json={"automatic_failover": False,
+                                                               "multi_az": False}))
+    eq((off["automatic_failover"], off["multi_az"]), (False, False), "both off")
+    expect.problem(stack.api.request("PATCH", url, json={"multi_az": True}),
+                   "VALIDATION_FAILED", fields=["multi_az"])
+
+    # Off: the agent restarts a crashed primary itself; nothing fails over.
+    pw = password(stack.api, cid)
+    old = primary_node(off)
+    agent = stack.agent_of(old["host_id"])
+    time.sleep(0.5)  # the agent has the new desired state (no hold)
+    pid = agent.pidfile(old["id"])
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: agent.pidfile(old["id"]) not in (None, pid)
+               and engine_role(old["address"], old["port"], pw) == "primary", 15,
+               "the primary restarted in place")
+    eq(automatic_failovers(stack.api, cid), [], "no failover with automatic_failover off")
+    eq(primary_node(clusters.get(stack.api, cid))["id"], old["id"], "the same primary")
+
+    on = expect.json_ok(stack.api.request("PATCH", url, json={"automatic_failover": True,
+                                                              "multi_az": True}))
+    eq((on["automatic_failover"], on["multi_az"]), (True, True), "both on again")
+    wait_until(lambda: all(n["status"] == "running" for n in nodes(clusters.get(stack.api, cid)))
+               and len(clusters.get(stack.api, cid)["endpoints"]["readers"]) == 2, 20,
+               "the replicas in sync again")
+    time.sleep(0.5)
+    os.kill(agent.pidfile(old["id"]), signal.SIGKILL)
+    wait_until(lambda: automatic_failovers(stack.api, cid), 15, "an automatic failover")
+
+    # Cluster mode keeps automatic failover on.
+    cm = "ha-patch-cm"
+    cleanup.append(cm)
+    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.valkey_cluster(
+        cm, num_shards=1)), 202)
+    wait_available(stack.api, cm)
+    expect.problem(stack.api.request("PATCH", f"/v1/clusters/{cm}",
+                                     json={"automatic_failover": False, "multi_az": False}),
+                   "VALIDATION_FAILED", fields=["automatic_failover"])
+
+
+
+def test_lost_replica_is_replaced_in_disabled_mode(stack, cleanup):
+    """Cluster mode disabled: a replica's host freezes. After the heartbeat
+    timeout and --replace-after, a new replica is placed on a healthy host,
+    follows the primary from its config and syncs; on SIGCONT the stale
+    replica is stopped and removed. The primary never changes."""
+    cid = "ha-replace"
+    cleanup.append(cid)
+    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
+        cid, engine="valkey", engine_version="8.0", replicas_per_shard=1)), 202)
+    body = wait_available(stack.api, cid)
+    pw = password(stack.api, cid)
+    primary = primary_node(body)
+    dead = next(n for n in nodes(body) if n["role"] == "replica")
+    agent = stack.agent_of(dead["host_id"])
+    pid = agent.pidfile(dead["id"])
+    with clusters.client(primary["address"], primary["port"], pw) as c:
+        for i in range(200):
+            c.set(f"r{i}", i)
+
+    agent.signal(signal.SIGSTOP)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        def replaced():
+            b = clusters.get(stack.api, cid)
+            ns = nodes(b)
+            ok = len(ns) == 2 and dead["id"] not in [n["id"] for n in ns] and \
+                all(n["status"] == "running" for n in ns) and len(b["endpoints"]["readers"]) == 1
+            return b if ok else None
+        after = wait_until(replaced, HEARTBEAT_S + REPLACE_AFTER_S + 30, "the replica replaced",
+                           interval=0.2)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        agent.signal(signal.SIGCONT)
+    eq(primary_node(after)["id"], primary["id"], "the primary did not change")
+    new = next(n for n in nodes(after) if n["role"] == "replica")
+    assert new["host_id"] != dead["host_id"] and new["host_id"] != primary["host_id"], new
+    with clusters.client(new["address"], new["port"], pw) as c:
+        eq(c.info("replication")["master_port"], primary["port"], "it follows the primary")
+        eq(c.get("r199"), "199", "it has the data")
+    types = [e["type"] for e in events(stack.api, cid)]
+    assert "NodeReplacing" in types and "NodeReplaced" in types, types
+    wait_until(lambda: not agent.node_dir(dead["id"]).exists()
+               and not clusters.agents.alive(pid), 30, "the stale replica stopped and removed")
+    eq(automatic_failovers(stack.api, cid), [], "no failover")

@@ -638,9 +638,49 @@ static void test_check_spreads_replicas_over_other_azs(void **state)
     check_rejects(three_azs, 2, &req, spread, "host index 2; there are 2 hosts");
 }
 
+/* A replacement keeps the shard spread: not on the shard's hosts, not in the
+ * primary's AZ with multi_az, the AZ with fewest of the shard's nodes first,
+ * then the most room. */
+static void test_pick_replacement(void **state)
+{
+    (void)state;
+    struct sched_host hosts[] = {
+        {"a1", "az-a", 8, 8192, true},  {"b1", "az-b", 8, 8192, true},
+        {"b2", "az-b", 2, 2048, true},  {"c1", "az-c", 8, 4096, true},
+        {"c2", "az-c", 8, 8192, false},
+    };
+    const char *shard_hosts[] = {"b1"}, *shard_azs[] = {"az-b"};
+    struct sched_replacement r = {.vcpus = 2,
+                                  .memory_mib = 1024,
+                                  .shard_hosts = shard_hosts,
+                                  .shard_azs = shard_azs,
+                                  .n_shard = 1,
+                                  .primary_az = "az-b",
+                                  .multi_az = true};
+    char err[256] = "";
+
+    /* a1 and c1 are both in AZs without a node of the shard; a1 has more
+     * memory for the same room. */
+    assert_int_equal(sched_pick_replacement(hosts, 5, &r, err, sizeof(err)), 0);
+    hosts[0].eligible = false; /* az-a lost */
+    assert_int_equal(sched_pick_replacement(hosts, 5, &r, err, sizeof(err)), 3);
+    hosts[3].free_vcpus = 1; /* c1 full: only b2 has room, in the primary's AZ */
+    assert_int_equal(sched_pick_replacement(hosts, 5, &r, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "primary's AZ (az-b)"));
+    r.multi_az = false; /* without multi_az the primary's AZ will do */
+    assert_int_equal(sched_pick_replacement(hosts, 5, &r, err, sizeof(err)), 2);
+    hosts[2].free_memory_mib = 512; /* only the shard's own host has room */
+    assert_int_equal(sched_pick_replacement(hosts, 5, &r, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "already holds a node of the shard"));
+    hosts[1].free_vcpus = 0;
+    assert_int_equal(sched_pick_replacement(hosts, 5, &r, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "not enough capacity"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pick_replacement),
         cmocka_unit_test(test_pick_port_lowest_free),
         cmocka_unit_test(test_pick_port_ignores_ports_outside_the_range),
         cmocka_unit_test(test_pick_port_empty_range),
