@@ -76,6 +76,7 @@ struct agent_observed {
     bool loading;
     bool sync_in_progress;
     char version[ENGINE_VERSION_MAX];
+    int64_t at_us; /* when INFO answered (monotonic) */
 };
 
 struct agent_node {

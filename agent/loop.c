@@ -235,8 +235,8 @@ static void cp_kick(struct agent *a, int64_t now_us)
     a->cp_kind = AGENT_CP_SYNC;
     a->report_dirty = false;
     a->cp_started_us = now_us;
-    agent_cp_start(&a->cp, "/v1/agent/sync", a->id.credential, agent_report_sync(a, wait_ms),
-                   wait_ms + 10000L);
+    agent_cp_start(&a->cp, "/v1/agent/sync", a->id.credential,
+                   agent_report_sync(a, wait_ms, now_us), wait_ms + 10000L);
 }
 
 static void cp_done(struct agent *a, const struct agent_cp_result *r, int64_t now_us)

@@ -192,6 +192,7 @@ static void take_replies(struct agent_pinger *p, int64_t now_us, struct agent_ob
             if (resp_reply_is_string(r)) {
                 struct engine_info *info = engine_info_parse(r->str, r->len);
                 agent_pinger_observe(info, seen);
+                seen->at_us = now_us;
                 engine_info_free(info);
                 res->observed = true;
             }

@@ -30,7 +30,7 @@ json_t *agent_report_engines(const struct engine_binary *bins, size_t n)
     return arr;
 }
 
-json_t *agent_report_node(const struct agent_node *n)
+json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
 {
     bool alive = n->pid != 0;
     bool seen = alive && n->seen.valid;
@@ -47,7 +47,10 @@ json_t *agent_report_node(const struct agent_node *n)
         version = n->seen.version[0] ? n->seen.version : n->run.version;
     if (seen && n->seen.link_up >= 0)
         link = n->seen.link_up ? "up" : "down";
-    return json_pack("{s:s, s:o, s:s, s:i, s:o, s:s, s:o, s:o, s:o, s:b, s:b, s:i}", "node_id",
+    /* How old the INFO behind role, link and sync is: cairnd keeps its
+     * own, newer reading of them over an older one. */
+    json_t *age = seen ? json_integer((now_us - n->seen.at_us) / 1000) : json_null();
+    return json_pack("{s:s, s:o, s:s, s:i, s:o, s:s, s:o, s:o, s:o, s:b, s:b, s:i, s:o}", "node_id",
                      n->id, "pid", alive ? json_integer(n->pid) : json_null(), "state",
                      agent_converge_state_name(n->state), "port", port, "role",
                      seen ? json_string(n->seen.replica ? "replica" : "primary") : json_null(),
@@ -57,7 +60,7 @@ json_t *agent_report_node(const struct agent_node *n)
                      "master_link_status", link ? json_string(link) : json_null(),
                      "sync_in_progress", seen && n->seen.sync_in_progress, "loading",
                      alive && (n->state == AGENT_NODE_LOADING || (seen && n->seen.loading)),
-                     "restarts", (int)n->restarts);
+                     "restarts", (int)n->restarts, "observed_ms_ago", age);
 }
 
 char *agent_report_register(const struct agent *a)
@@ -70,12 +73,12 @@ char *agent_report_register(const struct agent *a)
                           c->port_max, "engines", a->engines, "agent_version", AGENT_VERSION));
 }
 
-char *agent_report_sync(const struct agent *a, int wait_ms)
+char *agent_report_sync(const struct agent *a, int wait_ms, int64_t now_us)
 {
     json_t *nodes = json_array();
 
     for (size_t i = 0; i < a->n_nodes; i++) {
-        json_t *node = agent_report_node(a->nodes[i]);
+        json_t *node = agent_report_node(a->nodes[i], now_us);
         if (node != NULL)
             json_array_append_new(nodes, node);
     }

@@ -17,13 +17,13 @@ json_t *agent_report_engines(const struct engine_binary *bins, size_t n);
 /* One entry of the sync report's "nodes" for node n, or NULL when nothing
  * is known of its engine (a directory without node.json that nobody
  * wants). Returns a new reference. Pure. */
-json_t *agent_report_node(const struct agent_node *n);
+json_t *agent_report_node(const struct agent_node *n, int64_t now_us);
 
 /* The register body for the agent's settings and engines (text to free). */
 char *agent_report_register(const struct agent *a);
 
 /* The sync body: the applied generation, wait_ms, engines and every node
  * (text to free). */
-char *agent_report_sync(const struct agent *a, int wait_ms);
+char *agent_report_sync(const struct agent *a, int wait_ms, int64_t now_us);
 
 #endif

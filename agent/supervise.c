@@ -671,6 +671,7 @@ static void adopt(struct agent *a, struct agent_node *n, int64_t now_us)
         return;
     }
     int rc = info_confirms(a, n, pid, why, sizeof(why), &seen);
+    seen.at_us = now_us;
     if (rc == 0) {
         log_warn("not adopting: engine does not confirm", "node=%s pid=%d reason=\"%s\"", n->id,
                  (int)pid, why);

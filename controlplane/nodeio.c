@@ -29,6 +29,19 @@ bool nodeio_command(const struct cluster_node *n, const char *password, struct n
     return r != NULL;
 }
 
+bool nodeio_request_ack(const struct cluster_node *n, const char *password, char *err,
+                        size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(n, password, NODEIO_QUICK, err, errsize);
+    bool ok = c != NULL && resp_append(c, err, errsize, "REPLCONF GETACK *");
+    int flushed = 0;
+
+    while (ok && (flushed = resp_flush(c, err, errsize)) == 0)
+        ;
+    resp_close(c);
+    return ok && flushed == 1;
+}
+
 static bool info_is(const struct engine_info *info, const char *section, const char *key,
                     const char *value)
 {

@@ -28,6 +28,12 @@ struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *passw
 bool nodeio_command(const struct cluster_node *n, const char *password, struct nodeio_wait wait,
                     char *err, size_t errsize, const char *fmt, const char *a, int b);
 
+/* Ask a replica to acknowledge its replication offset to its primary now
+ * (REPLCONF GETACK, which answers nothing) instead of at its next
+ * once-a-second acknowledgement. */
+bool nodeio_request_ack(const struct cluster_node *n, const char *password, char *err,
+                        size_t errsize);
+
 /* What a node says of its replication (INFO replication and persistence). */
 struct nodeio_repl {
     bool primary;  /* role:master */

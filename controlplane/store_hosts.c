@@ -131,10 +131,13 @@ static const struct db_stmt heartbeat = {
     "   updated_at = CASE WHEN prev.state = 'lost' THEN now() ELSE h.updated_at END"
     " FROM prev WHERE h.id = $1::uuid RETURNING prev.state"};
 
-/* Roles and links that cairnd read from the engine itself in the last few
- * seconds (longer than an agent's INFO period) win over a report that may
- * have been read before the change. */
-#define CAIRND_READ_IT "coalesce(n.role_observed_at > now() - interval '3 seconds', false)"
+/* Roles and links that cairnd read from the engine itself after the agent
+ * read the INFO behind its report win over that report: the report says how
+ * old its reading is (observed_ms_ago; 3 s, longer than an agent's INFO
+ * period, when it does not say). */
+#define CAIRND_READ_IT                                                                             \
+    "coalesce(n.role_observed_at > now() - make_interval(secs =>"                                  \
+    " coalesce(r.observed_ms_ago, 3000) / 1000.0), false)"
 
 /* In cluster mode disabled cairnd designates the primary (nodes.role), so
  * a report changes only observed_role there; in cluster mode the engines
@@ -155,7 +158,7 @@ static const struct db_stmt record_nodes = {
     "   loading = r.loading, restarts = coalesce(r.restarts, 0), reported_at = now()"
     " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, state text, role text,"
     "   version text, replication_offset bigint, master_link_status text,"
-    "   sync_in_progress boolean, loading boolean, restarts int), clusters c"
+    "   sync_in_progress boolean, loading boolean, restarts int, observed_ms_ago int), clusters c"
     " WHERE n.id = r.node_id AND n.host_id = $1::uuid AND c.id = n.cluster_id"};
 
 /* Cluster mode: a replica that reports itself primary was elected by the
@@ -169,7 +172,8 @@ static const struct db_stmt record_elections = {
     "     'az', h.az)"
     " FROM nodes n JOIN shards s ON s.id = n.shard_id JOIN clusters c ON c.id = n.cluster_id"
     " JOIN hosts h ON h.id = n.host_id"
-    " JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, role text) ON r.node_id = n.id"
+    " JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, role text, observed_ms_ago int)"
+    "   ON r.node_id = n.id"
     " WHERE n.host_id = $1::uuid AND c.spec ->> 'cluster_mode' <> 'disabled'"
     "   AND n.role = 'replica' AND r.role = 'primary' AND NOT " CAIRND_READ_IT
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"

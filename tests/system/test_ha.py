@@ -467,3 +467,113 @@ def test_lost_replica_is_replaced_in_disabled_mode(stack, cleanup):
     wait_until(lambda: not agent.node_dir(dead["id"]).exists()
                and not clusters.agents.alive(pid), 30, "the stale replica stopped and removed")
     eq(automatic_failovers(stack.api, cid), [], "no failover")
+
+
+def test_replica_in_full_sync_is_not_offered(stack, cleanup):
+    """A replica that restarts needs a full sync; while it runs (made slow
+    here with the engines' rdb-key-save-delay) the replica is offered
+    neither in endpoints.readers nor by the Sentinel listener, and it is
+    offered again once it has the data."""
+    cid = "ha-sync"
+    cleanup.append(cid)
+    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
+        cid, engine="valkey", engine_version="8.0")), 202)
+    body = wait_available(stack.api, cid)
+    pw = password(stack.api, cid)
+    primary = primary_node(body)
+    replica = next(n for n in nodes(body) if n["role"] == "replica")
+    with clusters.client(primary["address"], primary["port"], pw) as c:
+        pipe = c.pipeline(transaction=False)
+        for i in range(5000):
+            pipe.set(f"f{i}", i)
+        pipe.execute()
+        # 1 ms per key: the snapshot for a full sync takes about 5 s.
+        c.config_set("rdb-key-save-delay", 1000)
+    agent = stack.agent_of(replica["host_id"])
+    os.kill(agent.pidfile(replica["id"]), signal.SIGKILL)
+
+    me = (replica["address"], replica["port"])
+    sentinel = redis.Redis(host="127.0.0.1", port=stack.sentinel_port, password=pw,
+                           socket_timeout=2, decode_responses=True)
+
+    def syncing():
+        try:
+            with clusters.client(*me, pw) as c:
+                return c.info("replication").get("master_sync_in_progress") == 1
+        except redis.RedisError:
+            return False
+    wait_until(syncing, 20, "the restarted replica in a full sync")
+    time.sleep(2.5)  # its agent's report has caught up
+    checked = 0
+    while syncing():
+        readers = [(r["address"], r["port"]) for r in
+                   clusters.get(stack.api, cid)["endpoints"]["readers"]]
+        assert me not in readers, f"a syncing replica is offered as a reader: {readers}"
+        offered = [(r[r.index("ip") + 1], int(r[r.index("port") + 1])) for r in
+                   [list(x) for x in sentinel.execute_command("SENTINEL", "replicas", cid)]]
+        assert me not in offered, f"a syncing replica is offered by discovery: {offered}"
+        checked += 1
+        time.sleep(0.1)
+    assert checked >= 5, f"the full sync ended too soon to check ({checked} checks)"
+    with clusters.client(primary["address"], primary["port"], pw) as c:
+        c.config_set("rdb-key-save-delay", 0)
+    wait_until(lambda: me in [(r["address"], r["port"]) for r in
+                              clusters.get(stack.api, cid)["endpoints"]["readers"]], 20,
+               "the replica offered again once synced")
+    with clusters.client(*me, pw) as c:
+        eq(c.get("f4999"), "4999", "it has the data")
+    sentinel.close()
+
+
+def test_cluster_mode_without_a_majority_is_forced_to_take_over(stack, cleanup):
+    """Cluster mode, 3 shards: freeze two of the three primaries' engines.
+    One primary alone cannot vote a replica in, so the engines elect
+    nobody; after twice the node timeout cairnd forces the replicas to take
+    over (CLUSTER FAILOVER FORCE, then TAKEOVER) and says why. Thawed, the
+    old primaries rejoin as replicas."""
+    cid = "ha-force"
+    cleanup.append(cid)
+    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.valkey_cluster(
+        cid, parameters={"cluster-node-timeout": "2000"})), 202)
+    body = wait_available(stack.api, cid)
+    pw = password(stack.api, cid)
+    frozen = [next(n for n in s["nodes"] if n["role"] == "primary") for s in body["shards"][:2]]
+    pids = [stack.agent_of(n["host_id"]).pidfile(n["id"]) for n in frozen]
+    rc = clusters.cluster_client(body, pw)
+    for i in range(300):
+        rc.set(f"m{i}", i)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    try:
+        def forced():
+            evs = [e for e in events(stack.api, cid) if e["type"] == "FailoverForced"]
+            b = clusters.get(stack.api, cid)
+            serving = all(any(n["role"] == "primary" and n["status"] == "running"
+                              and n["id"] not in [f["id"] for f in frozen] for n in s["nodes"])
+                          for s in b["shards"])
+            return evs if len(evs) >= 2 and serving else None
+        evs = wait_until(forced, 40, "both shards taken over", interval=0.2)
+        took = time.monotonic() - frozen_at
+        shards = sorted(e["detail"]["shard"] for e in evs)
+        eq(shards[:2], ["0001", "0002"], "the two shards without a primary")
+        for e in evs:
+            assert e["detail"]["sent"] is True and e["detail"]["down_ms"] >= 4000, e
+            assert "twice the 2000 ms node timeout" in e["message"], e["message"]
+        rc.close()
+        rc = clusters.cluster_client(clusters.get(stack.api, cid), pw)
+        def served():
+            try:
+                return all(rc.get(f"m{i}") == str(i) for i in range(0, 300, 3))
+            except redis.RedisError:
+                return False  # the cluster state turns ok a moment later
+        wait_until(served, 20, "every slot served with its data", interval=0.1)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    print(f"\nmajority lost: both shards served again after {took:.1f} s "
+          f"({', '.join(e['detail']['mode'] for e in evs)})")
+    wait_until(lambda: all(engine_role(n["address"], n["port"], pw) == "replica"
+                           for n in frozen), 30, "the thawed primaries rejoin as replicas")
+    rc.set("after", "thaw")
+    rc.close()

@@ -269,22 +269,25 @@ static void test_report_node(void **state)
                                      .offset = 99,
                                      .link_up = 1,
                                      .sync_in_progress = true,
-                                     .version = "8.0.1"};
-    expect_json(agent_report_node(&n),
+                                     .version = "8.0.1",
+                                     .at_us = 1000000};
+    expect_json(agent_report_node(&n, 1250000),
                 "{\"node_id\":\"" ID "\",\"pid\":4242,\"state\":\"running\",\"port\":7001,"
                 "\"role\":\"replica\",\"engine\":\"valkey\",\"version\":\"8.0.1\","
                 "\"replication_offset\":99,\"master_link_status\":\"up\","
-                "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2}");
+                "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
+                "\"observed_ms_ago\":250}");
 
     /* Just started: nothing from INFO yet, the binary's version stands in. */
     n.state = AGENT_NODE_STARTING;
     memset(&n.seen, 0, sizeof(n.seen));
     n.restarts = 0;
-    expect_json(agent_report_node(&n),
+    expect_json(agent_report_node(&n, 1250000),
                 "{\"node_id\":\"" ID "\",\"pid\":4242,\"state\":\"starting\",\"port\":7001,"
                 "\"role\":null,\"engine\":\"valkey\",\"version\":\"8.0.1\","
                 "\"replication_offset\":null,\"master_link_status\":null,"
-                "\"sync_in_progress\":false,\"loading\":false,\"restarts\":0}");
+                "\"sync_in_progress\":false,\"loading\":false,\"restarts\":0,"
+                "\"observed_ms_ago\":null}");
 
     /* Crashed: no pid, no version; the desired port when it is wanted. */
     n.pid = 0;
@@ -292,16 +295,17 @@ static void test_report_node(void **state)
     n.wanted = true;
     n.want.kind = ENGINE_REDIS;
     n.want.port = 7005;
-    expect_json(agent_report_node(&n),
+    expect_json(agent_report_node(&n, 1250000),
                 "{\"node_id\":\"" ID "\",\"pid\":null,\"state\":\"crashed\",\"port\":7005,"
                 "\"role\":null,\"engine\":\"valkey\",\"version\":null,"
                 "\"replication_offset\":null,\"master_link_status\":null,"
-                "\"sync_in_progress\":false,\"loading\":false,\"restarts\":0}");
+                "\"sync_in_progress\":false,\"loading\":false,\"restarts\":0,"
+                "\"observed_ms_ago\":null}");
 
     /* Nothing known of its engine: not reported. */
     n.has_run = false;
     n.wanted = false;
-    assert_null(agent_report_node(&n));
+    assert_null(agent_report_node(&n, 0));
 }
 
 static void test_report_engines(void **state)
