@@ -61,6 +61,15 @@ static bool node_command(const struct topo *t, const struct cluster_node *n, cha
     return nodeio_command(n, t->password, NODEIO_PATIENT, err, errsize, fmt, a, b);
 }
 
+static bool answers_ping(const struct topo *t, const struct cluster_node *n)
+{
+    char err[256];
+    struct resp_conn *c = connect_node(t, n, err, sizeof(err));
+    bool ok = c != NULL && resp_ping(c, err, sizeof(err));
+    resp_close(c);
+    return ok;
+}
+
 /* A node's own view of the cluster, parsed; false with err when not had. */
 static bool node_view(const struct topo *t, const struct cluster_node *n,
                       struct engine_cluster_nodes *view, char *err, size_t errsize)
@@ -105,7 +114,6 @@ static long long elapsed_s(struct op_ctx *ctx, const char *key)
 static enum op_result wait_engines(struct op_ctx *ctx)
 {
     struct topo t;
-    char err[256];
     enum op_result res = OP_NEXT;
 
     if (!topo_load(ctx, &t))
@@ -117,11 +125,8 @@ static enum op_result wait_engines(struct op_ctx *ctx)
                           n->host_id, n->id);
         } else if (n->port <= 0 || strcmp(n->process_state, "running") != 0) {
             res = OP_WAIT;
-        } else {
-            struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
-            if (c == NULL || !resp_ping(c, err, sizeof(err)))
-                res = OP_WAIT;
-            resp_close(c);
+        } else if (!answers_ping(&t, n)) {
+            res = OP_WAIT;
         }
     }
     topo_free(&t);
@@ -727,7 +732,6 @@ static enum op_result place_replacement(struct op_ctx *ctx)
 static enum op_result wait_new_engine(struct op_ctx *ctx)
 {
     struct topo t;
-    char err[256];
     enum op_result res = OP_WAIT;
 
     if (!topo_load(ctx, &t))
@@ -735,11 +739,9 @@ static enum op_result wait_new_engine(struct op_ctx *ctx)
     const struct cluster_node *n = topo_find(&t, context_str(ctx, "new"));
     if (n != NULL && n->host_lost) {
         res = op_fail(ctx, "HOST_LOST", "the replacement's host %s was lost", n->host_id);
-    } else if (n != NULL && n->port > 0 && strcmp(n->process_state, "running") == 0) {
-        struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
-        if (c != NULL && resp_ping(c, err, sizeof(err)))
-            res = OP_NEXT;
-        resp_close(c);
+    } else if (n != NULL && n->port > 0 && strcmp(n->process_state, "running") == 0 &&
+               answers_ping(&t, n)) {
+        res = OP_NEXT;
     }
     topo_free(&t);
     if (res == OP_WAIT && elapsed_s(ctx, "engine_since") > ENGINE_WAIT_LIMIT_S)

@@ -27,6 +27,8 @@
 #define MAX_CLIENTS       1024
 #define WATCH_INTERVAL_US 100000 /* how often subscribed groups are checked */
 #define MAX_REQUEST       (64 * 1024)
+/* What HELLO says the server is: the Sentinel protocol of this version. */
+#define SENTINEL_REPORTED_VERSION "7.0.0"
 
 struct client {
     int fd;
@@ -284,25 +286,77 @@ static void cmd_sentinel(struct sentinel *s, struct client *c, int argc, char **
     }
 }
 
-static void cmd_auth(struct sentinel *s, struct client *c, int argc, char **argv)
+/* Open the cluster whose auth token password is; false with the error
+ * written to the client. */
+static bool authenticate(struct sentinel *s, struct client *c, const char *password)
 {
     char found[48] = "";
-    struct auth_call call = {s->app, argv[argc - 1], found};
+    struct auth_call call = {s->app, password, found};
 
+    if (db_run(s->app->db, auth_fn, &call) != DB_OK) {
+        out_error(c, "ERR cairnd cannot reach its database; retry");
+        return false;
+    }
+    if (found[0] == '\0') {
+        out_error(c, "WRONGPASS invalid username-password pair or user is disabled.");
+        return false;
+    }
+    snprintf(c->cluster, sizeof(c->cluster), "%s", found);
+    return true;
+}
+
+/* AUTH [username] password */
+static void cmd_auth(struct sentinel *s, struct client *c, int argc, char **argv)
+{
     if (argc < 2 || argc > 3) {
         out_error(c, "ERR wrong number of arguments for 'auth' command");
         return;
     }
-    if (db_run(s->app->db, auth_fn, &call) != DB_OK) {
-        out_error(c, "ERR cairnd cannot reach its database; retry");
-        return;
+    if (authenticate(s, c, argv[argc - 1]))
+        out_fmt(c, "+OK\r\n");
+}
+
+/* HELLO [protover [AUTH username password] [SETNAME name]]: RESP2 only, so
+ * a client asking for 3 is told NOPROTO and carries on with RESP2 (as
+ * clients do with servers before Redis 6). */
+static void cmd_hello(struct sentinel *s, struct client *c, int argc, char **argv)
+{
+    int i = 1;
+
+    if (argc > 1) {
+        if (strcmp(argv[1], "2") != 0) {
+            out_error(c, "NOPROTO sorry, this protocol version is not supported");
+            return;
+        }
+        i = 2;
     }
-    if (found[0] == '\0') {
-        out_error(c, "WRONGPASS invalid username-password pair or user is disabled.");
-        return;
+    for (; i < argc; i++) {
+        if (strcasecmp(argv[i], "AUTH") == 0 && i + 2 < argc) {
+            if (!authenticate(s, c, argv[i + 2]))
+                return;
+            i += 2;
+        } else if (strcasecmp(argv[i], "SETNAME") == 0 && i + 1 < argc) {
+            i++;
+        } else {
+            out_fmt(c, "-ERR Syntax error in HELLO option '%.64s'\r\n", argv[i]);
+            return;
+        }
     }
-    snprintf(c->cluster, sizeof(c->cluster), "%s", found);
-    out_fmt(c, "+OK\r\n");
+    out_fmt(c, "*14\r\n");
+    out_bulk(c, "server");
+    out_bulk(c, "redis");
+    out_bulk(c, "version");
+    out_bulk(c, SENTINEL_REPORTED_VERSION);
+    out_bulk(c, "proto");
+    out_fmt(c, ":2\r\n");
+    out_bulk(c, "id");
+    out_fmt(c, ":%d\r\n", c->fd);
+    out_bulk(c, "mode");
+    out_bulk(c, "sentinel");
+    out_bulk(c, "role");
+    out_bulk(c, "master");
+    out_bulk(c, "modules");
+    out_fmt(c, "*0\r\n");
 }
 
 static void cmd_subscribe(struct client *c, int argc, char **argv)
@@ -327,6 +381,8 @@ static void dispatch(struct sentinel *s, struct client *c, int argc, char **argv
             out_fmt(c, "+PONG\r\n");
     } else if (strcasecmp(cmd, "AUTH") == 0) {
         cmd_auth(s, c, argc, argv);
+    } else if (strcasecmp(cmd, "HELLO") == 0) {
+        cmd_hello(s, c, argc, argv);
     } else if (strcasecmp(cmd, "CLIENT") == 0) {
         out_fmt(c, "+OK\r\n"); /* SETNAME, SETINFO: nothing to keep */
     } else if (c->cluster[0] == '\0') {

@@ -756,6 +756,24 @@ def test_sentinel_discovery_follows_a_failover(stack, cleanup):
         pass
     except redis.ResponseError as e:
         assert "NOAUTH" in str(e), e
+    # HELLO: RESP2 only (NOPROTO for 3, so clients fall back), AUTH inside it.
+    hello = redis.Redis(host="127.0.0.1", port=stack.sentinel_port, socket_timeout=2)
+    try:
+        hello.execute_command("HELLO", "3")
+        raise AssertionError("HELLO 3 was accepted")
+    except redis.ResponseError as e:
+        assert str(e).startswith("NOPROTO"), e
+    try:
+        hello.execute_command("HELLO", "2", "AUTH", "default", "wrong-token")
+        raise AssertionError("HELLO with a wrong token was accepted")
+    except redis.ResponseError as e:
+        assert "WRONGPASS" in str(e), e
+    fields = hello.execute_command("HELLO", "2", "AUTH", "default", pw, "SETNAME", "app")
+    info = dict(zip(fields[::2], fields[1::2]))
+    eq((info[b"proto"], info[b"mode"]), (2, b"sentinel"), "HELLO's answer")
+    eq(hello.execute_command("SENTINEL", "get-master-addr-by-name", cid),
+       [primary["address"].encode(), str(primary["port"]).encode()], "after HELLO ... AUTH")
+    hello.close()
     watcher = redis.Redis(host="127.0.0.1", port=stack.sentinel_port, password=pw,
                           socket_timeout=10)
     eq(watcher.execute_command("SENTINEL", "get-master-addr-by-name", "someone-else"), None,
