@@ -577,3 +577,46 @@ def test_cluster_mode_without_a_majority_is_forced_to_take_over(stack, cleanup):
                            for n in frozen), 30, "the thawed primaries rejoin as replicas")
     rc.set("after", "thaw")
     rc.close()
+
+
+def test_hung_primary_engine_fails_over_and_is_demoted(stack, cleanup):
+    """Disabled mode: the primary's engine hangs (SIGSTOP of the engine
+    alone; its agent and host stay healthy). The agent reports it
+    unresponsive after a second without PONG, cairnd fails over a second
+    later, and when the engine answers again it is demoted at once."""
+    cid = "ha-hang"
+    cleanup.append(cid)
+    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
+        cid, engine="valkey", engine_version="8.0")), 202)
+    before = wait_available(stack.api, cid)
+    pw = password(stack.api, cid)
+    old = primary_node(before)
+    pid = stack.agent_of(old["host_id"]).pidfile(old["id"])
+    _, master = sentinel_master(stack, cid, pw)
+    w = Writer(lambda: master).start()
+    seen = set()
+    os.kill(pid, signal.SIGSTOP)
+    hung_at = time.monotonic()
+    try:
+        def promoted():
+            b = check_one_primary(stack, cid, pw, seen)
+            p = [n for n in nodes(b) if n["role"] == "primary"]
+            return b if p and p[0]["id"] != old["id"] else None
+        wait_until(promoted, 15, "a replica promoted", interval=0.05)
+        took = time.monotonic() - hung_at
+        wait_until(lambda: w.first_ack_after(hung_at + took), 10, "writes to resume")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    print(f"\nhung primary engine: promoted after {took:.2f} s")
+    eq(automatic_failovers(stack.api, cid)[0]["detail"]["reason"], "engine stopped answering",
+       "why")
+
+    def demoted():
+        check_one_primary(stack, cid, pw, seen)
+        return engine_role(old["address"], old["port"], pw) == "replica"
+    wait_until(demoted, 15, "the hung primary demoted", interval=0.05)
+    w.stop()
+    with clusters.client(old["address"], old["port"], pw) as c:
+        wait_until(lambda: c.info("replication")["master_link_status"] == "up", 20,
+                   "the old primary follows the new one")
+        wait_until(lambda: c.get(w.acked[-1][0]) is not None, 10, "it has the newest write")
