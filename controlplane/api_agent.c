@@ -8,6 +8,7 @@
 #include "api.h"
 #include "clusters.h"
 #include "log.h"
+#include "monitor.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -275,6 +276,21 @@ static void reply_desired(struct http_request *req, struct sync_call *call)
         http_reply_json_text(req, 200, text);
 }
 
+/* Whether a report says an engine crashed or stopped answering: the
+ * failover monitor looks at once instead of at its next tick. */
+static bool reports_trouble(const json_t *nodes)
+{
+    size_t i;
+    const json_t *n;
+
+    json_array_foreach (nodes, i, n) {
+        const char *state = json_string_value(json_object_get(n, "state"));
+        if (state != NULL && (strcmp(state, "crashed") == 0 || strcmp(state, "unresponsive") == 0))
+            return true;
+    }
+    return false;
+}
+
 /* The first pass records the agent's report; every pass (the first and each
  * wake-up) then answers when the desired generation differs from the
  * agent's, when the wait is over or cairnd is stopping, and parks the
@@ -299,6 +315,8 @@ void api_agent_sync(struct http_request *req)
             http_reply_db_error(req, st);
             return;
         }
+        if (reports_trouble(json_object_get(body, "nodes")) && req->app->monitor != NULL)
+            monitor_poke(req->app->monitor);
         long long wait_ms = json_integer_value(json_object_get(body, "wait_ms"));
         if (wait_ms > req->app->cfg.sync_wait_ms)
             wait_ms = req->app->cfg.sync_wait_ms;

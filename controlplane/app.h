@@ -25,12 +25,14 @@ struct config {
 };
 
 struct runner;
+struct monitor;
 
 struct app {
     struct config cfg;
     struct db_pool *db;
-    struct runner *runner; /* poked when this process queues an operation */
-    bool have_secret_key;  /* engine passwords can be sealed and opened */
+    struct runner *runner;   /* poked when this process queues an operation */
+    struct monitor *monitor; /* poked when an agent reports an engine in trouble */
+    bool have_secret_key;    /* engine passwords can be sealed and opened */
     unsigned char secret_key[32];
 };
 

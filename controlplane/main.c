@@ -221,14 +221,15 @@ static int cmd_serve(struct cli *cli)
             log_info("sentinel listening", "address=%s:%d", app.cfg.sentinel_host,
                      sentinel_port(sentinel));
     }
-    struct monitor *monitor = monitor_start(&app, app.cfg.heartbeat_timeout_s);
+    app.monitor = monitor_start(&app, app.cfg.heartbeat_timeout_s);
     log_info("listening", "address=%s:%d threads=%d db_pool=%d agents=%s version=%s",
              app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
              app.cfg.agent_bootstrap_token != NULL ? "enabled" : "disabled", CAIRND_VERSION);
     sigwait(&stop, &sig);
     log_info("shutting down", "signal=%s timeout_s=%d", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              app.cfg.shutdown_timeout_s);
-    monitor_stop(monitor);
+    monitor_stop(app.monitor);
+    app.monitor = NULL;
     if (sentinel != NULL)
         sentinel_stop(sentinel);
     runner_stop(app.runner);

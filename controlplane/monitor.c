@@ -24,6 +24,7 @@ struct monitor {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     bool stop;
+    bool poked; /* checks wanted before the next tick */
 };
 
 static enum db_status check_fn(struct db_conn *conn, void *arg)
@@ -55,8 +56,10 @@ static void *monitor_main(void *arg)
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }
-        while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &until) != ETIMEDOUT)
+        while (!m->stop && !m->poked &&
+               pthread_cond_timedwait(&m->wake, &m->lock, &until) != ETIMEDOUT)
             ;
+        m->poked = false;
     }
     pthread_mutex_unlock(&m->lock);
     return NULL;
@@ -72,6 +75,14 @@ struct monitor *monitor_start(struct app *app, int timeout_s)
     pthread_cond_init(&m->wake, NULL);
     pthread_create(&m->thread, NULL, monitor_main, m);
     return m;
+}
+
+void monitor_poke(struct monitor *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->poked = true;
+    pthread_cond_signal(&m->wake);
+    pthread_mutex_unlock(&m->lock);
 }
 
 void monitor_stop(struct monitor *m)

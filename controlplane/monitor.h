@@ -14,4 +14,7 @@ struct monitor;
 struct monitor *monitor_start(struct app *app, int timeout_s);
 void monitor_stop(struct monitor *m);
 
+/* Run the checks now rather than at the next tick (any thread). */
+void monitor_poke(struct monitor *m);
+
 #endif

@@ -69,6 +69,12 @@ bool nodeio_replication(const struct cluster_node *n, const char *password, stru
     (void)engine_info_get_ll(info, "replication",
                              out->primary ? "master_repl_offset" : "slave_repl_offset",
                              &out->offset);
+    const char *host = engine_info_get(info, "replication", "master_host");
+    long long port = 0;
+    if (host != NULL)
+        snprintf(out->master_host, sizeof(out->master_host), "%s", host);
+    if (engine_info_get_ll(info, "replication", "master_port", &port))
+        out->master_port = (int)port;
     out->in_sync = !out->primary && link_up && !syncing && !out->loading;
     out->has_data = !out->primary && !syncing && !out->loading &&
                     (link_up || (down_s >= 0 && down_s <= NODEIO_LINK_RECENT_S));

@@ -41,7 +41,9 @@ struct nodeio_repl {
     bool has_data; /* a replica that completed a sync with its primary: link up, or
                       down for at most NODEIO_LINK_RECENT_S (its primary just died) */
     bool loading;
-    long long offset; /* a replica: slave_repl_offset; a primary: master_repl_offset */
+    long long offset;     /* a replica: slave_repl_offset; a primary: master_repl_offset */
+    char master_host[64]; /* a replica: the primary it follows */
+    int master_port;
 };
 #define NODEIO_LINK_RECENT_S 60
 

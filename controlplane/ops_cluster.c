@@ -48,6 +48,15 @@ static void topo_free(struct topo *t)
     free(t->password);
 }
 
+static const struct cluster_node *topo_find(const struct topo *t, const char *id)
+{
+    for (size_t i = 0; id != NULL && i < t->nodes.count; i++) {
+        if (strcmp(t->nodes.items[i].id, id) == 0)
+            return &t->nodes.items[i];
+    }
+    return NULL;
+}
+
 static struct resp_conn *connect_node(const struct topo *t, const struct cluster_node *n, char *err,
                                       size_t errsize)
 {
@@ -634,27 +643,41 @@ static enum op_result wait_switch(struct op_ctx *ctx)
     size_t n = 0;
     struct topo t;
     char err[256];
-    bool done = false;
+    bool switched = false, done = false;
 
     if (!topo_load(ctx, &t))
         return op_wait(ctx, 20);
-    if (observe_shard(&t, context_shard(ctx), seen, &n, err, sizeof(err))) {
-        done = true;
-        for (size_t i = 0; i < n && done; i++) {
-            bool is_target = strcmp(seen[i].node->id, target) == 0;
-            done = is_target ? seen[i].repl.primary : !seen[i].repl.primary;
-            /* In cluster mode the shard serves again only once its nodes
-             * agree the cluster is ok. */
-            if (done && t.cluster_mode)
-                done = node_cluster_ok(&t, seen[i].node);
+    const struct cluster_node *to = topo_find(&t, target);
+    if (to != NULL && observe_shard(&t, context_shard(ctx), seen, &n, err, sizeof(err))) {
+        /* Switched: the target is the only primary. The write pause ends
+         * there; in cluster mode it ends once every node agrees the
+         * cluster is ok again. */
+        switched = true;
+        for (size_t i = 0; i < n && switched; i++) {
+            bool is_target = seen[i].node == to;
+            switched = is_target ? seen[i].repl.primary : !seen[i].repl.primary;
+            if (switched && t.cluster_mode)
+                switched = node_cluster_ok(&t, seen[i].node);
+        }
+        /* Done once every replica follows the target: FAILOVER TO moves
+         * only the old primary under it, and the other replicas would stay
+         * chained behind the old primary. */
+        done = switched;
+        for (size_t i = 0; i < n && switched && !t.cluster_mode; i++) {
+            if (seen[i].node == to || (seen[i].repl.master_port == to->port &&
+                                       strcmp(seen[i].repl.master_host, to->address) == 0))
+                continue;
+            done = false;
+            if (!node_command(&t, seen[i].node, err, sizeof(err), "REPLICAOF %s %d", to->address,
+                              to->port))
+                log_warn("REPLICAOF failed", "node=%s error=\"%s\"", seen[i].node->id, err);
         }
     }
     topo_free(&t);
-    if (done) {
-        if (json_object_get(ctx->context, "switched_ms") == NULL)
-            json_object_set_new(ctx->context, "switched_ms", json_integer(cluster_now_ms()));
+    if (switched && json_object_get(ctx->context, "switched_ms") == NULL)
+        json_object_set_new(ctx->context, "switched_ms", json_integer(cluster_now_ms()));
+    if (done)
         return OP_NEXT;
-    }
     if (elapsed_s(ctx, "switch_since") > FORM_WAIT_LIMIT_S)
         return op_fail(ctx, "FAILOVER_TIMEOUT", "the roles did not switch within %d s",
                        FORM_WAIT_LIMIT_S);
@@ -689,15 +712,6 @@ const struct op_kind op_cluster_failover = {"failover", failover_steps,
                                             failover_failed};
 
 /* ---- node replacement ---------------------------------------------------------- */
-
-static const struct cluster_node *topo_find(const struct topo *t, const char *id)
-{
-    for (size_t i = 0; id != NULL && i < t->nodes.count; i++) {
-        if (strcmp(t->nodes.items[i].id, id) == 0)
-            return &t->nodes.items[i];
-    }
-    return NULL;
-}
 
 /* The shard's primary as cairnd knows it, running on a healthy host. */
 static const struct cluster_node *shard_primary(const struct topo *t, int shard)

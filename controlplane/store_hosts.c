@@ -293,7 +293,7 @@ static const struct db_stmt desired_set = {
     "        'hold_after_crash', coalesce(n.role = 'primary', false)"
     "          AND coalesce((c.spec ->> 'automatic_failover')::boolean, false)"
     "          AND EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = n.shard_id AND o.id <> n.id"
-    "            AND o.desired_state = 'running')"
+    "            AND o.desired_state = 'running' AND o.process_state = 'running')"
     "          AND NOT EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = n.shard_id"
     "            AND o.id <> n.id AND o.role = 'primary' AND o.process_state = 'running'"
     "            AND o.desired_state = 'running'),"

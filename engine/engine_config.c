@@ -691,8 +691,12 @@ static void render_cluster(struct out *o, const struct engine_config_spec *spec)
     if (available(spec->kind, spec->line, "cluster-announce-human-nodename"))
         directive(o, "cluster-announce-human-nodename", spec->node_id);
     /* Per-slot CPU and network counters (CLUSTER SLOT-STATS) feed hot-slot
-     * advice. */
-    if (available(spec->kind, spec->line, "cluster-slot-stats-enabled"))
+     * advice. Not by default on Valkey 8.0: there its network counters trip
+     * an assertion on the first write a replica serves after a failover
+     * (valkey-io/valkey#1912, fixed in 8.1), crashing the new primary. A
+     * user may still set the parameter. */
+    if (available(spec->kind, spec->line, "cluster-slot-stats-enabled") &&
+        engine_line_compare(spec->line, "8.1") >= 0)
         directive(o, "cluster-slot-stats-enabled", "yes");
     free(nodes_conf);
 }

@@ -20,8 +20,11 @@ BEGIN
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER nodes_role_update AFTER UPDATE OF role ON nodes
-    FOR EACH ROW WHEN (OLD.role IS DISTINCT FROM NEW.role)
+-- A node's hold_after_crash also depends on whether a shard-mate runs (one
+-- that could take over), so an engine starting or ceasing to run counts too.
+CREATE TRIGGER nodes_role_update AFTER UPDATE OF role, process_state ON nodes
+    FOR EACH ROW WHEN (OLD.role IS DISTINCT FROM NEW.role
+        OR ((OLD.process_state = 'running') IS DISTINCT FROM (NEW.process_state = 'running')))
     EXECUTE FUNCTION nodes_role_changed();
 
 CREATE INDEX nodes_shard ON nodes (shard_id);

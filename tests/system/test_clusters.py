@@ -706,6 +706,11 @@ def test_planned_failover_loses_no_acknowledged_write(stack, cleanup):
     print(f"\nplanned failover (disabled mode): write pause {detail['write_pause_ms']} ms")
     roles = sorted(n["role"] for n in nodes(after))
     eq(roles, ["primary", "replica", "replica"], "one primary, the others follow")
+    for n in nodes(after):
+        if n["role"] == "replica":
+            with client(n["address"], n["port"], pw) as c:
+                eq(c.info("replication")["master_port"], ep["port"],
+                   f"replica {n['id']} follows the new primary, not the old one")
 
 
 def test_planned_failover_cluster_mode_and_refusals(stack, cleanup):
