@@ -60,7 +60,7 @@ static const struct db_stmt down_primaries = {
     "       WHEN p.process_state = 'crashed' THEN 'engine crashed'"
     "       ELSE 'engine stopped answering' END,"
     "  (extract(epoch FROM CASE WHEN h.state = 'lost' THEN h.last_seen_at"
-    "     ELSE coalesce(p.state_since, now()) END) * 1000)::bigint"
+    "     ELSE coalesce(p.state_since, now()) END) * 1000)::bigint, 0"
     " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
     " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state = 'running'"
     " JOIN hosts h ON h.id = p.host_id"
@@ -77,8 +77,8 @@ static const struct db_stmt down_primaries = {
  * a primary, on a healthy host, in a report newer than cairnd's own last
  * reading of it. */
 static const struct db_stmt stray_primaries = {
-    "SELECT c.id, n.id FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
-    " JOIN hosts h ON h.id = n.host_id"
+    "SELECT c.id, s.index, n.id, '', 0, 0 FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
+    " JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
     " WHERE c.spec ->> 'cluster_mode' = 'disabled' AND " HA_CLUSTER_IDLE
     "   AND n.role = 'replica' AND n.observed_role = 'primary' AND n.process_state = 'running'"
     "   AND h.state = 'healthy' AND n.desired_state = 'running'"
@@ -88,11 +88,11 @@ static const struct db_stmt stray_primaries = {
 /* Cluster mode: shards without a primary serving on a healthy host, with
  * the moment the last one went down and the node timeout. */
 static const struct db_stmt leaderless_shards = {
-    "SELECT c.id, s.index,"
-    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000),"
+    "SELECT c.id, s.index, '', '',"
     "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN h.state = 'lost' THEN h.last_seen_at"
     "      ELSE n.state_since END) FROM nodes n JOIN hosts h ON h.id = n.host_id"
-    "    WHERE n.shard_id = s.id AND n.role = 'primary'), now())) * 1000)::bigint"
+    "    WHERE n.shard_id = s.id AND n.role = 'primary'), now())) * 1000)::bigint,"
+    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000)"
     " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
     " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled' AND " HA_CLUSTER_IDLE
     "   AND NOT EXISTS (SELECT 1 FROM nodes n JOIN hosts h ON h.id = n.host_id"
@@ -108,8 +108,8 @@ static const struct db_stmt leaderless_shards = {
  * failover comes first). One replacement per cluster at a time; one that
  * failed (no room) is tried again after the same time. */
 static const struct db_stmt dead_nodes = {
-    "SELECT c.id, n.id FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
-    " JOIN hosts h ON h.id = n.host_id"
+    "SELECT c.id, s.index, n.id, '', 0, 0 FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
+    " JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
     " WHERE c.status IN ('available', 'modifying', 'degraded') AND n.desired_state = 'running'"
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
     "     AND o.state IN ('pending', 'running'))"
@@ -195,7 +195,8 @@ static const struct db_stmt ha_event = {
     "INSERT INTO events (cluster_id, type, severity, message, detail)"
     " VALUES ($1, $2, $3, $4, $5::jsonb)"};
 
-/* One row of a query above. */
+/* One row of a query above; each returns these columns, in this order
+ * ('' or 0 where one does not apply). */
 struct work {
     char cluster[48];
     int shard;
@@ -274,25 +275,15 @@ static enum db_status query_fn(struct db_conn *conn, void *arg)
     q->n = (size_t)PQntuples(res);
     if (q->n > MAX_WORK)
         q->n = MAX_WORK;
-    int cols = PQnfields(res);
     for (size_t i = 0; i < q->n; i++) {
         struct work *w = &q->rows[i];
         int r = (int)i;
-        memset(w, 0, sizeof(*w));
         snprintf(w->cluster, sizeof(w->cluster), "%s", PQgetvalue(res, r, 0));
-        if (q->stmt == &stray_primaries || q->stmt == &dead_nodes) {
-            snprintf(w->node, sizeof(w->node), "%s", PQgetvalue(res, r, 1));
-            continue;
-        }
         w->shard = atoi(PQgetvalue(res, r, 1));
-        if (cols == 5) {
-            snprintf(w->node, sizeof(w->node), "%s", PQgetvalue(res, r, 2));
-            snprintf(w->why, sizeof(w->why), "%s", PQgetvalue(res, r, 3));
-            w->since_ms = atoll(PQgetvalue(res, r, 4));
-        } else {
-            w->timeout_ms = atoi(PQgetvalue(res, r, 2));
-            w->since_ms = atoll(PQgetvalue(res, r, 3));
-        }
+        snprintf(w->node, sizeof(w->node), "%s", PQgetvalue(res, r, 2));
+        snprintf(w->why, sizeof(w->why), "%s", PQgetvalue(res, r, 3));
+        w->since_ms = atoll(PQgetvalue(res, r, 4));
+        w->timeout_ms = atoi(PQgetvalue(res, r, 5));
     }
     PQclear(res);
     return DB_OK;

@@ -643,7 +643,7 @@ static enum op_result wait_switch(struct op_ctx *ctx)
     size_t n = 0;
     struct topo t;
     char err[256];
-    bool switched = false, done = false;
+    bool switched = false;
 
     if (!topo_load(ctx, &t))
         return op_wait(ctx, 20);
@@ -659,11 +659,39 @@ static enum op_result wait_switch(struct op_ctx *ctx)
             if (switched && t.cluster_mode)
                 switched = node_cluster_ok(&t, seen[i].node);
         }
-        /* Done once every replica follows the target: FAILOVER TO moves
-         * only the old primary under it, and the other replicas would stay
-         * chained behind the old primary. */
-        done = switched;
-        for (size_t i = 0; i < n && switched && !t.cluster_mode; i++) {
+    }
+    topo_free(&t);
+    if (switched) {
+        if (json_object_get(ctx->context, "switched_ms") == NULL)
+            json_object_set_new(ctx->context, "switched_ms", json_integer(cluster_now_ms()));
+        return OP_NEXT;
+    }
+    if (elapsed_s(ctx, "switch_since") > FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, "FAILOVER_TIMEOUT", "the roles did not switch within %d s",
+                       FORM_WAIT_LIMIT_S);
+    return op_wait(ctx, 20);
+}
+
+/* Cluster mode disabled: FAILOVER TO moves only the old primary under the
+ * target; the other replicas would stay chained behind the old primary.
+ * Done when every replica follows the target (cluster mode: at once). */
+static enum op_result repoint_replicas(struct op_ctx *ctx)
+{
+    const char *target = json_string_value(json_object_get(ctx->context, "target"));
+    struct observed seen[8];
+    size_t n = 0;
+    struct topo t;
+    char err[256];
+    bool done = false;
+
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    const struct cluster_node *to = topo_find(&t, target);
+    if (t.cluster_mode || to == NULL) {
+        done = true;
+    } else if (observe_shard(&t, context_shard(ctx), seen, &n, err, sizeof(err))) {
+        done = true;
+        for (size_t i = 0; i < n; i++) {
             if (seen[i].node == to || (seen[i].repl.master_port == to->port &&
                                        strcmp(seen[i].repl.master_host, to->address) == 0))
                 continue;
@@ -674,12 +702,11 @@ static enum op_result wait_switch(struct op_ctx *ctx)
         }
     }
     topo_free(&t);
-    if (switched && json_object_get(ctx->context, "switched_ms") == NULL)
-        json_object_set_new(ctx->context, "switched_ms", json_integer(cluster_now_ms()));
     if (done)
         return OP_NEXT;
-    if (elapsed_s(ctx, "switch_since") > FORM_WAIT_LIMIT_S)
-        return op_fail(ctx, "FAILOVER_TIMEOUT", "the roles did not switch within %d s",
+    if (elapsed_s(ctx, "repoint_since") > FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, "REPLICATION_FAILED",
+                       "the replicas did not all follow the new primary within %d s",
                        FORM_WAIT_LIMIT_S);
     return op_wait(ctx, 20);
 }
@@ -705,6 +732,7 @@ static const struct op_step failover_steps[] = {
     {"start_failover", start_failover},
     {"wait_switch", wait_switch},
     {"record", record_failover},
+    {"repoint_replicas", repoint_replicas},
 };
 
 const struct op_kind op_cluster_failover = {"failover", failover_steps,

@@ -670,7 +670,7 @@ def _write_through_failover(stack, cid, write, follow):
     t.join(5)
     op = expect.json_ok(stack.api.get(f"/v1/operations/{op['id']}"))
     eq((op["kind"], op["state"], [s["name"] for s in op["steps"]]),
-       ("failover", "succeeded", ["start_failover", "wait_switch", "record"]), "the operation")
+       ("failover", "succeeded", ["start_failover", "wait_switch", "record", "repoint_replicas"]), "the operation")
     complete = [e for e in clusters.events(stack.api, cid) if e["type"] == "FailoverComplete"]
     eq(len(complete), 1, "one FailoverComplete event")
     return acked, complete[0]["detail"], done
