@@ -74,6 +74,10 @@ void api_clusters_put(struct http_request *req);
 void api_clusters_failover(struct http_request *req);
 extern const struct jspec_field api_failover_spec[];
 void api_agent_sync(struct http_request *req);
+void api_agent_metrics(struct http_request *req);
+void api_metrics_catalog(struct http_request *req);
+void api_clusters_metrics(struct http_request *req);
+extern const struct jspec_field api_agent_metrics_spec[];
 
 /* Body specs of the agent routes. */
 extern const struct jspec_field api_agent_register_spec[];

@@ -34,6 +34,8 @@ static const struct setting settings[] = {
     {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", SET_INT, 2, 3600, AT(heartbeat_timeout_s)},
     {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", SET_INT, 0, 10000, AT(sync_wait_ms)},
     {"replace-after", "CAIRN_REPLACE_AFTER", SET_INT, 1, 86400, AT(replace_after_s)},
+    {"metrics-retention-days", "CAIRN_METRICS_RETENTION_DAYS", SET_INT, 1, 3650,
+     AT(metrics_retention_days)},
 };
 
 bool config_parse_listen(struct config *cfg, const char *text)
@@ -133,6 +135,7 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->shutdown_timeout_s = 10;
     cfg->heartbeat_timeout_s = 6;
     cfg->replace_after_s = 60;
+    cfg->metrics_retention_days = 15;
     strcpy(cfg->sentinel_host, "127.0.0.1");
     cfg->sentinel_port = 26379;
     cfg->sync_wait_ms = -1; /* unset: derived from the heartbeat timeout */

@@ -222,6 +222,14 @@ static bool json_media_type(const char *type)
     return false;
 }
 
+/* The largest body req's route takes. */
+static size_t body_limit(const struct http_server *srv, const struct http_request *req)
+{
+    if (req->route != NULL && req->route->max_body > 0)
+        return req->route->max_body;
+    return srv->app->cfg.max_body_bytes;
+}
+
 /* Everything that can be decided from the request line and headers, before
  * any body is read: the route, the token, the query and the content type.
  * Returns false after replying when the request cannot proceed. */
@@ -294,11 +302,10 @@ static bool preflight(struct http_server *srv, struct http_request *req)
 
     const char *length =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (length != NULL && strtoull(length, NULL, 10) > srv->app->cfg.max_body_bytes) {
+    if (length != NULL && strtoull(length, NULL, 10) > body_limit(srv, req)) {
         req->body_too_large = true;
         http_reply_problem(req, PROBLEM_PAYLOAD_TOO_LARGE, NULL,
-                           "the body has %s bytes; the limit is %zu", length,
-                           srv->app->cfg.max_body_bytes);
+                           "the body has %s bytes; the limit is %zu", length, body_limit(srv, req));
         return false;
     }
     if (route->body != NULL) {
@@ -461,7 +468,7 @@ static void run_handler(struct http_server *srv, struct http_request *req)
 {
     if (req->body_too_large) {
         http_reply_problem(req, PROBLEM_PAYLOAD_TOO_LARGE, NULL,
-                           "the body is over the limit of %zu bytes", srv->app->cfg.max_body_bytes);
+                           "the body is over the limit of %zu bytes", body_limit(srv, req));
         return;
     }
     if (!check_body(req))
@@ -518,7 +525,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         if (req->replied || req->body_too_large)
             return MHD_YES;
-        if (req->body_len + n > srv->app->cfg.max_body_bytes) {
+        if (req->body_len + n > body_limit(srv, req)) {
             req->body_too_large = true;
             free(req->body);
             req->body = NULL;

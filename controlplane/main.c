@@ -26,6 +26,7 @@ static const char usage[] =
     "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
     "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
     "              [--sentinel-listen HOST:PORT|off] [--replace-after SECONDS]\n"
+    "              [--metrics-retention-days DAYS]\n"
     "       cairnd migrate [--database-url URL]\n"
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
     "       cairnd token list [--database-url URL]\n"
@@ -35,7 +36,8 @@ static const char usage[] =
     "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
     "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS,\n"
-    "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN, CAIRN_REPLACE_AFTER.\n";
+    "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN, CAIRN_REPLACE_AFTER,\n"
+    "CAIRN_METRICS_RETENTION_DAYS.\n";
 
 /* Options shared by every subcommand; --name and --scope only mean
  * something to `token create`. */
@@ -70,6 +72,7 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"secret-key-file", required_argument, NULL, 0},
         {"sentinel-listen", required_argument, NULL, 0},
         {"replace-after", required_argument, NULL, 0},
+        {"metrics-retention-days", required_argument, NULL, 0},
         {"no-migrate", no_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"scope", required_argument, NULL, 's'},

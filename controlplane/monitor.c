@@ -2,6 +2,7 @@
 #include "monitor.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -25,6 +26,8 @@ struct monitor {
     pthread_cond_t wake;
     bool stop;
     bool poked; /* checks wanted before the next tick */
+    int retention_days;
+    time_t housekeeping_at;
 };
 
 static enum db_status check_fn(struct db_conn *conn, void *arg)
@@ -37,6 +40,28 @@ static enum db_status check_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
+/* Metrics: the next days' partitions exist before samples arrive, and
+ * partitions past the retention go whole. Hourly is plenty; also at start. */
+#define HOUSEKEEPING_EVERY_S 3600
+
+static enum db_status housekeeping_fn(struct db_conn *conn, void *arg)
+{
+    struct monitor *m = arg;
+    char first[24], last[24];
+    long long now = (long long)time(NULL), dropped = 0;
+    enum db_status st;
+
+    snprintf(first, sizeof(first), "%lld", now - 86400);
+    snprintf(last, sizeof(last), "%lld", now + 2 * 86400);
+    if ((st = store_metric_partitions(conn, first, last)) != DB_OK ||
+        (st = store_metric_retention(conn, m->retention_days, &dropped)) != DB_OK)
+        return st;
+    if (dropped > 0)
+        log_info("metric partitions dropped", "count=%lld retention_days=%d", dropped,
+                 m->retention_days);
+    return DB_OK;
+}
+
 static void *monitor_main(void *arg)
 {
     struct monitor *m = arg;
@@ -46,8 +71,11 @@ static void *monitor_main(void *arg)
         pthread_mutex_unlock(&m->lock);
         /* Without the database there is nothing to decide (and nothing
          * to say ten times a second). */
-        if (db_run(m->pool, check_fn, m) == DB_OK)
+        if (db_run(m->pool, check_fn, m) == DB_OK) {
             ha_tick(m->ha);
+            if (time(NULL) >= m->housekeeping_at && db_run(m->pool, housekeeping_fn, m) == DB_OK)
+                m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
+        }
         pthread_mutex_lock(&m->lock);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -69,6 +97,7 @@ struct monitor *monitor_start(struct app *app, int timeout_s)
 {
     struct monitor *m = xcalloc(1, sizeof(*m));
     m->pool = app->db;
+    m->retention_days = app->cfg.metrics_retention_days;
     m->ha = ha_new(app);
     m->timeout_s = timeout_s;
     pthread_mutex_init(&m->lock, NULL);

@@ -33,6 +33,7 @@ struct route {
     void (*handler)(struct http_request *req);
     const char *const *query;       /* accepted query parameters, NULL-terminated, or NULL */
     const struct jspec_field *body; /* the body's spec, or NULL when the route takes none */
+    size_t max_body;                /* bytes; 0: --max-body-bytes (bulk uploads may take more) */
 };
 
 /* Path parameters captured by a match, in pattern order. Start from a

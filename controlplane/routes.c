@@ -11,6 +11,8 @@ static const char *const operations_query[] = {"page_size", "page_token", "clust
 static const char *const events_query[] = {"page_size", "page_token", "cluster_id",
                                            "host_id",   "since",      NULL};
 static const char *const hosts_query[] = {"page_size", "page_token", "az", "state", NULL};
+static const char *const metrics_query[] = {"names", "start",   "end",      "period",
+                                            "stat",  "node_id", "group_by", NULL};
 static const char *const clusters_query[] = {"page_size", "page_token", "status",
                                              "engine",    "tag",        NULL};
 
@@ -41,6 +43,10 @@ const struct route api_routes[] = {
     {"POST", "/v1/agent/register", SCOPE_BOOTSTRAP, api_agent_register, NULL,
      api_agent_register_spec},
     {"POST", "/v1/agent/sync", SCOPE_AGENT, api_agent_sync, NULL, api_agent_sync_spec},
+    {"POST", "/v1/agent/metrics", SCOPE_AGENT, api_agent_metrics, NULL, api_agent_metrics_spec,
+     16u << 20},
+    {"GET", "/v1/metrics/catalog", SCOPE_READ, api_metrics_catalog, NULL, NULL},
+    {"GET", "/v1/clusters/{id}/metrics", SCOPE_READ, api_clusters_metrics, metrics_query, NULL},
 };
 
 const size_t api_route_count = sizeof(api_routes) / sizeof(api_routes[0]);

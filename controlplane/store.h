@@ -142,4 +142,33 @@ struct store_cluster_filter {
 enum db_status store_clusters_list(struct db_conn *conn, const struct store_cluster_filter *f,
                                    const struct page *page, char **items, char *next_key);
 
+/* metric samples (metric_samples, migration 0006) */
+enum db_status store_metric_partitions(struct db_conn *conn, const char *first_at,
+                                       const char *last_at);
+/* rows: JSON [{node_id, at, vals: [...by catalog position...]}]; only nodes
+ * placed on host_id are stored; *stored says how many. */
+enum db_status store_metric_samples_add(struct db_conn *conn, const char *host_id,
+                                        const char *period_s, const char *rows, long long *stored);
+/* Drop the daily partitions older than keep_days; *dropped says how many. */
+enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long long *dropped);
+
+struct store_metric_query {
+    const char *cluster_id;
+    const char *start, *end; /* RFC 3339 or epoch seconds; NULL: defaults */
+    int default_range_s;     /* start, when NULL: this long before end */
+    long long period_s;
+    int stat;            /* Average, Minimum, Maximum, Sum, SampleCount, p50, p90, p99 */
+    const char *node_id; /* NULL: every node */
+    bool by_node;        /* a series per node */
+    const int *metrics;  /* catalog positions */
+    int nmetrics;
+    int max_points;
+    const char *bad_field; /* out: the query parameter a refusal is about */
+};
+/* The series of a query as the API answers them; DB_NOT_FOUND with err set
+ * when the range cannot be answered (too many points, end before start),
+ * without err when the cluster does not exist. */
+enum db_status store_metric_query(struct db_conn *conn, struct store_metric_query *q, json_t **out,
+                                  char *err, size_t errsize);
+
 #endif

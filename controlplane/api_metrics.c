@@ -1,0 +1,285 @@
+/* api_metrics.c -- metrics: agents push period samples (POST
+ * /v1/agent/metrics), users read the catalog (GET /v1/metrics/catalog) and
+ * query series (GET /v1/clusters/{id}/metrics).
+ *
+ * A sample is one node's values for one period, stored as one row whose
+ * array holds every catalog metric by position (engine/metrics.h); names
+ * the catalog does not know (a newer agent) are ignored. Queries aggregate
+ * rows into the requested period: Average, Minimum, Maximum, Sum and
+ * SampleCount over every value in it (across the cluster's nodes, or one
+ * node's), and p50/p90/p99 over the same values. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "cluster_spec.h"
+#include "log.h"
+#include "metrics.h"
+#include "timeutil.h"
+#include "xalloc.h"
+
+#define MAX_POINTS      1440 /* per series, as CloudWatch */
+#define MAX_NAMES       32   /* metrics per query */
+#define DEFAULT_RANGE_S (3 * 3600)
+#define MAX_PERIOD_S    86400
+#define MAX_SAMPLES     5000 /* per push */
+
+/* ---- POST /v1/agent/metrics ---------------------------------------------- */
+
+static const struct jspec_field sample_fields[] = {
+    {.name = "node_id", .type = JSPEC_STRING, .required = true, .max_len = 36},
+    {.name = "at",
+     .type = JSPEC_INTEGER,
+     .required = true,
+     .has_range = true,
+     .min = 0,
+     .max = 32503680000.0},
+    {.name = "values", .type = JSPEC_OBJECT, .required = true, .fields = cspec_any_object},
+    {0},
+};
+static const struct jspec_field sample_item = {.type = JSPEC_OBJECT, .fields = sample_fields};
+
+const struct jspec_field api_agent_metrics_spec[] = {
+    {.name = "period_s",
+     .type = JSPEC_INTEGER,
+     .required = true,
+     .has_range = true,
+     .min = 1,
+     .max = 3600},
+    {.name = "dropped", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e12},
+    {.name = "samples",
+     .type = JSPEC_ARRAY,
+     .required = true,
+     .max_len = MAX_SAMPLES,
+     .items = &sample_item},
+    {0},
+};
+
+/* The samples as rows for the store: [{node_id, at, vals: [...]}], vals
+ * by catalog position with null where a sample has no value. */
+static json_t *sample_rows(const json_t *samples, long long *first_at, long long *last_at)
+{
+    json_t *rows = json_array(), *s, *v;
+    const char *name;
+    size_t i;
+
+    *first_at = -1;
+    *last_at = -1;
+    json_array_foreach ((json_t *)samples, i, s) {
+        json_t *vals = json_array();
+        for (size_t k = 0; k < metric_count; k++)
+            json_array_append_new(vals, json_null());
+        json_object_foreach (json_object_get(s, "values"), name, v) {
+            int k = metric_index(name);
+            double d = json_number_value(v);
+            if (k >= 0 && json_is_number(v) && isfinite(d))
+                json_array_set_new(vals, (size_t)k, json_real(d));
+        }
+        long long at = json_integer_value(json_object_get(s, "at"));
+        if (*first_at < 0 || at < *first_at)
+            *first_at = at;
+        if (at > *last_at)
+            *last_at = at;
+        json_array_append_new(rows,
+                              json_pack("{s:O, s:I, s:o}", "node_id", json_object_get(s, "node_id"),
+                                        "at", (json_int_t)at, "vals", vals));
+    }
+    return rows;
+}
+
+struct push {
+    const char *host_id;
+    char *rows;
+    char period[16], first[24], last[24];
+    long long stored;
+};
+
+static enum db_status push_fn(struct db_conn *conn, void *arg)
+{
+    struct push *p = arg;
+    enum db_status st = store_metric_partitions(conn, p->first, p->last);
+    if (st != DB_OK)
+        return st;
+    return store_metric_samples_add(conn, p->host_id, p->period, p->rows, &p->stored);
+}
+
+void api_agent_metrics(struct http_request *req)
+{
+    const json_t *body = req->json;
+    struct push p = {.host_id = req->who.host_id};
+    long long first, last;
+    json_t *rows = sample_rows(json_object_get(body, "samples"), &first, &last);
+
+    if (json_array_size(rows) == 0) {
+        json_decref(rows);
+        http_reply_empty(req, 204);
+        return;
+    }
+    snprintf(p.period, sizeof(p.period), "%lld",
+             (long long)json_integer_value(json_object_get(body, "period_s")));
+    snprintf(p.first, sizeof(p.first), "%lld", first);
+    snprintf(p.last, sizeof(p.last), "%lld", last);
+    p.rows = json_dumps(rows, JSON_COMPACT);
+    json_decref(rows);
+    enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, push_fn, &p);
+    free(p.rows);
+    long long dropped = json_integer_value(json_object_get(body, "dropped"));
+    if (dropped > 0)
+        log_warn("agent dropped metric samples", "host_id=%s dropped=%lld", p.host_id, dropped);
+    if (st != DB_OK) {
+        http_reply_db_error(req, st);
+        return;
+    }
+    http_reply_empty(req, 204);
+}
+
+/* ---- GET /v1/metrics/catalog --------------------------------------------- */
+
+void api_metrics_catalog(struct http_request *req)
+{
+    static const char *const kinds[] = {"gauge", "counter"};
+    static const char *const sources[] = {"host", "engine"};
+    json_t *items = json_array();
+
+    for (size_t i = 0; i < metric_count; i++) {
+        const struct metric_def *m = &metric_catalog[i];
+        json_array_append_new(items, json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", m->name, "unit",
+                                               m->unit, "kind", kinds[m->kind], "source",
+                                               sources[m->source], "description", m->description));
+    }
+    http_reply_json(req, 200,
+                    json_pack("{s:s, s:o}", "namespace", "Cairn/Cache", "metrics", items));
+}
+
+/* ---- GET /v1/clusters/{id}/metrics ----------------------------------------- */
+
+static const char *const stats[] = {"Average",     "Minimum", "Maximum", "Sum",
+                                    "SampleCount", "p50",     "p90",     "p99"};
+
+static int stat_index(const char *s)
+{
+    for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++) {
+        if (strcmp(stats[i], s) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* Whether s is a time the API takes: RFC 3339, or seconds since the epoch. */
+static bool is_time(const char *s)
+{
+    size_t n = strspn(s, "0123456789");
+    return time_is_rfc3339(s) || (n > 0 && n <= 12 && s[n] == '\0');
+}
+
+/* Split "A,B" into names known to the catalog; false with errors when one
+ * is unknown or there are too many. */
+static bool parse_names(const char *text, int *idx, int *n, json_t *errors)
+{
+    char *copy = xstrdup(text), *save = NULL;
+    bool ok = true;
+
+    *n = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        int k = metric_index(tok);
+        if (k < 0) {
+            json_array_append_new(errors, json_pack("{s:s, s:s}", "field", "names", "message",
+                                                    "names a metric the catalog does not have (GET "
+                                                    "/v1/metrics/catalog lists them)"));
+            ok = false;
+            break;
+        }
+        if (*n == MAX_NAMES) {
+            json_array_append_new(errors, json_pack("{s:s, s:s}", "field", "names", "message",
+                                                    "at most 32 metrics per query"));
+            ok = false;
+            break;
+        }
+        idx[(*n)++] = k;
+    }
+    if (ok && *n == 0) {
+        json_array_append_new(errors, json_pack("{s:s, s:s}", "field", "names", "message",
+                                                "is required: metric names, comma-separated"));
+        ok = false;
+    }
+    free(copy);
+    return ok;
+}
+
+static void query_error(json_t *errors, const char *field, const char *message)
+{
+    json_array_append_new(errors, json_pack("{s:s, s:s}", "field", field, "message", message));
+}
+
+void api_clusters_metrics(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    const char *names = http_query(req, "names");
+    const char *start = http_query(req, "start"), *end = http_query(req, "end");
+    const char *period_text = http_query(req, "period");
+    const char *stat = http_query(req, "stat");
+    const char *node_id = http_query(req, "node_id");
+    const char *group_by = http_query(req, "group_by");
+    json_t *errors = json_array();
+    int idx[MAX_NAMES], nnames = 0, si = stat_index(stat != NULL ? stat : "Average");
+    long long period = 60;
+
+    parse_names(names != NULL ? names : "", idx, &nnames, errors);
+    if (period_text != NULL) {
+        char *e;
+        period = strtoll(period_text, &e, 10);
+        if (*period_text == '\0' || *e != '\0' || period < 1 || period > MAX_PERIOD_S)
+            query_error(errors, "period", "must be whole seconds from 1 to 86400");
+    }
+    if (si < 0)
+        query_error(errors, "stat",
+                    "must be one of Average, Minimum, Maximum, Sum, SampleCount, p50, p90, p99");
+    if (start != NULL && !is_time(start))
+        query_error(errors, "start", "must be an RFC 3339 time or seconds since the epoch");
+    if (end != NULL && !is_time(end))
+        query_error(errors, "end", "must be an RFC 3339 time or seconds since the epoch");
+    if (group_by != NULL && strcmp(group_by, "node") != 0)
+        query_error(errors, "group_by", "must be node");
+    if (node_id != NULL && !page_is_uuid(node_id))
+        query_error(errors, "node_id", "must be a node id (UUID)");
+    if (json_array_size(errors) > 0) {
+        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors,
+                           "the query cannot be answered as asked");
+        return;
+    }
+    json_decref(errors);
+
+    struct store_metric_query q = {.cluster_id = id,
+                                   .start = start,
+                                   .end = end,
+                                   .default_range_s = DEFAULT_RANGE_S,
+                                   .period_s = period,
+                                   .stat = si,
+                                   .node_id = node_id,
+                                   .by_node = group_by != NULL,
+                                   .metrics = idx,
+                                   .nmetrics = nnames,
+                                   .max_points = MAX_POINTS};
+    json_t *out = NULL;
+    char err[256] = "";
+    struct db_conn *conn;
+    enum db_status st = db_acquire(req->app->db, &conn);
+    if (st == DB_OK) {
+        st = store_metric_query(conn, &q, &out, err, sizeof(err));
+        db_release(req->app->db, conn);
+    }
+    if (st == DB_NOT_FOUND && err[0] != '\0') {
+        errors = json_array();
+        query_error(errors, q.bad_field, err);
+        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors,
+                           "the query cannot be answered as asked");
+    } else if (st == DB_NOT_FOUND) {
+        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
+    } else if (st != DB_OK) {
+        http_reply_db_error(req, st);
+    } else {
+        http_reply_json(req, 200, out);
+    }
+}

@@ -1,0 +1,199 @@
+"""test_metrics_api.py -- cairnd's metric store and query API, fed over the
+agent protocol with samples whose values are known, so every statistic can
+be checked exactly: POST /v1/agent/metrics (validation, only the host's own
+nodes, a repeated sample replaces the first), GET /v1/metrics/catalog, and
+GET /v1/clusters/{id}/metrics (stats across nodes, per node, periods,
+ranges in RFC 3339 and epoch seconds, the 1,440-point limit, errors).
+
+Nodes are placed with SQL as the scheduler would; no engine runs.
+"""
+
+import statistics
+import time
+
+import pytest
+
+import expect
+import harness
+from agents import add_cluster, add_node
+from expect import eq
+from test_agent_protocol import BOOTSTRAP, register, sync
+
+
+@pytest.fixture
+def hosts(pg, fresh_db, cairnd_factory):
+    c = cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP])
+    from conftest import make_instance
+    inst = make_instance(pg, fresh_db, c)
+    a = register(inst, name="vm-m1")
+    b = register(inst, name="vm-m2", ports=(7100, 7199))
+    for h in (a, b):
+        expect.json_ok(sync(inst, h["credential"]))
+    return inst, a, b
+
+
+def push(inst, cred, samples, period_s=60, **extra):
+    body = {"period_s": period_s, "samples": samples}
+    body.update(extra)
+    return inst.anon.post("/v1/agent/metrics", json=body,
+                          headers={"Authorization": f"Bearer {cred}"})
+
+
+def query(inst, cid, **params):
+    return inst.api.get(f"/v1/clusters/{cid}/metrics", params=params)
+
+
+def points(body, i=0):
+    return [(p["timestamp"], p["value"]) for p in body["series"][i]["points"]]
+
+
+def iso(epoch):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def test_catalog_lists_every_metric(hosts):
+    inst, _, _ = hosts
+    body = expect.json_ok(inst.api.get("/v1/metrics/catalog"))
+    eq(body["namespace"], "Cairn/Cache", "namespace")
+    by_name = {m["name"]: m for m in body["metrics"]}
+    for name in ("CPUUtilization", "FreeableMemory", "EngineCPUUtilization", "CurrConnections",
+                 "CacheHits", "CacheHitRate", "IsPrimary", "ReplicationLag", "GetTypeCmds",
+                 "GetTypeCmdsLatency", "SetTypeCmds", "NonKeyTypeCmdsLatency"):
+        assert name in by_name, name
+    eq((by_name["CacheHits"]["unit"], by_name["CacheHits"]["kind"]), ("Count", "counter"), "hits")
+    eq((by_name["CPUUtilization"]["unit"], by_name["CPUUtilization"]["source"]),
+       ("Percent", "host"), "cpu")
+    eq(by_name["GetTypeCmdsLatency"]["unit"], "Microseconds", "latency unit")
+    assert all(m["description"] for m in body["metrics"])
+
+
+def test_statistics_across_nodes_and_periods(hosts):
+    inst, a, b = hosts
+    cluster = add_cluster(inst)
+    n1 = add_node(inst, a["host_id"], cluster)
+    n2 = add_node(inst, b["host_id"], cluster)
+    other = add_node(inst, b["host_id"], add_cluster(inst))
+    t0 = (int(time.time()) // 3600 - 2) * 3600  # two hours ago, on the hour
+    # Ten minutes of each node: n1 counts 10, 20, ..., n2 counts 1, 2, ...
+    s1 = [{"node_id": n1, "at": t0 + 60 * k,
+           "values": {"GetTypeCmds": 10 * (k + 1), "CPUUtilization": 50.0, "NotAMetric": 1}}
+          for k in range(10)]
+    s2 = [{"node_id": n2, "at": t0 + 60 * k, "values": {"GetTypeCmds": k + 1}}
+          for k in range(10)]
+    eq(push(inst, a["credential"], s1).status_code, 204, "push of vm-m1")
+    eq(push(inst, b["credential"], s2 + [{"node_id": other, "at": t0, "values": {
+        "GetTypeCmds": 1000}}]).status_code, 204, "push of vm-m2")
+    # A node of another host is not taken from this one.
+    eq(push(inst, a["credential"], [{"node_id": n2, "at": t0, "values": {"GetTypeCmds": 99999}}])
+       .status_code, 204, "push for a node on another host")
+    cid = cluster[0]
+    rng = {"start": iso(t0), "end": str(t0 + 600)}
+
+    def stat(name, **kw):
+        return points(expect.json_ok(query(inst, cid, names="GetTypeCmds", stat=name,
+                                           **dict(rng, **kw))))
+
+    minute = [(iso(t0 + 60 * k), None) for k in range(10)]
+    eq([v for _, v in stat("Sum")], [11.0 * (k + 1) for k in range(10)], "Sum per minute")
+    eq([t for t, _ in stat("Sum")], [t for t, _ in minute], "timestamps")
+    eq([v for _, v in stat("Average")], [5.5 * (k + 1) for k in range(10)], "Average")
+    eq([v for _, v in stat("Minimum")], [1.0 * (k + 1) for k in range(10)], "Minimum")
+    eq([v for _, v in stat("Maximum")], [10.0 * (k + 1) for k in range(10)], "Maximum")
+    eq([v for _, v in stat("SampleCount")], [2.0] * 10, "SampleCount")
+    # Five-minute periods: Sum adds both nodes' five minutes.
+    five = stat("Sum", period="300")
+    eq(five, [(iso(t0), 11.0 * 15), (iso(t0 + 300), 11.0 * 40)], "Sum per 5 minutes")
+    vals = sorted([10 * (k + 1) for k in range(5)] + [k + 1 for k in range(5)])
+    p = stat("p50", period="300")[0][1]
+    assert abs(p - statistics.median(vals)) < 1e-6, (p, vals)
+    # One node; a series per node.
+    one = points(expect.json_ok(query(inst, cid, names="GetTypeCmds", stat="Sum", node_id=n2,
+                                      **rng)))
+    eq([v for _, v in one], [1.0 * (k + 1) for k in range(10)], "node n2 alone")
+    per = expect.json_ok(query(inst, cid, names="GetTypeCmds,CPUUtilization", stat="Average",
+                               group_by="node", **rng))
+    got = {(s["name"], s["node_id"]): [p["value"] for p in s["points"]] for s in per["series"]}
+    eq(got[("GetTypeCmds", n1)], [10.0 * (k + 1) for k in range(10)], "n1's series")
+    eq(got[("CPUUtilization", n1)], [50.0] * 10, "n1's CPU")
+    assert ("CPUUtilization", n2) not in got, "n2 has no CPU values"
+    # A sample pushed again replaces the first.
+    eq(push(inst, a["credential"], [dict(s1[0], values={"GetTypeCmds": 7})]).status_code, 204,
+       "push again")
+    eq(stat("Sum")[0][1], 8.0, "the replaced value counts")
+
+
+def test_query_errors_and_limits(hosts):
+    inst, a, _ = hosts
+    cluster = add_cluster(inst)
+    add_node(inst, a["host_id"], cluster)
+    cid = cluster[0]
+    body = expect.json_ok(query(inst, cid, names="CPUUtilization"))
+    eq((body["period"], body["stat"], len(body["series"])), (60, "Average", 1), "defaults")
+    eq(body["series"][0]["points"], [], "no data yet")
+    for params, field in (({"names": "Nope"}, "names"), ({}, "names"),
+                          ({"names": "CacheHits", "stat": "Median"}, "stat"),
+                          ({"names": "CacheHits", "period": "0"}, "period"),
+                          ({"names": "CacheHits", "start": "yesterday"}, "start"),
+                          ({"names": "CacheHits", "group_by": "shard"}, "group_by"),
+                          ({"names": "CacheHits", "node_id": "n1"}, "node_id")):
+        expect.problem(query(inst, cid, **params), "INVALID_QUERY_PARAMETER", fields=[field])
+    now = int(time.time())
+    p = expect.problem(query(inst, cid, names="CacheHits", start=str(now - 86400 * 2),
+                             end=str(now), period="60"), "INVALID_QUERY_PARAMETER",
+                       fields=["period"])
+    msg = p["errors"][0]["message"]
+    assert "2880 points" in msg and "1440" in msg, p
+    expect.json_ok(query(inst, cid, names="CacheHits", start=str(now - 86400), end=str(now),
+                         period="60"))
+    expect.problem(query(inst, cid, names="CacheHits", start=str(now), end=str(now - 60)),
+                   "INVALID_QUERY_PARAMETER", fields=["end"])
+    expect.problem(query(inst, "no-such-cluster", names="CacheHits"), "CLUSTER_NOT_FOUND")
+
+
+def test_push_validation(hosts):
+    inst, a, _ = hosts
+    cred = a["credential"]
+    for body, fields in (({"samples": []}, ["period_s"]),
+                         ({"period_s": 0, "samples": []}, ["period_s"]),
+                         ({"period_s": 60, "samples": [{"at": 1}]}, ["samples[0].node_id",
+                                                                     "samples[0].values"]),
+                         ({"period_s": 60, "samples": [{"node_id": "x", "at": -1, "values": {}}]},
+                          ["samples[0].at"])):
+        r = inst.anon.post("/v1/agent/metrics", json=body,
+                           headers={"Authorization": f"Bearer {cred}"})
+        expect.problem(r, "VALIDATION_FAILED", fields=fields)
+    # Only agents push.
+    expect.problem(inst.api.post("/v1/agent/metrics", json={"period_s": 60, "samples": []}),
+                   "FORBIDDEN")
+
+
+def test_retention_drops_old_partitions(hosts, cairnd_factory, fresh_db):
+    """Samples older than the retention live in their own daily partition;
+    the housekeeping (hourly, and when cairnd starts) drops it whole."""
+    inst, a, _ = hosts
+    cluster = add_cluster(inst)
+    n1 = add_node(inst, a["host_id"], cluster)
+    old = (int(time.time()) // 86400 - 20) * 86400 + 3600  # 20 days ago, 01:00 UTC
+    recent = (int(time.time()) // 60 - 5) * 60
+    eq(push(inst, a["credential"], [{"node_id": n1, "at": old, "values": {"CacheHits": 5}},
+                                    {"node_id": n1, "at": recent, "values": {"CacheHits": 7}}])
+       .status_code, 204, "push")
+    day = time.strftime("%Y%m%d", time.gmtime(old))
+    assert f"metric_samples_{day}" in inst.psql(
+        "SELECT string_agg(relname, ' ') FROM pg_class WHERE relname LIKE 'metric_samples_%'")
+    rng = {"start": str(old - 3600), "end": str(old + 3600), "period": "3600", "stat": "Sum"}
+    eq([v for _, v in points(expect.json_ok(query(inst, cluster[0], names="CacheHits", **rng)))],
+       [5.0], "the old sample before the housekeeping")
+    # A cairnd starting on the same database keeps 15 days.
+    cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP])
+
+    def dropped():
+        return f"metric_samples_{day}" not in inst.psql(
+            "SELECT coalesce(string_agg(relname, ' '), '') FROM pg_class"
+            " WHERE relname LIKE 'metric_samples_%'")
+    harness.wait_until(dropped, 10, what="the old partition dropped")
+    eq(points(expect.json_ok(query(inst, cluster[0], names="CacheHits", **rng))), [],
+       "nothing left of the old day")
+    eq([v for _, v in points(expect.json_ok(query(inst, cluster[0], names="CacheHits",
+                                                  start=str(recent), end=str(recent + 60),
+                                                  stat="Sum")))], [7.0], "recent data kept")
