@@ -77,6 +77,8 @@ void api_agent_sync(struct http_request *req);
 void api_agent_metrics(struct http_request *req);
 void api_metrics_catalog(struct http_request *req);
 void api_clusters_metrics(struct http_request *req);
+void api_metrics_query(struct http_request *req);
+extern const struct jspec_field api_metrics_query_spec[];
 extern const struct jspec_field api_agent_metrics_spec[];
 
 /* Body specs of the agent routes. */

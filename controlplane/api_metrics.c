@@ -155,12 +155,12 @@ void api_metrics_catalog(struct http_request *req)
 
 /* ---- GET /v1/clusters/{id}/metrics ----------------------------------------- */
 
-static const char *const stats[] = {"Average",     "Minimum", "Maximum", "Sum",
-                                    "SampleCount", "p50",     "p90",     "p99"};
+static const char *const stats[] = {"Average", "Minimum", "Maximum", "Sum", "SampleCount",
+                                    "p50",     "p90",     "p99",     NULL};
 
 static int stat_index(const char *s)
 {
-    for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++) {
+    for (size_t i = 0; stats[i] != NULL; i++) {
         if (strcmp(stats[i], s) == 0)
             return (int)i;
     }
@@ -213,6 +213,22 @@ static void query_error(json_t *errors, const char *field, const char *message)
     json_array_append_new(errors, json_pack("{s:s, s:s}", "field", field, "message", message));
 }
 
+/* Answer q with a pooled connection, within the API's limits. */
+static enum db_status run_query(struct http_request *req, struct store_metric_query *q,
+                                json_t **out, char *err, size_t errsize)
+{
+    struct db_conn *conn;
+    enum db_status st = db_acquire(req->app->db, &conn);
+
+    q->default_range_s = DEFAULT_RANGE_S;
+    q->max_points = MAX_POINTS;
+    if (st != DB_OK)
+        return st;
+    st = store_metric_query(conn, q, out, err, errsize);
+    db_release(req->app->db, conn);
+    return st;
+}
+
 void api_clusters_metrics(struct http_request *req)
 {
     const char *id = http_param(req, "id");
@@ -254,22 +270,15 @@ void api_clusters_metrics(struct http_request *req)
     struct store_metric_query q = {.cluster_id = id,
                                    .start = start,
                                    .end = end,
-                                   .default_range_s = DEFAULT_RANGE_S,
                                    .period_s = period,
                                    .stat = si,
                                    .node_id = node_id,
                                    .by_node = group_by != NULL,
                                    .metrics = idx,
-                                   .nmetrics = nnames,
-                                   .max_points = MAX_POINTS};
+                                   .nmetrics = nnames};
     json_t *out = NULL;
     char err[256] = "";
-    struct db_conn *conn;
-    enum db_status st = db_acquire(req->app->db, &conn);
-    if (st == DB_OK) {
-        st = store_metric_query(conn, &q, &out, err, sizeof(err));
-        db_release(req->app->db, conn);
-    }
+    enum db_status st = run_query(req, &q, &out, err, sizeof(err));
     if (st == DB_NOT_FOUND && err[0] != '\0') {
         errors = json_array();
         query_error(errors, q.bad_field, err);
@@ -282,4 +291,112 @@ void api_clusters_metrics(struct http_request *req)
     } else {
         http_reply_json(req, 200, out);
     }
+}
+
+/* ---- POST /v1/metrics/query ------------------------------------------------ */
+
+#define MAX_QUERIES 20
+
+static bool check_name(const json_t *value, char *msg, size_t msgsize)
+{
+    if (metric_index(json_string_value(value)) >= 0)
+        return true;
+    snprintf(msg, msgsize, "is not a metric of the catalog (GET /v1/metrics/catalog)");
+    return false;
+}
+
+static bool check_node(const json_t *value, char *msg, size_t msgsize)
+{
+    if (page_is_uuid(json_string_value(value)))
+        return true;
+    snprintf(msg, msgsize, "must be a node id (UUID)");
+    return false;
+}
+
+static bool check_time(const json_t *value, char *msg, size_t msgsize)
+{
+    if (is_time(json_string_value(value)))
+        return true;
+    snprintf(msg, msgsize, "must be an RFC 3339 time or seconds since the epoch");
+    return false;
+}
+
+static const char *const by_node[] = {"node", NULL};
+
+static const struct jspec_field query_fields[] = {
+    {.name = "id", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 64},
+    {.name = "cluster_id", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 64},
+    {.name = "name", .type = JSPEC_STRING, .required = true, .check = check_name},
+    {.name = "stat", .type = JSPEC_STRING, .one_of = stats},
+    {.name = "node_id", .type = JSPEC_STRING, .nullable = true, .check = check_node},
+    {.name = "group_by", .type = JSPEC_STRING, .nullable = true, .one_of = by_node},
+    {0},
+};
+static const struct jspec_field query_item = {.type = JSPEC_OBJECT, .fields = query_fields};
+
+const struct jspec_field api_metrics_query_spec[] = {
+    {.name = "start", .type = JSPEC_STRING, .check = check_time},
+    {.name = "end", .type = JSPEC_STRING, .check = check_time},
+    {.name = "period", .type = JSPEC_INTEGER, .has_range = true, .min = 1, .max = MAX_PERIOD_S},
+    {.name = "queries",
+     .type = JSPEC_ARRAY,
+     .required = true,
+     .min_len = 1,
+     .max_len = MAX_QUERIES,
+     .items = &query_item},
+    {0},
+};
+
+/* Several series in one call (a dashboard): each query names one metric of
+ * one cluster, over the body's shared range and period. A query whose
+ * cluster does not exist gets an error in its result; a range that cannot
+ * be answered refuses the whole request. */
+void api_metrics_query(struct http_request *req)
+{
+    const json_t *body = req->json;
+    const json_t *period = json_object_get(body, "period");
+    json_t *results = json_array(), *item, *out = NULL;
+    size_t i;
+
+    json_array_foreach (json_object_get(body, "queries"), i, item) {
+        const char *stat = json_string_value(json_object_get(item, "stat"));
+        int metric = metric_index(json_string_value(json_object_get(item, "name")));
+        struct store_metric_query q = {
+            .cluster_id = json_string_value(json_object_get(item, "cluster_id")),
+            .start = json_string_value(json_object_get(body, "start")),
+            .end = json_string_value(json_object_get(body, "end")),
+            .period_s = period != NULL ? json_integer_value(period) : 60,
+            .stat = stat_index(stat != NULL ? stat : "Average"),
+            .node_id = json_string_value(json_object_get(item, "node_id")),
+            .by_node = json_is_string(json_object_get(item, "group_by")),
+            .metrics = &metric,
+            .nmetrics = 1};
+        char err[256] = "";
+        enum db_status st = run_query(req, &q, &out, err, sizeof(err));
+        const char *id = json_string_value(json_object_get(item, "id"));
+        if (st == DB_NOT_FOUND && err[0] != '\0') {
+            json_t *errors = json_array();
+            query_error(errors, q.bad_field, err);
+            http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors,
+                               "the queries cannot be answered as asked");
+            json_decref(results);
+            return;
+        }
+        if (st == DB_NOT_FOUND) {
+            char message[160];
+            snprintf(message, sizeof(message), "cluster %s does not exist", q.cluster_id);
+            json_array_append_new(results,
+                                  json_pack("{s:s, s:{s:s, s:s}}", "id", id, "error", "code",
+                                            "CLUSTER_NOT_FOUND", "message", message));
+            continue;
+        }
+        if (st != DB_OK) {
+            json_decref(results);
+            http_reply_db_error(req, st);
+            return;
+        }
+        json_object_set_new(out, "id", json_string(id));
+        json_array_append_new(results, out);
+    }
+    http_reply_json(req, 200, json_pack("{s:o}", "results", results));
 }

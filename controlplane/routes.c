@@ -46,6 +46,7 @@ const struct route api_routes[] = {
     {"POST", "/v1/agent/metrics", SCOPE_AGENT, api_agent_metrics, NULL, api_agent_metrics_spec,
      16u << 20},
     {"GET", "/v1/metrics/catalog", SCOPE_READ, api_metrics_catalog, NULL, NULL},
+    {"POST", "/v1/metrics/query", SCOPE_READ, api_metrics_query, NULL, api_metrics_query_spec},
     {"GET", "/v1/clusters/{id}/metrics", SCOPE_READ, api_clusters_metrics, metrics_query, NULL},
 };
 

@@ -197,3 +197,42 @@ def test_retention_drops_old_partitions(hosts, cairnd_factory, fresh_db):
     eq([v for _, v in points(expect.json_ok(query(inst, cluster[0], names="CacheHits",
                                                   start=str(recent), end=str(recent + 60),
                                                   stat="Sum")))], [7.0], "recent data kept")
+
+
+def test_several_series_in_one_query(hosts):
+    """POST /v1/metrics/query: a dashboard's series in one call, over one
+    range and period; a missing cluster is an error in its result only."""
+    inst, a, b = hosts
+    c1, c2 = add_cluster(inst), add_cluster(inst)
+    n1 = add_node(inst, a["host_id"], c1)
+    n2 = add_node(inst, b["host_id"], c2)
+    t0 = (int(time.time()) // 3600 - 1) * 3600
+    eq(push(inst, a["credential"], [{"node_id": n1, "at": t0 + 60 * k,
+                                     "values": {"CacheHits": 3, "CurrConnections": 10 + k}}
+                                    for k in range(3)]).status_code, 204, "push a")
+    eq(push(inst, b["credential"], [{"node_id": n2, "at": t0, "values": {"CacheHits": 4}}])
+       .status_code, 204, "push b")
+    body = {"start": iso(t0), "end": str(t0 + 180), "period": 180,
+            "queries": [{"id": "hits", "cluster_id": c1[0], "name": "CacheHits", "stat": "Sum"},
+                        {"id": "conns", "cluster_id": c1[0], "name": "CurrConnections",
+                         "stat": "Maximum", "group_by": "node"},
+                        {"id": "other", "cluster_id": c2[0], "name": "CacheHits",
+                         "node_id": n2},
+                        {"id": "gone", "cluster_id": "no-such", "name": "CacheHits"}]}
+    res = {r["id"]: r for r in expect.json_ok(inst.api.post("/v1/metrics/query",
+                                                            json=body))["results"]}
+    eq(points(res["hits"]), [(iso(t0), 9.0)], "hits")
+    eq((res["conns"]["series"][0]["node_id"], points(res["conns"])), (n1, [(iso(t0), 12.0)]),
+       "connections per node")
+    eq((res["other"]["stat"], points(res["other"])), ("Average", [(iso(t0), 4.0)]), "other")
+    eq(res["gone"]["error"]["code"], "CLUSTER_NOT_FOUND", "missing cluster")
+    for bad, fields in (({"queries": []}, ["queries"]),
+                        ({"queries": [{"id": "x", "cluster_id": "c", "name": "Nope"}]},
+                         ["queries[0].name"]),
+                        ({"period": 0, "queries": [{"id": "x", "cluster_id": "c",
+                                                    "name": "CacheHits", "stat": "mean"}]},
+                         ["period", "queries[0].stat"])):
+        expect.problem(inst.api.post("/v1/metrics/query", json=bad), "VALIDATION_FAILED",
+                       fields=fields)
+    expect.problem(inst.api.post("/v1/metrics/query", json=dict(
+        body, start=str(t0 - 86400 * 3), period=60)), "VALIDATION_FAILED", fields=["period"])
