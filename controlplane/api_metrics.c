@@ -102,7 +102,8 @@ static enum db_status push_fn(struct db_conn *conn, void *arg)
     enum db_status st = store_metric_partitions(conn, p->first, p->last);
     if (st != DB_OK)
         return st;
-    return store_metric_samples_add(conn, p->host_id, p->period, p->rows, &p->stored);
+    return store_metric_samples_add(conn, p->host_id, p->period, p->rows, p->first, p->last,
+                                    &p->stored);
 }
 
 void api_agent_metrics(struct http_request *req)

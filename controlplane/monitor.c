@@ -28,6 +28,7 @@ struct monitor {
     bool poked; /* checks wanted before the next tick */
     int retention_days;
     time_t housekeeping_at;
+    time_t rollup_at;
 };
 
 static enum db_status check_fn(struct db_conn *conn, void *arg)
@@ -62,6 +63,19 @@ static enum db_status housekeeping_fn(struct db_conn *conn, void *arg)
     return DB_OK;
 }
 
+/* Rollups follow the samples a minute or so behind. */
+#define ROLLUP_EVERY_S 60
+
+static enum db_status rollup_fn(struct db_conn *conn, void *arg)
+{
+    long long rows = 0;
+    enum db_status st = store_metric_rollups(conn, &rows);
+    (void)arg;
+    if (st == DB_OK && rows > 0)
+        log_info("metrics rolled up", "rows=%lld", rows);
+    return st;
+}
+
 static void *monitor_main(void *arg)
 {
     struct monitor *m = arg;
@@ -75,6 +89,8 @@ static void *monitor_main(void *arg)
             ha_tick(m->ha);
             if (time(NULL) >= m->housekeeping_at && db_run(m->pool, housekeeping_fn, m) == DB_OK)
                 m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
+            if (time(NULL) >= m->rollup_at && db_run(m->pool, rollup_fn, m) == DB_OK)
+                m->rollup_at = time(NULL) + ROLLUP_EVERY_S;
         }
         pthread_mutex_lock(&m->lock);
         struct timespec until;

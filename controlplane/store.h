@@ -145,10 +145,16 @@ enum db_status store_clusters_list(struct db_conn *conn, const struct store_clus
 /* metric samples (metric_samples, migration 0006) */
 enum db_status store_metric_partitions(struct db_conn *conn, const char *first_at,
                                        const char *last_at);
-/* rows: JSON [{node_id, at, vals: [...by catalog position...]}]; only nodes
- * placed on host_id are stored; *stored says how many. */
+/* rows: JSON [{node_id, at, vals: [...by catalog position...]}] with at in
+ * [first_at, last_at] (epoch seconds); only nodes placed on host_id are
+ * stored, *stored says how many; rollups already past them are redone. */
 enum db_status store_metric_samples_add(struct db_conn *conn, const char *host_id,
-                                        const char *period_s, const char *rows, long long *stored);
+                                        const char *period_s, const char *rows,
+                                        const char *first_at, const char *last_at,
+                                        long long *stored);
+/* Roll samples up into 5-minute and 1-hour rollups as far as their periods
+ * have ended, and drop rollups past their retention; *rows: rows written. */
+enum db_status store_metric_rollups(struct db_conn *conn, long long *rows);
 /* Drop the daily partitions older than keep_days; *dropped says how many. */
 enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long long *dropped);
 

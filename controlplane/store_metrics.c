@@ -34,16 +34,24 @@ static const struct db_stmt add_samples = {
     " ON CONFLICT (cluster_id, at, node_id)"
     " DO UPDATE SET vals = EXCLUDED.vals, period_s = EXCLUDED.period_s"};
 
+static const struct db_stmt late_samples = {
+    "SELECT metric_rollup_late($1::uuid, to_timestamp($2::bigint), to_timestamp($3::bigint))"};
+
 enum db_status store_metric_samples_add(struct db_conn *conn, const char *host_id,
-                                        const char *period_s, const char *rows, long long *stored)
+                                        const char *period_s, const char *rows,
+                                        const char *first_at, const char *last_at,
+                                        long long *stored)
 {
     const char *params[3] = {host_id, period_s, rows};
+    const char *late[3] = {host_id, first_at, last_at};
     enum db_status st;
     PGresult *res = db_query(conn, &add_samples, 3, params, &st);
 
     if (res != NULL)
         *stored = atoll(PQcmdTuples(res));
     PQclear(res);
+    if (st == DB_OK)
+        PQclear(db_query(conn, &late_samples, 3, late, &st));
     return st;
 }
 
@@ -72,19 +80,72 @@ static const struct db_stmt resolve_range = {
     " FROM t WHERE EXISTS (SELECT 1 FROM clusters WHERE id = $1)"};
 
 /* Every statistic of metric $6 per period bucket (and node with $7), over
- * the values of the cluster's rows in [start, end). */
+ * the cluster's values in [start, end): from the rollups of $8 seconds (0:
+ * none) where they are done, from the samples after that. Both give partial
+ * sums, minimums, maximums and counts, so every statistic is the same
+ * either way: Average, Minimum, Maximum, Sum and SampleCount over all the
+ * values in the bucket, and p50/p90/p99 across the nodes' averages in it. */
 static const struct db_stmt aggregate = {
-    "SELECT (floor(extract(epoch FROM m.at) / $4::int) * $4::int)::bigint AS b,"
-    "   CASE WHEN $7::boolean THEN m.node_id::text ELSE '' END AS node,"
-    "   avg(v), min(v), max(v), sum(v), count(v),"
-    "   percentile_cont(0.5) WITHIN GROUP (ORDER BY v),"
-    "   percentile_cont(0.9) WITHIN GROUP (ORDER BY v),"
-    "   percentile_cont(0.99) WITHIN GROUP (ORDER BY v)"
-    " FROM metric_samples m, LATERAL (SELECT m.vals[$6::int] AS v) x"
-    " WHERE m.cluster_id = $1 AND m.at >= to_timestamp($2::bigint)"
-    "   AND m.at < to_timestamp($3::bigint) AND ($5::uuid IS NULL OR m.node_id = $5::uuid)"
-    "   AND v IS NOT NULL"
-    " GROUP BY 1, 2 ORDER BY 2, 1"};
+    "WITH mark AS (SELECT coalesce((SELECT done_until FROM metric_rollup_marks"
+    "     WHERE period_s = $8::int), '-infinity') AS t),"
+    " parts AS ("
+    "   SELECT r.at, r.node_id, r.sums[$6::int] AS s, r.mins[$6::int] AS mn,"
+    "     r.maxs[$6::int] AS mx, r.counts[$6::int] AS c"
+    "   FROM metric_rollups r, mark"
+    "   WHERE $8::int > 0 AND r.cluster_id = $1 AND r.period_s = $8::int"
+    "     AND r.at >= to_timestamp($2::bigint) AND r.at < least(to_timestamp($3::bigint), mark.t)"
+    "     AND ($5::uuid IS NULL OR r.node_id = $5::uuid) AND r.counts[$6::int] > 0"
+    "   UNION ALL"
+    "   SELECT m.at, m.node_id, v, v, v, 1"
+    "   FROM metric_samples m, mark, LATERAL (SELECT m.vals[$6::int] AS v) x"
+    "   WHERE m.cluster_id = $1"
+    "     AND m.at >= greatest(to_timestamp($2::bigint),"
+    "       CASE WHEN $8::int > 0 THEN mark.t ELSE '-infinity' END)"
+    "     AND m.at < to_timestamp($3::bigint) AND ($5::uuid IS NULL OR m.node_id = $5::uuid)"
+    "     AND v IS NOT NULL),"
+    " per_node AS (SELECT (floor(extract(epoch FROM at) / $4::int) * $4::int)::bigint AS b,"
+    "     node_id, sum(s) AS s, min(mn) AS mn, max(mx) AS mx, sum(c) AS c"
+    "   FROM parts GROUP BY 1, 2)"
+    " SELECT b, CASE WHEN $7::boolean THEN node_id::text ELSE '' END AS node,"
+    "   sum(s) / sum(c), min(mn), max(mx), sum(s), sum(c),"
+    "   percentile_cont(0.5) WITHIN GROUP (ORDER BY s / c),"
+    "   percentile_cont(0.9) WITHIN GROUP (ORDER BY s / c),"
+    "   percentile_cont(0.99) WITHIN GROUP (ORDER BY s / c)"
+    " FROM per_node GROUP BY 1, 2 ORDER BY 2, 1"};
+
+/* The rollup a period can be answered from: the longest that divides it. */
+static int rollup_for(long long period_s)
+{
+    if (period_s % 3600 == 0)
+        return 3600;
+    if (period_s % 300 == 0)
+        return 300;
+    return 0;
+}
+
+static const struct db_stmt rollup = {"SELECT metric_rollup($1::int, interval '2 minutes')"};
+
+static const struct db_stmt rollup_retention = {
+    "WITH d AS (DELETE FROM metric_rollups WHERE (period_s = 300 AND at < now() - interval"
+    " '63 days') OR (period_s = 3600 AND at < now() - interval '15 months') RETURNING 1)"
+    " SELECT count(*) FROM d"};
+
+enum db_status store_metric_rollups(struct db_conn *conn, long long *rows)
+{
+    static const char *const periods[] = {"300", "3600"};
+    long long n = 0, dropped = 0;
+    enum db_status st = DB_OK;
+
+    *rows = 0;
+    for (size_t i = 0; i < 2 && st == DB_OK; i++) {
+        const char *params[1] = {periods[i]};
+        if ((st = store_get_int64(conn, &rollup, 1, params, &n)) == DB_OK)
+            *rows += n;
+    }
+    if (st == DB_OK)
+        st = store_get_int64(conn, &rollup_retention, 0, NULL, &dropped);
+    return st;
+}
 
 static char *iso(long long epoch)
 {
@@ -105,7 +166,7 @@ static json_t *series(const struct metric_def *m, const char *node_id)
 enum db_status store_metric_query(struct db_conn *conn, struct store_metric_query *q, json_t **out,
                                   char *err, size_t errsize)
 {
-    char range[16], period[16], start[24], end[24], metric[16];
+    char range[16], period[16], start[24], end[24], metric[16], level[16];
     const char *rp[4] = {q->cluster_id, q->start, q->end, range};
     enum db_status st;
 
@@ -136,13 +197,15 @@ enum db_status store_metric_query(struct db_conn *conn, struct store_metric_quer
     snprintf(start, sizeof(start), "%lld", s);
     snprintf(end, sizeof(end), "%lld", e);
     snprintf(period, sizeof(period), "%lld", q->period_s);
+    snprintf(level, sizeof(level), "%d", rollup_for(q->period_s));
     json_t *all = json_array();
     for (int k = 0; k < q->nmetrics && st == DB_OK; k++) {
         const struct metric_def *m = &metric_catalog[q->metrics[k]];
         snprintf(metric, sizeof(metric), "%d", q->metrics[k] + 1); /* SQL arrays count from 1 */
-        const char *ap[7] = {
-            q->cluster_id, start, end, period, q->node_id, metric, q->by_node ? "true" : "false"};
-        if ((res = db_query(conn, &aggregate, 7, ap, &st)) == NULL)
+        const char *ap[8] = {
+            q->cluster_id, start, end, period, q->node_id, metric, q->by_node ? "true" : "false",
+            level};
+        if ((res = db_query(conn, &aggregate, 8, ap, &st)) == NULL)
             break;
         json_t *cur = NULL;
         const char *cur_node = NULL;

@@ -49,3 +49,91 @@ BEGIN
 END $$;
 
 SELECT metric_partitions(current_date - 1, current_date + 1);
+
+-- Rollups: per node and 5-minute or 1-hour period, per metric (by catalog
+-- position) the sum, minimum, maximum and count of the samples' values, so
+-- Average, Minimum, Maximum, Sum and SampleCount over rollups are exact.
+-- Kept 63 days (5 minutes) and 15 months (1 hour).
+CREATE TABLE metric_rollups (
+    cluster_id text NOT NULL,
+    node_id    uuid NOT NULL,
+    period_s   integer NOT NULL CHECK (period_s IN (300, 3600)),
+    at         timestamptz NOT NULL,
+    sums       real[] NOT NULL,
+    mins       real[] NOT NULL,
+    maxs       real[] NOT NULL,
+    counts     integer[] NOT NULL,
+    PRIMARY KEY (cluster_id, period_s, at, node_id)
+);
+CREATE INDEX metric_rollups_age ON metric_rollups (period_s, at);
+
+-- How far each rollup has gone: samples before done_until are rolled up.
+CREATE TABLE metric_rollup_marks (
+    period_s   integer PRIMARY KEY,
+    done_until timestamptz NOT NULL
+);
+
+-- (Re)compute the rollups of p seconds for the samples in [from_ts, to_ts)
+-- (bucket-aligned), of the nodes on host only when host is given (late
+-- samples an agent pushes after its periods were rolled up). Returns the
+-- rows written.
+CREATE FUNCTION metric_rollup_between(p integer, from_ts timestamptz, to_ts timestamptz,
+                                      host uuid DEFAULT NULL) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    INSERT INTO metric_rollups (cluster_id, node_id, period_s, at, sums, mins, maxs, counts)
+    SELECT cluster_id, node_id, p, b, array_agg(s ORDER BY i), array_agg(mn ORDER BY i),
+           array_agg(mx ORDER BY i), array_agg(c ORDER BY i)
+    FROM (SELECT m.cluster_id, m.node_id, to_timestamp(floor(extract(epoch FROM m.at) / p) * p) b,
+                 u.i, sum(u.v) s, min(u.v) mn, max(u.v) mx, count(u.v)::integer c
+          FROM metric_samples m, unnest(m.vals) WITH ORDINALITY AS u(v, i)
+          WHERE m.at >= from_ts AND m.at < to_ts
+            AND (host IS NULL OR m.node_id IN (SELECT id FROM nodes WHERE host_id = host))
+          GROUP BY 1, 2, 3, 4) x
+    GROUP BY cluster_id, node_id, b
+    ON CONFLICT (cluster_id, period_s, at, node_id) DO UPDATE
+        SET sums = EXCLUDED.sums, mins = EXCLUDED.mins, maxs = EXCLUDED.maxs,
+            counts = EXCLUDED.counts;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+
+-- Roll up the periods of p seconds that ended at least grace ago (samples
+-- arrive a little after their period) and are not rolled up yet. Returns
+-- the rows written.
+CREATE FUNCTION metric_rollup(p integer, grace interval) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    from_ts timestamptz;
+    to_ts   timestamptz := to_timestamp(floor(extract(epoch FROM now() - grace) / p) * p);
+    n       integer;
+BEGIN
+    SELECT done_until INTO from_ts FROM metric_rollup_marks WHERE period_s = p FOR UPDATE;
+    IF from_ts IS NULL THEN
+        from_ts := coalesce(to_timestamp(floor(extract(epoch FROM
+                       (SELECT min(at) FROM metric_samples)) / p) * p), to_ts);
+        INSERT INTO metric_rollup_marks VALUES (p, from_ts) ON CONFLICT DO NOTHING;
+    END IF;
+    IF to_ts <= from_ts THEN
+        RETURN 0;
+    END IF;
+    n := metric_rollup_between(p, from_ts, to_ts);
+    UPDATE metric_rollup_marks SET done_until = to_ts WHERE period_s = p;
+    RETURN n;
+END $$;
+
+-- Samples pushed for periods already rolled up: roll their buckets up again.
+CREATE FUNCTION metric_rollup_late(host uuid, first_at timestamptz, last_at timestamptz)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT period_s, done_until FROM metric_rollup_marks WHERE done_until > first_at LOOP
+        PERFORM metric_rollup_between(r.period_s,
+            to_timestamp(floor(extract(epoch FROM first_at) / r.period_s) * r.period_s),
+            least(r.done_until, to_timestamp(floor(extract(epoch FROM last_at) / r.period_s)
+                                             * r.period_s + r.period_s)), host);
+    END LOOP;
+END $$;

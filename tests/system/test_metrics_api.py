@@ -103,9 +103,12 @@ def test_statistics_across_nodes_and_periods(hosts):
     # Five-minute periods: Sum adds both nodes' five minutes.
     five = stat("Sum", period="300")
     eq(five, [(iso(t0), 11.0 * 15), (iso(t0 + 300), 11.0 * 40)], "Sum per 5 minutes")
-    vals = sorted([10 * (k + 1) for k in range(5)] + [k + 1 for k in range(5)])
+    # Percentiles are across the nodes' averages in a bucket (n1: 30, n2: 3),
+    # the same from the samples (a 2-minute period) as from the rollups.
     p = stat("p50", period="300")[0][1]
-    assert abs(p - statistics.median(vals)) < 1e-6, (p, vals)
+    assert abs(p - statistics.median([30, 3])) < 1e-6, p
+    p = stat("p90", period="120")[0][1]
+    assert abs(p - (1.5 + 0.9 * (15 - 1.5))) < 1e-4, p
     # One node; a series per node.
     one = points(expect.json_ok(query(inst, cid, names="GetTypeCmds", stat="Sum", node_id=n2,
                                       **rng)))
@@ -181,7 +184,8 @@ def test_retention_drops_old_partitions(hosts, cairnd_factory, fresh_db):
     day = time.strftime("%Y%m%d", time.gmtime(old))
     assert f"metric_samples_{day}" in inst.psql(
         "SELECT string_agg(relname, ' ') FROM pg_class WHERE relname LIKE 'metric_samples_%'")
-    rng = {"start": str(old - 3600), "end": str(old + 3600), "period": "3600", "stat": "Sum"}
+    rng = {"start": str(old - 3600), "end": str(old + 3600), "period": "60", "stat": "Sum"}
+    hourly = dict(rng, period="3600")
     eq([v for _, v in points(expect.json_ok(query(inst, cluster[0], names="CacheHits", **rng)))],
        [5.0], "the old sample before the housekeeping")
     # A cairnd starting on the same database keeps 15 days.
@@ -193,7 +197,10 @@ def test_retention_drops_old_partitions(hosts, cairnd_factory, fresh_db):
             " WHERE relname LIKE 'metric_samples_%'")
     harness.wait_until(dropped, 10, what="the old partition dropped")
     eq(points(expect.json_ok(query(inst, cluster[0], names="CacheHits", **rng))), [],
-       "nothing left of the old day")
+       "nothing left of the old day's samples")
+    eq([v for _, v in points(expect.json_ok(query(inst, cluster[0], names="CacheHits",
+                                                  **hourly)))],
+       [5.0], "its hourly rollup stays (15 months)")
     eq([v for _, v in points(expect.json_ok(query(inst, cluster[0], names="CacheHits",
                                                   start=str(recent), end=str(recent + 60),
                                                   stat="Sum")))], [7.0], "recent data kept")
