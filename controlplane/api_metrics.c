@@ -9,6 +9,7 @@
  * SampleCount over every value in it (across the cluster's nodes, or one
  * node's), and p50/p90/p99 over the same values. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,4 +401,164 @@ void api_metrics_query(struct http_request *req)
         json_array_append_new(results, out);
     }
     http_reply_json(req, 200, json_pack("{s:o}", "results", results));
+}
+
+/* ---- GET /metrics (Prometheus) ---------------------------------------------- */
+
+/* "CPUUtilization" -> "cpu_utilization", "GetTypeCmdsLatency" ->
+ * "get_type_cmds_latency". */
+static void snake(const char *name, char *out, size_t outsize)
+{
+    size_t o = 0;
+    for (size_t i = 0; name[i] != '\0' && o + 2 < outsize; i++) {
+        char c = name[i];
+        bool upper = c >= 'A' && c <= 'Z';
+        if (upper && i > 0) {
+            char p = name[i - 1], n = name[i + 1];
+            bool p_upper = p >= 'A' && p <= 'Z';
+            if (!p_upper || (n >= 'a' && n <= 'z'))
+                out[o++] = '_';
+        }
+        out[o++] = upper ? (char)(c - 'A' + 'a') : c;
+    }
+    out[o] = '\0';
+}
+
+struct prom {
+    char *buf;
+    size_t len, cap;
+};
+
+static void prom_add(struct prom *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void prom_add(struct prom *p, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(p->buf + p->len, p->cap - p->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < p->cap - p->len) {
+            p->len += (size_t)n;
+            return;
+        }
+        p->cap = p->cap * 2 + (size_t)(n > 0 ? n : 0) + 1;
+        p->buf = xrealloc(p->buf, p->cap);
+    }
+}
+
+static void prom_family(struct prom *p, const char *name, const char *type, const char *help)
+{
+    prom_add(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static enum db_status prom_counts(struct db_conn *conn, struct prom *p, const char *family,
+                                  const char *help, const struct db_stmt *stmt, const char *l1,
+                                  const char *l2)
+{
+    enum db_status st;
+    PGresult *res = db_query(conn, stmt, 0, NULL, &st);
+    if (res == NULL)
+        return st;
+    prom_family(p, family, "gauge", help);
+    for (int r = 0; r < PQntuples(res); r++) {
+        if (l2 != NULL)
+            prom_add(p, "%s{%s=\"%s\",%s=\"%s\"} %s\n", family, l1, PQgetvalue(res, r, 0), l2,
+                     PQgetvalue(res, r, 1), PQgetvalue(res, r, 2));
+        else
+            prom_add(p, "%s{%s=\"%s\"} %s\n", family, l1, PQgetvalue(res, r, 0),
+                     PQgetvalue(res, r, 1));
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+static const struct db_stmt hosts_by_state = {
+    "SELECT state, count(*) FROM hosts GROUP BY state ORDER BY state"};
+static const struct db_stmt clusters_by_status = {
+    "SELECT status, count(*) FROM clusters GROUP BY status ORDER BY status"};
+static const struct db_stmt operations_by_state = {
+    "SELECT kind, state, count(*) FROM operations GROUP BY kind, state ORDER BY kind, state"};
+
+/* Each node's newest sample of the last ten minutes, with its labels. */
+static const struct db_stmt latest_samples = {
+    "SELECT DISTINCT ON (m.node_id) m.cluster_id, m.node_id, s.name, coalesce(n.role, ''),"
+    "   array_to_string(m.vals, ',', 'NaN')"
+    " FROM metric_samples m JOIN nodes n ON n.id = m.node_id JOIN shards s ON s.id = n.shard_id"
+    " WHERE m.at > now() - interval '10 minutes' AND n.desired_state <> 'deleted'"
+    " ORDER BY m.node_id, m.at DESC"};
+
+static enum db_status prom_nodes(struct db_conn *conn, struct prom *p)
+{
+    enum db_status st;
+    PGresult *res = db_query(conn, &latest_samples, 0, NULL, &st);
+    if (res == NULL)
+        return st;
+    int rows = PQntuples(res);
+    char ***vals = xcalloc((size_t)rows + 1, sizeof(*vals));
+    for (int r = 0; r < rows; r++) {
+        char *text = PQgetvalue(res, r, 4), *save = NULL;
+        vals[r] = xcalloc(metric_count + 1, sizeof(char *));
+        size_t k = 0;
+        for (char *tok = strtok_r(text, ",", &save); tok != NULL && k < metric_count;
+             tok = strtok_r(NULL, ",", &save))
+            vals[r][k++] = tok;
+    }
+    for (size_t k = 0; k < metric_count; k++) {
+        const struct metric_def *m = &metric_catalog[k];
+        char name[96], family[128], help[320];
+        snake(m->name, name, sizeof(name));
+        snprintf(family, sizeof(family), "cairn_cache_%s", name);
+        snprintf(help, sizeof(help), "%s (%s%s)", m->description, m->unit,
+                 m->kind == METRIC_COUNTER ? ", in the node's last sample period" : "");
+        prom_family(p, family, "gauge", help);
+        for (int r = 0; r < rows; r++) {
+            const char *v = vals[r][k];
+            if (v == NULL || strcmp(v, "NaN") == 0)
+                continue;
+            prom_add(p, "%s{cluster_id=\"%s\",node_id=\"%s\",shard_id=\"%s\",role=\"%s\"} %s\n",
+                     family, PQgetvalue(res, r, 0), PQgetvalue(res, r, 1), PQgetvalue(res, r, 2),
+                     PQgetvalue(res, r, 3), v);
+        }
+    }
+    for (int r = 0; r < rows; r++)
+        free(vals[r]);
+    free(vals);
+    PQclear(res);
+    return DB_OK;
+}
+
+void api_prometheus(struct http_request *req)
+{
+    static const char *const classes[] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+    struct prom p = {xmalloc(8192), 0, 8192};
+    struct http_stats hs;
+    struct db_conn *conn;
+    enum db_status st;
+
+    p.buf[0] = '\0';
+    http_stats_read(&hs);
+    prom_family(&p, "cairn_http_requests_total", "counter",
+                "Requests this cairnd answered, by status class.");
+    for (int i = 1; i < 6; i++)
+        prom_add(&p, "cairn_http_requests_total{code=\"%s\"} %llu\n", classes[i],
+                 hs.requests_by_class[i]);
+    prom_family(&p, "cairn_http_request_seconds_total", "counter",
+                "Seconds this cairnd spent answering requests.");
+    prom_add(&p, "cairn_http_request_seconds_total %.6f\n", hs.request_seconds_total);
+    if ((st = db_acquire(req->app->db, &conn)) == DB_OK) {
+        if ((st = prom_counts(conn, &p, "cairn_hosts", "Hosts by state.", &hosts_by_state, "state",
+                              NULL)) == DB_OK &&
+            (st = prom_counts(conn, &p, "cairn_clusters", "Clusters by status.",
+                              &clusters_by_status, "status", NULL)) == DB_OK &&
+            (st = prom_counts(conn, &p, "cairn_operations", "Operations by kind and state.",
+                              &operations_by_state, "kind", "state")) == DB_OK)
+            st = prom_nodes(conn, &p);
+        db_release(req->app->db, conn);
+    }
+    if (st != DB_OK) {
+        free(p.buf);
+        http_reply_db_error(req, st);
+        return;
+    }
+    http_reply_text(req, 200, p.buf, "text/plain; version=0.0.4; charset=utf-8");
 }

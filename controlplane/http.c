@@ -92,6 +92,22 @@ void http_reply_json_text(struct http_request *req, int status, char *text)
     set_reply(req, status, text, strlen(text), "application/json");
 }
 
+void http_reply_text(struct http_request *req, int status, char *text, const char *content_type)
+{
+    set_reply(req, status, text, strlen(text), content_type);
+}
+
+/* Process-wide request counters, for GET /metrics. */
+static _Atomic unsigned long long requests_by_class[6];
+static _Atomic unsigned long long request_us_total;
+
+void http_stats_read(struct http_stats *out)
+{
+    for (int i = 0; i < 6; i++)
+        out->requests_by_class[i] = requests_by_class[i];
+    out->request_seconds_total = (double)request_us_total / 1e6;
+}
+
 void http_reply_empty(struct http_request *req, int status)
 {
     set_reply(req, status, NULL, 0, NULL);
@@ -558,10 +574,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (req == NULL)
         return;
     *con_cls = NULL;
+    int64_t took_us = time_mono_us() - req->started_us;
+    requests_by_class[req->status >= 100 && req->status < 600 ? req->status / 100 : 0]++;
+    request_us_total += (unsigned long long)(took_us > 0 ? took_us : 0);
     log_info("request",
              "request_id=%s method=%s path=%s status=%d duration_ms=%.2f bytes=%zu token=%s%s",
              req->request_id, req->method, log_quote(path, sizeof(path), req->path), req->status,
-             (double)(time_mono_us() - req->started_us) / 1000.0, req->reply_len,
+             (double)took_us / 1000.0, req->reply_len,
              req->who.authenticated ? req->who.token_id : "-",
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
     request_free(req);

@@ -81,6 +81,17 @@ void http_reply_json(struct http_request *req, int status, json_t *body);
 /* Reply with JSON text already encoded; takes ownership of text. */
 void http_reply_json_text(struct http_request *req, int status, char *text);
 
+/* Reply with text of content_type; takes ownership of text. */
+void http_reply_text(struct http_request *req, int status, char *text, const char *content_type);
+
+/* Requests answered since start, by status class (index 2: 2xx ... 5: 5xx;
+ * 0: none), and the seconds spent on them. */
+struct http_stats {
+    unsigned long long requests_by_class[6];
+    double request_seconds_total;
+};
+void http_stats_read(struct http_stats *out);
+
 /* Reply with no body (204, for instance). */
 void http_reply_empty(struct http_request *req, int status);
 

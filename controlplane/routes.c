@@ -19,6 +19,7 @@ static const char *const clusters_query[] = {"page_size", "page_token", "status"
 const struct route api_routes[] = {
     {"GET", "/healthz", SCOPE_NONE, api_healthz, NULL, NULL},
     {"GET", "/readyz", SCOPE_NONE, api_readyz, NULL, NULL},
+    {"GET", "/metrics", SCOPE_READ, api_prometheus, NULL, NULL},
     {"GET", "/v1/node-types", SCOPE_READ, api_node_types_list, paged, NULL},
     {"GET", "/v1/node-types/{name}", SCOPE_READ, api_node_types_get, NULL, NULL},
     {"GET", "/v1/engine-versions", SCOPE_READ, api_engine_versions_list, engine_versions_query,

@@ -8,6 +8,7 @@ ranges in RFC 3339 and epoch seconds, the 1,440-point limit, errors).
 Nodes are placed with SQL as the scheduler would; no engine runs.
 """
 
+import re
 import statistics
 import time
 
@@ -243,3 +244,53 @@ def test_several_series_in_one_query(hosts):
                        fields=fields)
     expect.problem(inst.api.post("/v1/metrics/query", json=dict(
         body, start=str(t0 - 86400 * 3), period=60)), "VALIDATION_FAILED", fields=["period"])
+
+
+PROM_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"'
+                       r'(,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")*)?\})? (-?[0-9.eE+-]+|NaN)$')
+
+
+def parse_prometheus(text):
+    """{(name, frozenset(labels)): value}, failing on any line the text
+    format (0.0.4) does not allow, and on a sample without HELP and TYPE."""
+    samples, typed = {}, set()
+    for line in text.splitlines():
+        if line.startswith("# HELP ") or line.startswith("# TYPE "):
+            parts = line.split(" ", 3)
+            assert len(parts) == 4, line
+            if parts[1] == "TYPE":
+                assert parts[3] in ("counter", "gauge"), line
+                typed.add(parts[2])
+            continue
+        m = PROM_LINE.match(line)
+        assert m, f"not a sample line: {line!r}"
+        assert m.group(1) in typed, f"sample before its TYPE: {line!r}"
+        labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"', m.group(3) or ""))
+        samples[(m.group(1), labels)] = float(m.group(5))
+    return samples
+
+
+def test_prometheus_scrape(hosts):
+    """GET /metrics: cairnd's own health and each node's newest values as
+    cairn_cache_* gauges, in the Prometheus text format, with a token."""
+    inst, a, _ = hosts
+    cluster = add_cluster(inst)
+    n1 = add_node(inst, a["host_id"], cluster)
+    now = int(time.time()) // 60 * 60
+    eq(push(inst, a["credential"], [
+        {"node_id": n1, "at": now - 120, "values": {"GetTypeCmds": 5, "CPUUtilization": 1}},
+        {"node_id": n1, "at": now - 60, "values": {"GetTypeCmds": 42, "CPUUtilization": 12.5,
+                                                    "IsPrimary": 1}}]).status_code, 204, "push")
+    expect.problem(inst.anon.get("/metrics"), "UNAUTHENTICATED")
+    r = inst.api.get("/metrics")
+    eq(r.status_code, 200, "scrape")
+    assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+    samples = parse_prometheus(r.text)
+    labels = frozenset({("cluster_id", cluster[0]), ("node_id", n1), ("shard_id", "0001"),
+                        ("role", "")})
+    eq(samples[("cairn_cache_get_type_cmds", labels)], 42.0, "the newest GetTypeCmds")
+    eq(samples[("cairn_cache_cpu_utilization", labels)], 12.5, "CPUUtilization")
+    eq(samples[("cairn_cache_is_primary", labels)], 1.0, "IsPrimary")
+    assert ("cairn_cache_cache_hits", labels) not in samples, "no value, no sample"
+    assert samples[("cairn_http_requests_total", frozenset({("code", "2xx")}))] >= 1
+    assert samples[("cairn_hosts", frozenset({("state", "healthy")}))] == 2
