@@ -25,6 +25,7 @@
     X(OPERATION_IN_PROGRESS, 409, "Another operation is running on this cluster")                  \
     X(CHANGE_NOT_SUPPORTED_YET, 409, "This change is not supported yet")                           \
     X(NO_IN_SYNC_REPLICA, 409, "No replica is in sync")                                            \
+    X(NOT_SUPPORTED_BY_ENGINE, 409, "The cluster's engine cannot do this")                         \
     X(PRECONDITION_FAILED, 412, "The resource changed since it was read")                          \
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json")                        \

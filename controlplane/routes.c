@@ -49,6 +49,7 @@ const struct route api_routes[] = {
     {"GET", "/v1/metrics/catalog", SCOPE_READ, api_metrics_catalog, NULL, NULL},
     {"POST", "/v1/metrics/query", SCOPE_READ, api_metrics_query, NULL, api_metrics_query_spec},
     {"GET", "/v1/clusters/{id}/metrics", SCOPE_READ, api_clusters_metrics, metrics_query, NULL},
+    {"GET", "/v1/clusters/{id}/slot-stats", SCOPE_READ, api_clusters_slot_stats, NULL, NULL},
 };
 
 const size_t api_route_count = sizeof(api_routes) / sizeof(api_routes[0]);

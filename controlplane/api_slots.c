@@ -1,0 +1,236 @@
+/* api_slots.c -- GET /v1/clusters/{id}/slot-stats: per-slot statistics of a
+ * cluster-mode Valkey 8+ cluster, read live from each shard's primary with
+ * CLUSTER SLOT-STATS, and hot-slot advice per shard (slot_advice.h).
+ *
+ * The load of a slot is its CPU time (cpu-usec) when the engines measure it
+ * (cluster-slot-stats-enabled, on by default from Valkey 8.1), else its key
+ * count; the answer says which. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "clusters.h"
+#include "nodeio.h"
+#include "slot_advice.h"
+#include "xalloc.h"
+
+#define HOTTEST_LISTED 10 /* slots listed per shard */
+
+/* One slot's figures; -1 where the engine gave none. */
+struct slot_stat {
+    int slot;
+    long long keys, cpu_usec, net_in, net_out;
+};
+
+struct shard_stats {
+    const struct cluster_node *primary;
+    struct slot_stat *stats;
+    size_t n;
+};
+
+static const struct db_stmt engine_of = {
+    "SELECT spec ->> 'engine', coalesce(spec ->> 'cluster_mode', 'enabled') = 'enabled',"
+    " coalesce(engine_version_actual, spec ->> 'engine_version', '')"
+    " FROM clusters WHERE id = $1"};
+
+struct engine_call {
+    const char *id;
+    char engine[16], version[32];
+    bool cluster_mode, found;
+};
+
+static enum db_status engine_fn(struct db_conn *conn, void *arg)
+{
+    struct engine_call *c = arg;
+    const char *params[1] = {c->id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &engine_of, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    if ((c->found = PQntuples(res) == 1)) {
+        snprintf(c->engine, sizeof(c->engine), "%s", PQgetvalue(res, 0, 0));
+        c->cluster_mode = PQgetvalue(res, 0, 1)[0] == 't';
+        snprintf(c->version, sizeof(c->version), "%s", PQgetvalue(res, 0, 2));
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+/* A stat's value in a [name, value, name, value...] reply, or -1. */
+static long long stat_value(const redisReply *kv, const char *name)
+{
+    for (size_t i = 0; kv != NULL && kv->type == REDIS_REPLY_ARRAY && i + 1 < kv->elements;
+         i += 2) {
+        const redisReply *k = kv->element[i], *v = kv->element[i + 1];
+        if (k->type == REDIS_REPLY_STRING && strcmp(k->str, name) == 0 &&
+            v->type == REDIS_REPLY_INTEGER)
+            return v->integer;
+    }
+    return -1;
+}
+
+/* The slots node serves, with their figures; false with err. */
+static bool read_slot_stats(const struct cluster_node *node, const char *password,
+                            struct shard_stats *out, char *err, size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(node, password, NODEIO_PATIENT, err, errsize);
+    redisReply *r =
+        c != NULL ? resp_command(c, err, errsize, "CLUSTER SLOT-STATS SLOTSRANGE 0 16383") : NULL;
+    bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
+
+    resp_close(c);
+    out->primary = node;
+    out->stats = xcalloc(ok ? r->elements + 1 : 1, sizeof(*out->stats));
+    out->n = 0;
+    for (size_t i = 0; ok && i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+            e->element[0]->type != REDIS_REPLY_INTEGER)
+            continue;
+        struct slot_stat *s = &out->stats[out->n++];
+        s->slot = (int)e->element[0]->integer;
+        s->keys = stat_value(e->element[1], "key-count");
+        s->cpu_usec = stat_value(e->element[1], "cpu-usec");
+        s->net_in = stat_value(e->element[1], "network-bytes-in");
+        s->net_out = stat_value(e->element[1], "network-bytes-out");
+    }
+    if (r != NULL && !ok)
+        snprintf(err, errsize, "CLUSTER SLOT-STATS gave no array");
+    resp_reply_free(r);
+    return ok;
+}
+
+static json_t *slot_json(const struct slot_stat *s)
+{
+    json_t *j = json_pack("{s:i, s:I}", "slot", s->slot, "key_count", (json_int_t)s->keys);
+    if (s->cpu_usec >= 0)
+        json_object_set_new(j, "cpu_usec", json_integer(s->cpu_usec));
+    return j;
+}
+
+static const struct slot_stat *find_stat(const struct shard_stats *sh, int slot)
+{
+    for (size_t i = 0; i < sh->n; i++) {
+        if (sh->stats[i].slot == slot)
+            return &sh->stats[i];
+    }
+    return NULL;
+}
+
+static json_t *answer(const char *id, struct shard_stats *sh, size_t nshards)
+{
+    bool by_cpu = false;
+    struct shard_slots *loads = xcalloc(nshards + 1, sizeof(*loads));
+
+    for (size_t i = 0; i < nshards; i++) {
+        for (size_t k = 0; k < sh[i].n && !by_cpu; k++)
+            by_cpu = sh[i].stats[k].cpu_usec >= 0;
+    }
+    for (size_t i = 0; i < nshards; i++) {
+        loads[i].slots = xcalloc(sh[i].n + 1, sizeof(struct slot_load));
+        loads[i].n = sh[i].n;
+        for (size_t k = 0; k < sh[i].n; k++) {
+            const struct slot_stat *s = &sh[i].stats[k];
+            loads[i].slots[k].slot = s->slot;
+            loads[i].slots[k].load = (double)(by_cpu ? s->cpu_usec : s->keys);
+        }
+    }
+    double mean = slot_advise(loads, nshards);
+    json_t *shards = json_array();
+    for (size_t i = 0; i < nshards; i++) {
+        long long keys = 0, cpu = 0, in = 0, out = 0;
+        for (size_t k = 0; k < sh[i].n; k++) {
+            keys += sh[i].stats[k].keys > 0 ? sh[i].stats[k].keys : 0;
+            cpu += sh[i].stats[k].cpu_usec > 0 ? sh[i].stats[k].cpu_usec : 0;
+            in += sh[i].stats[k].net_in > 0 ? sh[i].stats[k].net_in : 0;
+            out += sh[i].stats[k].net_out > 0 ? sh[i].stats[k].net_out : 0;
+        }
+        char name[16];
+        snprintf(name, sizeof(name), "%04d", sh[i].primary->shard + 1);
+        json_t *hottest = json_array(), *advice = json_null();
+        for (size_t k = 0; k < loads[i].n && k < HOTTEST_LISTED; k++) {
+            if (loads[i].slots[k].load <= 0)
+                break;
+            json_array_append_new(hottest, slot_json(find_stat(&sh[i], loads[i].slots[k].slot)));
+        }
+        if (loads[i].to_shard >= 0) {
+            json_t *move = json_array();
+            for (size_t k = 0; k < loads[i].move_count; k++)
+                json_array_append_new(move,
+                                      json_integer(loads[i].slots[loads[i].move_from + k].slot));
+            char to[16];
+            snprintf(to, sizeof(to), "%04d", sh[loads[i].to_shard].primary->shard + 1);
+            advice = json_pack("{s:o, s:s, s:f, s:s}", "move_slots", move, "to_shard", to,
+                               "load_after", loads[i].load_after, "reason",
+                               "the hottest slot stays: moving it would move the hot spot "
+                               "(often one key) with it; the next hottest slots move until "
+                               "the shard is down to the mean");
+        }
+        json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:f, s:b, s:o, s:o}", "id", name, "node_id",
+                              sh[i].primary->id, "slots", (json_int_t)sh[i].n, "key_count",
+                              (json_int_t)keys, "load", loads[i].load, "hot", loads[i].hot,
+                              "hottest", hottest, "advice", advice);
+        if (by_cpu) {
+            json_object_set_new(j, "cpu_usec", json_integer(cpu));
+            json_object_set_new(j, "network_bytes_in", json_integer(in));
+            json_object_set_new(j, "network_bytes_out", json_integer(out));
+        }
+        json_array_append_new(shards, j);
+        free(loads[i].slots);
+    }
+    free(loads);
+    return json_pack("{s:s, s:s, s:f, s:o}", "cluster_id", id, "load_measure",
+                     by_cpu ? "cpu-usec" : "key-count", "mean_load", mean, "shards", shards);
+}
+
+void api_clusters_slot_stats(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    struct engine_call e = {.id = id};
+    struct cluster_nodes nodes = {0};
+    char *password = NULL, err[256];
+    bool cluster_mode;
+    enum db_status st = db_run(req->app->db, engine_fn, &e);
+
+    if (st != DB_OK) {
+        http_reply_db_error(req, st);
+        return;
+    }
+    if (!e.found) {
+        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
+        return;
+    }
+    if (strcmp(e.engine, "valkey") != 0 || !e.cluster_mode || strncmp(e.version, "7.", 2) == 0) {
+        http_reply_problem(req, PROBLEM_NOT_SUPPORTED_BY_ENGINE, NULL,
+                           "per-slot statistics need Valkey 8 or later in cluster mode; cluster %s "
+                           "runs %s %s with cluster mode %s",
+                           id, e.engine, e.version, e.cluster_mode ? "enabled" : "disabled");
+        return;
+    }
+    if (!cluster_nodes_load(req->app, id, &nodes, &password, &cluster_mode, err, sizeof(err))) {
+        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL, "%s", err);
+        return;
+    }
+    struct shard_stats *sh = xcalloc(nodes.count + 1, sizeof(*sh));
+    size_t n = 0;
+    bool ok = true;
+    for (size_t i = 0; i < nodes.count && ok; i++) {
+        const struct cluster_node *node = &nodes.items[i];
+        if (strcmp(node->role, "primary") != 0 || node->host_lost ||
+            strcmp(node->process_state, "running") != 0)
+            continue;
+        ok = read_slot_stats(node, password, &sh[n++], err, sizeof(err));
+    }
+    if (!ok)
+        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL, "could not read slot statistics: %s",
+                           err);
+    else
+        http_reply_json(req, 200, answer(id, sh, n));
+    for (size_t i = 0; i < n; i++)
+        free(sh[i].stats);
+    free(sh);
+    cluster_nodes_free(&nodes);
+    free(password);
+}
