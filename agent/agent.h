@@ -27,11 +27,13 @@
 #include <sys/types.h>
 
 #include "catalog.h"
+#include "collect.h"
 #include "converge.h"
 #include "cp.h"
 #include "desired.h"
 #include "identity.h"
 #include "settings.h"
+#include "telemetry.h"
 
 #define AGENT_VERSION "0.1.0"
 
@@ -110,6 +112,16 @@ struct agent_node {
 
     struct agent_pinger *pinger;
     struct agent_observed seen;
+
+    /* Metrics (telemetry.c). */
+    struct agent_cmdtable *cmds; /* the process's command families; NULL until COMMAND answers */
+    char cmds_run_id[48];        /* the run they were read from ("" until a sample says) */
+    bool cmds_refused;           /* COMMAND failed: no families for this process */
+    int64_t sample_tick;         /* the tick (epoch s) whose INFO is awaited; 0: none */
+    bool have_snap;
+    struct agent_engine_snap snap; /* what the last sample said */
+    bool have_period;
+    struct agent_period period; /* the period being added up */
 };
 
 struct agent {
@@ -118,6 +130,7 @@ struct agent {
     size_t n_bins;
     char **bin_real; /* realpath of each binary, for recognising processes */
     json_t *engines; /* the "engines" array of register and sync */
+    CURLM *multi;    /* every HTTP transfer to cairnd: the sync channel and the metrics push */
 
     struct agent_identity id;
     bool have_id;
@@ -136,6 +149,8 @@ struct agent {
 
     struct agent_node **nodes;
     size_t n_nodes, cap_nodes;
+
+    struct agent_telemetry tm;
 
     int sigfd;
     bool quit;

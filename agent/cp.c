@@ -1,7 +1,8 @@
-/* cp.c -- one HTTP request at a time to cairnd over the curl multi
- * interface (see cp.h). */
+/* cp.c -- HTTP requests to cairnd, one at a time per channel, over one
+ * shared curl multi handle (see cp.h). */
 #include "cp.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,24 +33,42 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
-void agent_cp_init(struct agent_cp *cp, const char *base_url)
+CURLM *agent_cp_multi_init(const char *base_url)
 {
     /* TLS is only set up when cairnd is reached over https: plain http
      * keeps the agent's memory smaller. */
     long flags = strncmp(base_url, "https:", 6) == 0 ? CURL_GLOBAL_DEFAULT : CURL_GLOBAL_NOTHING;
+    CURLM *multi;
 
-    memset(cp, 0, sizeof(*cp));
     if (curl_global_init(flags) != CURLE_OK) {
         fprintf(stderr, "cairn-agent: curl_global_init failed\n");
         abort();
     }
-    cp->multi = curl_multi_init();
+    multi = curl_multi_init();
+    if (multi == NULL) {
+        fprintf(stderr, "cairn-agent: out of memory setting up libcurl\n");
+        abort();
+    }
+    return multi;
+}
+
+void agent_cp_multi_cleanup(CURLM *multi)
+{
+    curl_multi_cleanup(multi);
+    curl_global_cleanup();
+}
+
+void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url)
+{
+    memset(cp, 0, sizeof(*cp));
+    cp->multi = multi;
     cp->easy = curl_easy_init();
-    if (cp->multi == NULL || cp->easy == NULL) {
+    if (cp->easy == NULL) {
         fprintf(stderr, "cairn-agent: out of memory setting up libcurl\n");
         abort();
     }
     cp->base_url = xstrdup(base_url);
+    curl_easy_setopt(cp->easy, CURLOPT_PRIVATE, cp);
     curl_easy_setopt(cp->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(cp->easy, CURLOPT_USERAGENT, AGENT_USER_AGENT);
     curl_easy_setopt(cp->easy, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
@@ -64,12 +83,10 @@ void agent_cp_close(struct agent_cp *cp)
 {
     agent_cp_abort(cp);
     curl_easy_cleanup(cp->easy);
-    curl_multi_cleanup(cp->multi);
     curl_slist_free_all(cp->headers);
     free(cp->base_url);
     free(cp->answer);
     memset(cp, 0, sizeof(*cp));
-    curl_global_cleanup();
 }
 
 void agent_cp_abort(struct agent_cp *cp)
@@ -77,6 +94,7 @@ void agent_cp_abort(struct agent_cp *cp)
     if (cp->busy)
         curl_multi_remove_handle(cp->multi, cp->easy);
     cp->busy = false;
+    cp->finished = false;
     free(cp->body);
     cp->body = NULL;
 }
@@ -118,16 +136,18 @@ bool agent_cp_busy(const struct agent_cp *cp)
     return cp->busy;
 }
 
-const struct agent_cp_result *agent_cp_perform(struct agent_cp *cp)
+void agent_cp_perform(CURLM *multi)
 {
     int running = 0, left = 0;
     CURLMsg *msg;
 
-    if (!cp->busy)
-        return NULL;
-    curl_multi_perform(cp->multi, &running);
-    while ((msg = curl_multi_info_read(cp->multi, &left)) != NULL) {
-        if (msg->msg != CURLMSG_DONE || msg->easy_handle != cp->easy)
+    curl_multi_perform(multi, &running);
+    while ((msg = curl_multi_info_read(multi, &left)) != NULL) {
+        struct agent_cp *cp = NULL;
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&cp);
+        if (cp == NULL || !cp->busy)
             continue;
         cp->result.code = msg->data.result;
         curl_easy_getinfo(cp->easy, CURLINFO_RESPONSE_CODE, &cp->result.status);
@@ -136,16 +156,37 @@ const struct agent_cp_result *agent_cp_perform(struct agent_cp *cp)
                      curl_easy_strerror(cp->result.code));
         cp->result.body = cp->answer != NULL ? cp->answer : "";
         cp->result.len = cp->answer_len;
-        curl_multi_remove_handle(cp->multi, cp->easy);
+        curl_multi_remove_handle(multi, cp->easy); /* msg is invalid from here on */
         cp->busy = false;
+        cp->finished = true;
         free(cp->body);
         cp->body = NULL;
-        return &cp->result;
     }
-    return NULL;
 }
 
-CURLM *agent_cp_multi(struct agent_cp *cp)
+const struct agent_cp_result *agent_cp_take(struct agent_cp *cp)
 {
-    return cp->multi;
+    if (!cp->finished)
+        return NULL;
+    cp->finished = false;
+    return &cp->result;
+}
+
+void agent_cp_problem(const struct agent_cp_result *r, char *buf, size_t size)
+{
+    json_t *j = json_loadb(r->body, r->len, 0, NULL);
+    const char *code = json_string_value(json_object_get(j, "code"));
+    const char *detail = json_string_value(json_object_get(j, "detail"));
+    const json_t *first = json_array_get(json_object_get(j, "errors"), 0);
+    const char *field = json_string_value(json_object_get(first, "field"));
+    const char *message = json_string_value(json_object_get(first, "message"));
+
+    snprintf(buf, size, "HTTP %ld%s%s%s%s%s%s%s%s%s", r->status, code ? " " : "", code ? code : "",
+             detail ? ": " : "", detail ? detail : "", field ? " (" : "", field ? field : "",
+             field ? ": " : "", field && message ? message : "", field ? ")" : "");
+    for (char *p = buf; *p; p++) {
+        if (*p == '"')
+            *p = '\'';
+    }
+    json_decref(j);
 }

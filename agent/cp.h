@@ -1,12 +1,14 @@
-/* cp.h -- the agent's one HTTP channel to cairnd, on the libcurl multi
- * interface so it shares the agent's single event loop.
+/* cp.h -- the agent's HTTP channels to cairnd, on the libcurl multi
+ * interface so they share the agent's single event loop.
  *
- * At most one request is in flight. The loop passes agent_cp_multi() to
+ * Every channel carries at most one request at a time; several channels
+ * (the sync long-poll, the metrics push) share one multi handle, so their
+ * transfers run side by side. The loop passes that handle to
  * curl_multi_poll() together with its own descriptors, then calls
- * agent_cp_perform() to drive the transfer; when that reports a finished
- * request, the result stays readable until the next agent_cp_start(). An
- * in-flight request (typically a long-poll) can be dropped at any time with
- * agent_cp_abort(). */
+ * agent_cp_perform() once to drive every transfer, and agent_cp_take() on
+ * each channel to collect a finished request; its result stays readable
+ * until the channel's next agent_cp_start(). An in-flight request
+ * (typically a long-poll) can be dropped at any time with agent_cp_abort(). */
 #ifndef CAIRN_AGENT_CP_H
 #define CAIRN_AGENT_CP_H
 
@@ -26,7 +28,7 @@ struct agent_cp_result {
 };
 
 struct agent_cp {
-    CURLM *multi;
+    CURLM *multi; /* shared, not owned */
     CURL *easy;
     char *base_url;
     char *body; /* of the request in flight */
@@ -34,12 +36,21 @@ struct agent_cp {
     char *answer;
     size_t answer_len, answer_cap;
     bool busy;
+    bool finished; /* a result waits for agent_cp_take() */
     struct agent_cp_result result;
 };
 
-/* Set up the channel to base_url ("http://host:port", no trailing '/').
- * Initialises libcurl for the whole process. */
-void agent_cp_init(struct agent_cp *cp, const char *base_url);
+/* Initialise libcurl for the whole process (TLS only when base_url is
+ * https) and return the multi handle the channels share. Aborts when
+ * libcurl cannot be set up. */
+CURLM *agent_cp_multi_init(const char *base_url);
+
+/* Release the multi handle and libcurl, after every channel is closed. */
+void agent_cp_multi_cleanup(CURLM *multi);
+
+/* Set up a channel to base_url ("http://host:port", no trailing '/') on
+ * multi (from agent_cp_multi_init()). */
+void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url);
 
 /* Release everything; the channel may not be used afterwards. */
 void agent_cp_close(struct agent_cp *cp);
@@ -56,11 +67,17 @@ void agent_cp_abort(struct agent_cp *cp);
 /* Whether a request is in flight. */
 bool agent_cp_busy(const struct agent_cp *cp);
 
-/* Drive the transfer after a poll. Returns the result once the request has
- * finished (successfully or not), else NULL. */
-const struct agent_cp_result *agent_cp_perform(struct agent_cp *cp);
+/* Drive every transfer on multi after a poll, and mark the channels whose
+ * request has finished (successfully or not). */
+void agent_cp_perform(CURLM *multi);
 
-/* The multi handle, for curl_multi_poll(). */
-CURLM *agent_cp_multi(struct agent_cp *cp);
+/* The result of the channel's request once it has finished, returned once;
+ * NULL while it runs or when nothing was started. */
+const struct agent_cp_result *agent_cp_take(struct agent_cp *cp);
+
+/* "HTTP 400 CODE: detail (field: message)" from an answer that is a
+ * problem document, with as much of it as it has, and double quotes turned
+ * into single ones so it fits a logfmt value. */
+void agent_cp_problem(const struct agent_cp_result *r, char *buf, size_t size);
 
 #endif

@@ -1,8 +1,9 @@
 /* loop.c -- the agent's one thread: a curl_multi_poll() loop over cairnd's
- * HTTP channel, the signalfd, every engine's pidfd and every engine's
- * health connection (see loop.h).
+ * HTTP channels (the sync, and the metrics push of telemetry.h), the
+ * signalfd, every engine's pidfd and every engine's health connection (see
+ * loop.h).
  *
- * The channel carries one request at a time. Without an identity it
+ * The sync channel carries one request at a time. Without an identity it
  * registers; with one it syncs: the report goes out with wait_ms, cairnd
  * holds it until the desired set changes or wait_ms passes, the answer is
  * applied, and the next sync leaves at once. So a change in cairnd reaches
@@ -90,27 +91,6 @@ static void cp_succeeded(struct agent *a)
     a->cp_retry_at_us = 0;
 }
 
-/* "HTTP 400 CODE: detail (field: message)" from a problem document, as
- * much of it as the answer has. */
-static void problem_text(const struct agent_cp_result *r, char *buf, size_t size)
-{
-    json_t *j = json_loadb(r->body, r->len, 0, NULL);
-    const char *code = json_string_value(json_object_get(j, "code"));
-    const char *detail = json_string_value(json_object_get(j, "detail"));
-    const json_t *first = json_array_get(json_object_get(j, "errors"), 0);
-    const char *field = json_string_value(json_object_get(first, "field"));
-    const char *message = json_string_value(json_object_get(first, "message"));
-
-    snprintf(buf, size, "HTTP %ld%s%s%s%s%s%s%s%s%s", r->status, code ? " " : "", code ? code : "",
-             detail ? ": " : "", detail ? detail : "", field ? " (" : "", field ? field : "",
-             field ? ": " : "", field && message ? message : "", field ? ")" : "");
-    for (char *p = buf; *p; p++) {
-        if (*p == '"')
-            *p = '\'';
-    }
-    json_decref(j);
-}
-
 static void on_register(struct agent *a, const struct agent_cp_result *r, int64_t now_us)
 {
     char err[512];
@@ -118,7 +98,7 @@ static void on_register(struct agent *a, const struct agent_cp_result *r, int64_
     const char *host, *cred;
 
     if (r->status != 200) {
-        problem_text(r, err, sizeof(err));
+        agent_cp_problem(r, err, sizeof(err));
         if (r->status == 401 || r->status == 403)
             log_error("cairnd refused registration; check the bootstrap token", "error=\"%s\"",
                       err);
@@ -178,7 +158,7 @@ static void on_sync(struct agent *a, const struct agent_cp_result *r, int64_t no
         return;
     }
     if (r->status != 200) {
-        problem_text(r, err, sizeof(err));
+        agent_cp_problem(r, err, sizeof(err));
         cp_failed(a, now_us, "sync", err);
         return;
     }
@@ -301,10 +281,14 @@ int agent_loop_run(struct agent *a)
 
         agent_sup_tick(a, now);
         cp_kick(a, now);
+        agent_telemetry_tick(a, now);
 
         int64_t next = agent_sup_next_us(a);
         if (!agent_cp_busy(&a->cp) && a->cp_retry_at_us > now && a->cp_retry_at_us < next)
             next = a->cp_retry_at_us;
+        int64_t metrics_next = agent_telemetry_next_us(a, now);
+        if (metrics_next < next)
+            next = metrics_next;
         now = time_mono_us();
         int64_t wait_us = next == INT64_MAX ? LOOP_MAX_WAIT_MS * 1000LL : next - now;
         if (wait_us < 0)
@@ -319,8 +303,7 @@ int agent_loop_run(struct agent *a)
         fds[n++] = (struct curl_waitfd){.fd = a->sigfd, .events = CURL_WAIT_POLLIN};
         n += agent_sup_pollfds(a, fds + n);
         /* Round up so a timer due in 0.4 ms does not spin at 0 ms waits. */
-        CURLMcode mc =
-            curl_multi_poll(agent_cp_multi(&a->cp), fds, n, (int)((wait_us + 999) / 1000), NULL);
+        CURLMcode mc = curl_multi_poll(a->multi, fds, n, (int)((wait_us + 999) / 1000), NULL);
         if (mc != CURLM_OK) {
             log_error("curl_multi_poll failed", "error=\"%s\"", curl_multi_strerror(mc));
             usleep(100000);
@@ -330,9 +313,11 @@ int agent_loop_run(struct agent *a)
         if (fds[0].revents)
             on_signals(a, now);
         agent_sup_ready(a, fds + 1, n - 1, now);
-        const struct agent_cp_result *r = agent_cp_perform(&a->cp);
+        agent_cp_perform(a->multi);
+        const struct agent_cp_result *r = agent_cp_take(&a->cp);
         if (r != NULL)
             cp_done(a, r, now);
+        agent_telemetry_perform(a, now);
     }
     free(fds);
     return 0;

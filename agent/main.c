@@ -28,15 +28,17 @@ static const char usage[] =
     "usage: cairn-agent --control-plane URL --bootstrap-token TOKEN --az AZ --data-dir DIR\n"
     "                   --ports MIN-MAX [--address IP] [--vcpus N] [--memory-mib M]\n"
     "                   [--name NAME] [--engine-path PATH]... [--log-level LEVEL]\n"
-    "                   [--config FILE]\n"
+    "                   [--metrics-interval S] [--metrics-period S] [--config FILE]\n"
     "       cairn-agent --version\n"
     "Every setting may also come from the environment (CAIRN_AGENT_CONTROL_PLANE,\n"
     "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_AGENT_AZ, CAIRN_AGENT_DATA_DIR, CAIRN_AGENT_PORTS,\n"
     "CAIRN_AGENT_ADDRESS, CAIRN_AGENT_VCPUS, CAIRN_AGENT_MEMORY_MIB, CAIRN_AGENT_NAME,\n"
-    "CAIRN_AGENT_ENGINE_PATH (colon-separated), CAIRN_AGENT_LOG_LEVEL) or from the config\n"
-    "file (--config or CAIRN_AGENT_CONFIG; `key = value` lines with the flag names).\n"
+    "CAIRN_AGENT_ENGINE_PATH (colon-separated), CAIRN_AGENT_LOG_LEVEL, CAIRN_METRICS_INTERVAL,\n"
+    "CAIRN_METRICS_PERIOD) or from the config file (--config or CAIRN_AGENT_CONFIG;\n"
+    "`key = value` lines with the flag names).\n"
     "Precedence: flag, environment, file, default. Defaults: address 127.0.0.1, name the\n"
-    "host name, vcpus and memory the machine's. The bootstrap token is needed only until\n"
+    "host name, vcpus and memory the machine's, metrics sampled every 10 s and sent per\n"
+    "60 s period (a multiple of the interval). The bootstrap token is needed only until\n"
     "the agent has registered: the credential is then kept in DIR/identity.json.\n"
     "SIGTERM/SIGINT stop the agent but leave the engines running; a new agent on the same\n"
     "data directory re-adopts them. SIGHUP makes it look for engine binaries again.\n";
@@ -62,6 +64,8 @@ static int read_settings(int argc, char **argv, struct agent_settings *out)
         {"name", required_argument, NULL, 0},
         {"engine-path", required_argument, NULL, 0},
         {"log-level", required_argument, NULL, 0},
+        {"metrics-interval", required_argument, NULL, 0},
+        {"metrics-period", required_argument, NULL, 0},
         {"config", required_argument, NULL, 'c'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
@@ -214,16 +218,24 @@ int main(int argc, char **argv)
     }
     log_info("cairn-agent starting",
              "version=%s name=%s az=%s data_dir=\"%s\" control_plane=%s "
-             "host_id=%s",
+             "host_id=%s metrics_interval_s=%d metrics_period_s=%d",
              AGENT_VERSION, cfg.name, cfg.az, cfg.data_dir, cfg.control_plane,
-             a.have_id ? a.id.host_id : "none");
-    agent_cp_init(&a.cp, cfg.control_plane);
+             a.have_id ? a.id.host_id : "none", cfg.metrics_interval_s, cfg.metrics_period_s);
+    if (!agent_collect_catalog_fits()) {
+        rc = fail("the metric catalog has more metrics than the agent can hold");
+        goto out;
+    }
+    a.multi = agent_cp_multi_init(cfg.control_plane);
+    agent_cp_init(&a.cp, a.multi, cfg.control_plane);
+    agent_telemetry_init(&a, a.multi);
     load_desired(&a);
     agent_sup_discover(&a, time_mono_us());
     if (a.have_desired)
         agent_sup_apply(&a, time_mono_us());
     rc = agent_loop_run(&a);
+    agent_telemetry_close(&a);
     agent_cp_close(&a.cp);
+    agent_cp_multi_cleanup(a.multi);
     log_info("cairn-agent stopped; engines left running", "nodes=%zu", a.n_nodes);
 out:
     agent_sup_release(&a);

@@ -8,16 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect.h"
 #include "log.h"
 #include "resp.h"
 #include "xalloc.h"
 
 #define INFO_SECTIONS "server replication persistence"
 
-/* Replies are taken in the order the commands were sent: a PING and an
- * INFO at most are outstanding, plus a PING sent after an INFO. */
-enum sent { SENT_PING, SENT_INFO };
-#define SENT_MAX 4
+/* Replies are taken in the order the commands were sent. At most one of
+ * each kind is outstanding, except that a PING may follow an INFO still
+ * unanswered. */
+enum sent { SENT_PING, SENT_INFO, SENT_METRICS, SENT_COMMANDS };
+#define SENT_MAX 8
 
 struct agent_pinger {
     struct resp_options opt;
@@ -27,6 +29,8 @@ struct agent_pinger {
     enum sent sent[SENT_MAX];
     unsigned n_sent;
     bool info_outstanding;
+    bool metrics_outstanding;
+    bool commands_wanted, commands_outstanding;
     int64_t ping_sent_us; /* 0: no PING awaits its reply */
     int64_t next_ping_us;
     int64_t next_info_us;
@@ -103,6 +107,10 @@ static void fail(struct agent_pinger *p, const char *why, bool timed_out, int64_
     if (p->info_outstanding)
         p->next_info_us = 0; /* ask again with the next PING */
     p->info_outstanding = false;
+    p->metrics_outstanding = false; /* that sample is lost */
+    if (p->commands_outstanding)
+        p->commands_wanted = true;
+    p->commands_outstanding = false;
     p->ping_sent_us = 0;
     if (!timed_out && p->link_failures++ == 0) {
         if (p->next_ping_us > now_us + PINGER_RETRY_US)
@@ -113,11 +121,22 @@ static void fail(struct agent_pinger *p, const char *why, bool timed_out, int64_
     res->probe = AGENT_PROBE_FAILED;
 }
 
+/* Queue one command (no arguments that need quoting) whose reply is of
+ * kind; false with err set when the connection has failed. */
+static bool queue(struct agent_pinger *p, enum sent kind, const char *command, char *err,
+                  size_t errsize)
+{
+    assert(p->n_sent < SENT_MAX);
+    if (!resp_append(p->conn, err, errsize, command))
+        return false;
+    p->sent[p->n_sent++] = kind;
+    return true;
+}
+
 static void send_round(struct agent_pinger *p, int64_t now_us, struct agent_pinger_result *res)
 {
     char err[256];
 
-    assert(p->n_sent + 2 <= SENT_MAX);
     if (p->conn == NULL) {
         p->conn = resp_connect_nonblock(&p->opt, err, sizeof(err));
         if (p->conn == NULL) {
@@ -125,23 +144,50 @@ static void send_round(struct agent_pinger *p, int64_t now_us, struct agent_ping
             return;
         }
     }
-    if (!resp_append(p->conn, err, sizeof(err), "PING")) {
+    if (!queue(p, SENT_PING, "PING", err, sizeof(err))) {
         fail(p, err, false, now_us, res);
         return;
     }
-    p->sent[p->n_sent++] = SENT_PING;
     p->ping_sent_us = now_us;
-    if (!p->info_outstanding && now_us >= p->next_info_us) {
-        if (!resp_append(p->conn, err, sizeof(err), "INFO " INFO_SECTIONS)) {
+    if (p->commands_wanted && !p->commands_outstanding) {
+        if (!queue(p, SENT_COMMANDS, "COMMAND", err, sizeof(err))) {
             fail(p, err, false, now_us, res);
             return;
         }
-        p->sent[p->n_sent++] = SENT_INFO;
+        p->commands_wanted = false;
+        p->commands_outstanding = true;
+    }
+    if (!p->info_outstanding && now_us >= p->next_info_us) {
+        if (!queue(p, SENT_INFO, "INFO " INFO_SECTIONS, err, sizeof(err))) {
+            fail(p, err, false, now_us, res);
+            return;
+        }
         p->info_outstanding = true;
         p->next_info_us = now_us + AGENT_INFO_INTERVAL_US;
     }
     if (resp_flush(p->conn, err, sizeof(err)) < 0)
         fail(p, err, false, now_us, res);
+}
+
+bool agent_pinger_want_metrics(struct agent_pinger *p, int64_t now_us)
+{
+    char err[256];
+
+    if (p->conn == NULL || p->metrics_outstanding)
+        return false;
+    /* Written by the next agent_pinger_io(): the loop polls for POLLOUT
+     * while bytes wait. A failed connection shows up there too. */
+    if (!queue(p, SENT_METRICS, "INFO " AGENT_COLLECT_INFO_SECTIONS, err, sizeof(err)))
+        return false;
+    p->metrics_outstanding = true;
+    p->next_info_us = now_us + AGENT_INFO_INTERVAL_US; /* this INFO says what that one would */
+    return true;
+}
+
+void agent_pinger_want_commands(struct agent_pinger *p)
+{
+    if (!p->commands_outstanding)
+        p->commands_wanted = true;
 }
 
 void agent_pinger_tick(struct agent_pinger *p, int64_t now_us, struct agent_pinger_result *res)
@@ -183,19 +229,37 @@ static void take_replies(struct agent_pinger *p, int64_t now_us, struct agent_ob
         p->link_failures = 0;
         memmove(p->sent, p->sent + 1, (p->n_sent - 1) * sizeof(p->sent[0]));
         p->n_sent--;
-        if (kind == SENT_PING) {
+        switch (kind) {
+        case SENT_PING:
             p->ping_sent_us = 0;
             res->probed = true;
             res->probe = ping_outcome(r);
-        } else {
-            p->info_outstanding = false;
+            break;
+        case SENT_COMMANDS:
+            p->commands_outstanding = false;
+            assert(res->commands == NULL);
+            res->commands = r; /* handed over */
+            r = NULL;
+            break;
+        case SENT_INFO:
+        case SENT_METRICS:
+            if (kind == SENT_INFO)
+                p->info_outstanding = false;
+            else
+                p->metrics_outstanding = false;
             if (resp_reply_is_string(r)) {
                 struct engine_info *info = engine_info_parse(r->str, r->len);
                 agent_pinger_observe(info, seen);
                 seen->at_us = now_us;
-                engine_info_free(info);
                 res->observed = true;
+                if (kind == SENT_METRICS) {
+                    assert(res->metrics == NULL);
+                    res->metrics = info; /* handed over */
+                } else {
+                    engine_info_free(info);
+                }
             }
+            break;
         }
         resp_reply_free(r);
     }

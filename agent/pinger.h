@@ -1,6 +1,8 @@
 /* pinger.h -- the health checks of one engine: PING every second and INFO
  * every two over one persistent non-blocking RESP connection
- * (engine/resp.h), driven by the agent's poll loop.
+ * (engine/resp.h), driven by the agent's poll loop. The same connection
+ * carries what metrics need: a wider INFO when asked (it stands in for the
+ * next usual one) and, once per engine process, COMMAND.
  *
  * The loop polls agent_pinger_fd() for agent_pinger_events(), calls
  * agent_pinger_io() when it is ready and agent_pinger_tick() when
@@ -20,7 +22,11 @@
 struct agent_pinger_result {
     bool probed; /* a PING was answered or failed: see probe */
     enum agent_probe probe;
-    bool observed; /* an INFO reply updated the node's agent_observed */
+    bool observed;               /* an INFO reply updated the node's agent_observed */
+    struct engine_info *metrics; /* the answer to agent_pinger_want_metrics(); the caller
+                                    frees it with engine_info_free() */
+    struct redisReply *commands; /* the answer to COMMAND (maybe an error reply); the caller
+                                    frees it with resp_reply_free() */
 };
 
 /* A pinger for host:port, authenticating with password (NULL: none);
@@ -30,6 +36,18 @@ void agent_pinger_free(struct agent_pinger *p);
 
 /* Probe every interval_us from now on (the first PING goes at once). */
 void agent_pinger_set_interval(struct agent_pinger *p, int64_t interval_us, int64_t now_us);
+
+/* Send INFO with the sections metrics read (AGENT_COLLECT_INFO_SECTIONS,
+ * agent/collect.h) now; its parsed
+ * answer comes back in a result's metrics, and updates agent_observed like
+ * the usual INFO, which it replaces until the next is due. Returns false,
+ * sending nothing, when there is no connection or the previous one is still
+ * unanswered. */
+bool agent_pinger_want_metrics(struct agent_pinger *p, int64_t now_us);
+
+/* Send COMMAND with the next round of PING (and again after a dropped
+ * connection until answered); its reply comes back in a result's commands. */
+void agent_pinger_want_commands(struct agent_pinger *p);
 
 /* The socket to poll (-1: none) and the events to poll it for. */
 int agent_pinger_fd(const struct agent_pinger *p);

@@ -25,6 +25,8 @@ static const struct {
     [AGENT_SET_MEMORY_MIB] = {"memory-mib", "CAIRN_AGENT_MEMORY_MIB"},
     [AGENT_SET_NAME] = {"name", "CAIRN_AGENT_NAME"},
     [AGENT_SET_LOG_LEVEL] = {"log-level", "CAIRN_AGENT_LOG_LEVEL"},
+    [AGENT_SET_METRICS_INTERVAL] = {"metrics-interval", "CAIRN_METRICS_INTERVAL"},
+    [AGENT_SET_METRICS_PERIOD] = {"metrics-period", "CAIRN_METRICS_PERIOD"},
     [AGENT_SET_ENGINE_PATH] = {"engine-path", "CAIRN_AGENT_ENGINE_PATH"},
 };
 
@@ -281,6 +283,16 @@ static bool apply(struct agent_settings *out, int id, const char *v, char *err, 
         if (log_parse_level(v, &out->log_level) != 0)
             break;
         return true;
+    case AGENT_SET_METRICS_INTERVAL:
+        if (!parse_long(v, 1, 3600, &n))
+            break;
+        out->metrics_interval_s = (int)n;
+        return true;
+    case AGENT_SET_METRICS_PERIOD:
+        if (!parse_long(v, 1, 3600, &n))
+            break;
+        out->metrics_period_s = (int)n;
+        return true;
     default:
         break;
     }
@@ -294,6 +306,8 @@ static bool apply(struct agent_settings *out, int id, const char *v, char *err, 
         [AGENT_SET_MEMORY_MIB] = "an integer from 64 to 16777216",
         [AGENT_SET_NAME] = "1 to 63 of [A-Za-z0-9._-]",
         [AGENT_SET_LOG_LEVEL] = "debug, info, warn or error",
+        [AGENT_SET_METRICS_INTERVAL] = "seconds, an integer from 1 to 3600",
+        [AGENT_SET_METRICS_PERIOD] = "seconds, an integer from 1 to 3600",
     };
     snprintf(err, errsize, "%s: expected %s, got '%s'", name, hints[id] ? hints[id] : "a value", v);
     return false;
@@ -312,6 +326,8 @@ bool agent_settings_resolve(struct agent_settings *out, const struct agent_setti
         [AGENT_SET_MEMORY_MIB] = memory,
         [AGENT_SET_NAME] = machine->hostname[0] ? machine->hostname : NULL,
         [AGENT_SET_LOG_LEVEL] = "info",
+        [AGENT_SET_METRICS_INTERVAL] = "10",
+        [AGENT_SET_METRICS_PERIOD] = "60",
     };
 
     memset(out, 0, sizeof(*out));
@@ -339,6 +355,13 @@ bool agent_settings_resolve(struct agent_settings *out, const struct agent_setti
             agent_settings_free(out);
             return false;
         }
+    }
+    if (out->metrics_period_s % out->metrics_interval_s != 0) {
+        snprintf(err, errsize, "%s: expected a multiple of %s (%d), got '%d'",
+                 names[AGENT_SET_METRICS_PERIOD].name, names[AGENT_SET_METRICS_INTERVAL].name,
+                 out->metrics_interval_s, out->metrics_period_s);
+        agent_settings_free(out);
+        return false;
     }
     for (size_t i = 0; i < n_layers; i++) {
         if (layers[i].n_engine_paths == 0)

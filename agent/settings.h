@@ -3,11 +3,12 @@
  *
  * Every setting has one name used three ways: `--control-plane URL` on the
  * command line, CAIRN_AGENT_CONTROL_PLANE in the environment, and
- * `control-plane = URL` in the config file. Each source fills a layer; the
- * layers are then resolved with the precedence flag > environment > file >
- * default, and the result is validated against the agent protocol's limits.
- * `engine-path` may be given several times (in the environment as a
- * colon-separated list); the list of the highest layer that has one wins. */
+ * `control-plane = URL` in the config file (the two metrics settings are
+ * CAIRN_METRICS_INTERVAL and CAIRN_METRICS_PERIOD in the environment). Each source fills a layer;
+ * the layers are then resolved with the precedence flag > environment > file > default, and the
+ * result is validated against the agent protocol's limits. `engine-path` may be given several times
+ * (in the environment as a colon-separated list); the list of the highest layer that has one wins.
+ */
 #ifndef CAIRN_AGENT_SETTINGS_H
 #define CAIRN_AGENT_SETTINGS_H
 
@@ -29,6 +30,8 @@ enum agent_setting_id {
     AGENT_SET_MEMORY_MIB,
     AGENT_SET_NAME,
     AGENT_SET_LOG_LEVEL,
+    AGENT_SET_METRICS_INTERVAL,
+    AGENT_SET_METRICS_PERIOD,
     AGENT_SET_ENGINE_PATH, /* repeatable; kept in engine_paths, not value */
     AGENT_SET_COUNT,
 };
@@ -59,6 +62,8 @@ struct agent_settings {
     int vcpus;
     long memory_mib;
     enum log_level log_level;
+    int metrics_interval_s; /* 1..3600 */
+    int metrics_period_s;   /* 1..3600, a multiple of the interval */
     char *engine_paths[AGENT_MAX_ENGINE_PATHS];
     size_t n_engine_paths;
 };

@@ -79,6 +79,7 @@ static void drop_node(struct agent *a, struct agent_node *n)
         break;
     }
     agent_pinger_free(n->pinger);
+    agent_telemetry_node_free(n);
     if (n->pidfd >= 0)
         close(n->pidfd);
     if (n->wanted)
@@ -241,6 +242,7 @@ static void watch_health(struct agent *a, struct agent_node *n, int64_t now_us)
                                                               : AGENT_PING_INTERVAL_US,
                               now_us);
     memset(&n->seen, 0, sizeof(n->seen));
+    agent_telemetry_new_process(n);
 }
 
 /* Whether INFO changed something cairnd acts on. The replication offset
@@ -255,6 +257,10 @@ static bool observed_news(const struct agent_observed *a, const struct agent_obs
 static void on_probe(struct agent *a, struct agent_node *n, const struct agent_observed *before,
                      const struct agent_pinger_result *res, int64_t now_us)
 {
+    if (res->commands != NULL)
+        agent_telemetry_on_commands(n, res->commands);
+    if (res->metrics != NULL)
+        agent_telemetry_on_info(a, n, res->metrics, now_us);
     if (res->observed && observed_news(before, &n->seen))
         agent_report_changed(a);
     if (!res->probed || n->pid == 0)

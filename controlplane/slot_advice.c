@@ -18,7 +18,8 @@ double slot_advise(struct shard_slots *shards, size_t n)
 
     for (size_t i = 0; i < n; i++) {
         struct shard_slots *s = &shards[i];
-        qsort(s->slots, s->n, sizeof(*s->slots), hottest_first);
+        if (s->n > 1)
+            qsort(s->slots, s->n, sizeof(*s->slots), hottest_first);
         s->load = 0;
         for (size_t k = 0; k < s->n; k++)
             s->load += s->slots[k].load;

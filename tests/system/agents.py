@@ -208,7 +208,7 @@ class Agent:
     small capacity, and a data dir in a temp dir that outlives restarts."""
 
     def __init__(self, control_plane, name, az, ports=None, memory_mib=1024, vcpus=1,
-                 port_count=10):
+                 port_count=10, extra_args=()):
         require_agent()
         self.control_plane = control_plane
         self.name = name
@@ -216,6 +216,7 @@ class Agent:
         self.ports = ports or free_port_range(port_count)
         self.memory_mib = memory_mib
         self.vcpus = vcpus
+        self.extra_args = list(extra_args)
         self.dir = harness.make_temp_dir(f"agent-{name}")
         self.data_dir = self.dir / "data"
         self.log_path = self.dir / "agent.log"
@@ -229,7 +230,8 @@ class Agent:
         return [AGENT, "--control-plane", self.control_plane, "--bootstrap-token", BOOTSTRAP,
                 "--az", self.az, "--data-dir", self.data_dir,
                 "--ports", f"{self.ports[0]}-{self.ports[1]}", "--address", "127.0.0.1",
-                "--vcpus", self.vcpus, "--memory-mib", self.memory_mib, "--name", self.name]
+                "--vcpus", self.vcpus, "--memory-mib", self.memory_mib, "--name", self.name,
+                *self.extra_args]
 
     def start(self):
         """Start (or start again, on the same data dir) without waiting."""

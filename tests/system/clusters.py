@@ -173,7 +173,7 @@ class ClusterStack:
     secret key file (the agents keep talking to the same URL). cairnd_args
     are added to cairnd's command line (e.g. a shorter heartbeat timeout)."""
 
-    def __init__(self, pg, name="clusters", cairnd_args=()):
+    def __init__(self, pg, name="clusters", cairnd_args=(), agent_args=()):
         agents.require_agent()
         self.pg = pg
         self.name = name
@@ -188,7 +188,8 @@ class ClusterStack:
         try:
             for az in AZS:
                 a = agents.Agent(self.inst.url, f"vm-{az[-1]}", az, vcpus=AGENT_VCPUS,
-                                 memory_mib=AGENT_MEMORY_MIB, port_count=AGENT_PORTS)
+                                 memory_mib=AGENT_MEMORY_MIB, port_count=AGENT_PORTS,
+                                 extra_args=agent_args)
                 self.agents.append(a.start())
             self.host_ids = [self._host_id(a) for a in self.agents]
         except BaseException:
@@ -266,7 +267,7 @@ class ClusterStack:
             c.cleanup()
 
 
-def stack_fixtures(name, cairnd_args=()):
+def stack_fixtures(name, cairnd_args=(), agent_args=()):
     """The fixtures a test module of clusters uses, as (stack, dump, cleanup):
     a module-wide ClusterStack, an autouse dump of the logs of a failed
     test, and a list of cluster ids deleted after each test. Assign them to
@@ -275,7 +276,7 @@ def stack_fixtures(name, cairnd_args=()):
     @pytest.fixture(scope="module")
     def stack(pg, cairnd_binary, request):
         try:
-            s = ClusterStack(pg, name, cairnd_args)
+            s = ClusterStack(pg, name, cairnd_args, agent_args)
         except harness.HarnessError as e:
             pytest.fail(str(e), pytrace=False)
         try:

@@ -16,7 +16,8 @@ static const char *const variables[] = {
     "CAIRN_AGENT_CONTROL_PLANE", "CAIRN_AGENT_BOOTSTRAP_TOKEN", "CAIRN_AGENT_AZ",
     "CAIRN_AGENT_DATA_DIR",      "CAIRN_AGENT_PORTS",           "CAIRN_AGENT_ADDRESS",
     "CAIRN_AGENT_VCPUS",         "CAIRN_AGENT_MEMORY_MIB",      "CAIRN_AGENT_NAME",
-    "CAIRN_AGENT_LOG_LEVEL",     "CAIRN_AGENT_ENGINE_PATH",
+    "CAIRN_AGENT_LOG_LEVEL",     "CAIRN_AGENT_ENGINE_PATH",     "CAIRN_METRICS_INTERVAL",
+    "CAIRN_METRICS_PERIOD",
 };
 
 static const struct agent_machine machine = {.hostname = "box1", .vcpus = 8, .memory_mib = 32000};
@@ -115,8 +116,43 @@ static void test_defaults(void **state)
     assert_int_equal(s.log_level, LOG_INFO);
     assert_null(s.bootstrap_token);
     assert_int_equal(s.n_engine_paths, 0);
+    assert_int_equal(s.metrics_interval_s, 10);
+    assert_int_equal(s.metrics_period_s, 60);
     agent_settings_free(&s);
     agent_settings_layer_free(&l);
+}
+
+static void test_metrics_settings(void **state)
+{
+    struct agent_settings_layer layers[3] = {{{0}}};
+    struct agent_settings s;
+    char err[256];
+
+    (void)state;
+    load_text(&layers[2], minimal);
+    load_text(&layers[2], "metrics-interval = 5\nmetrics-period = 300\n");
+    setenv("CAIRN_METRICS_INTERVAL", "1", 1);
+    setenv("CAIRN_METRICS_PERIOD", "2", 1);
+    assert_true(agent_settings_from_env(&layers[1], err, sizeof(err)));
+    assert_true(agent_settings_resolve(&s, layers, 3, &machine, err, sizeof(err)));
+    assert_int_equal(s.metrics_interval_s, 1); /* env > file */
+    assert_int_equal(s.metrics_period_s, 2);
+    agent_settings_free(&s);
+
+    set_flag(&layers[0], "metrics-interval", "60");
+    set_flag(&layers[0], "metrics-period", "60"); /* equal is a multiple */
+    assert_true(agent_settings_resolve(&s, layers, 3, &machine, err, sizeof(err)));
+    assert_int_equal(s.metrics_interval_s, 60);
+    assert_int_equal(s.metrics_period_s, 60);
+    agent_settings_free(&s);
+
+    set_flag(&layers[0], "metrics-period", "90");
+    assert_false(agent_settings_resolve(&s, layers, 3, &machine, err, sizeof(err)));
+    assert_string_equal(err,
+                        "metrics-period: expected a multiple of metrics-interval (60), got '90'");
+    assert_null(s.control_plane);
+    for (int i = 0; i < 3; i++)
+        agent_settings_layer_free(&layers[i]);
 }
 
 static void test_precedence(void **state)
@@ -187,6 +223,13 @@ static void test_validation(void **state)
     expect_refused("vcpus", "2x", "vcpus: expected");
     expect_refused("memory-mib", "63", "memory-mib: expected an integer from 64 to 16777216");
     expect_refused("log-level", "loud", "log-level: expected debug, info, warn or error");
+    expect_refused("metrics-interval", "0",
+                   "metrics-interval: expected seconds, an integer from 1 to 3600");
+    expect_refused("metrics-interval", "3601", "metrics-interval: expected");
+    expect_refused("metrics-period", "7200",
+                   "metrics-period: expected seconds, an integer from 1 to 3600");
+    expect_refused("metrics-period", "15",
+                   "metrics-period: expected a multiple of metrics-interval (10)");
 }
 
 static void test_required(void **state)
@@ -228,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_file_syntax),
         cmocka_unit_test_setup_teardown(test_defaults, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_precedence, clear_env, clear_env),
+        cmocka_unit_test_setup_teardown(test_metrics_settings, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_validation, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_required, clear_env, clear_env),
         cmocka_unit_test(test_machine),

@@ -1,0 +1,655 @@
+/* collect.c -- metric formulas: command families, snapshots of INFO and
+ * /proc, interval deltas and period aggregation (see collect.h). */
+#include "collect.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "metrics.h"
+#include "xalloc.h"
+
+/* ---- catalog positions --------------------------------------------------- */
+
+/* The catalog position of a metric this module computes; a name missing
+ * from the catalog is a bug here. */
+static size_t pos(const char *name)
+{
+    int i = metric_index(name);
+
+    assert(i >= 0 && (size_t)i < AGENT_METRICS_MAX);
+    return (size_t)i;
+}
+
+static void put(struct agent_values *out, const char *name, double value)
+{
+    size_t i = pos(name);
+
+    out->has[i] = true;
+    out->v[i] = value;
+    out->den[i] = 0;
+}
+
+/* A ratio num / den; nothing when den is 0 (no value for the interval). */
+static void put_ratio(struct agent_values *out, const char *name, double num, double den)
+{
+    size_t i = pos(name);
+
+    if (den <= 0)
+        return;
+    out->has[i] = true;
+    out->v[i] = num;
+    out->den[i] = den;
+}
+
+bool agent_collect_catalog_fits(void)
+{
+    return metric_count <= AGENT_METRICS_MAX;
+}
+
+double agent_values_get(const struct agent_values *v, size_t i)
+{
+    return v->den[i] > 0 ? v->v[i] / v->den[i] : v->v[i];
+}
+
+/* ---- command families ---------------------------------------------------- */
+
+/* Each family's two metrics: calls, and average latency per call. */
+static const char *const family_metric[AGENT_FAM_COUNT][2] = {
+    [AGENT_FAM_GET] = {"GetTypeCmds", "GetTypeCmdsLatency"},
+    [AGENT_FAM_SET] = {"SetTypeCmds", "SetTypeCmdsLatency"},
+    [AGENT_FAM_KEY] = {"KeyBasedCmds", "KeyBasedCmdsLatency"},
+    [AGENT_FAM_STRING] = {"StringBasedCmds", "StringBasedCmdsLatency"},
+    [AGENT_FAM_HASH] = {"HashBasedCmds", "HashBasedCmdsLatency"},
+    [AGENT_FAM_LIST] = {"ListBasedCmds", "ListBasedCmdsLatency"},
+    [AGENT_FAM_SETS] = {"SetBasedCmds", "SetBasedCmdsLatency"},
+    [AGENT_FAM_SORTED_SET] = {"SortedSetBasedCmds", "SortedSetBasedCmdsLatency"},
+    [AGENT_FAM_CLUSTER] = {"ClusterBasedCmds", "ClusterBasedCmdsLatency"},
+    [AGENT_FAM_PUBSUB] = {"PubSubBasedCmds", "PubSubBasedCmdsLatency"},
+    [AGENT_FAM_EVAL] = {"EvalBasedCmds", "EvalBasedCmdsLatency"},
+    [AGENT_FAM_NONKEY] = {"NonKeyTypeCmds", "NonKeyTypeCmdsLatency"},
+};
+
+/* ACL categories that make a family. */
+static const struct {
+    const char *category;
+    enum agent_family family;
+} categories[] = {
+    {"@string", AGENT_FAM_STRING},
+    {"@hash", AGENT_FAM_HASH},
+    {"@list", AGENT_FAM_LIST},
+    {"@set", AGENT_FAM_SETS},
+    {"@sortedset", AGENT_FAM_SORTED_SET},
+    {"@pubsub", AGENT_FAM_PUBSUB},
+    {"@scripting", AGENT_FAM_EVAL},
+};
+
+#define FAM(f) (1u << (f))
+
+struct agent_cmd {
+    const char *name; /* into the table's names */
+    unsigned families;
+};
+
+struct agent_cmdtable {
+    struct agent_cmd *cmds; /* sorted by name */
+    size_t n;
+    char *names;
+};
+
+/* The table while COMMAND is read: names by offset, as the buffer moves. */
+struct builder {
+    struct {
+        size_t off;
+        unsigned families;
+    } * cmds;
+    size_t n, cap;
+    char *names;
+    size_t len, cap_names;
+};
+
+/* An array, or a RESP3 set (flags and categories) where hiredis has them. */
+static bool is_collection(const redisReply *r)
+{
+    if (r == NULL)
+        return false;
+#ifdef REDIS_REPLY_SET
+    if (r->type == REDIS_REPLY_SET)
+        return true;
+#endif
+    return r->type == REDIS_REPLY_ARRAY;
+}
+
+/* Whether the flags or categories collection r holds the string s. */
+static bool holds(const redisReply *r, const char *s)
+{
+    if (!is_collection(r))
+        return false;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if ((e->type == REDIS_REPLY_STATUS || e->type == REDIS_REPLY_STRING) &&
+            strcasecmp(e->str, s) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void builder_add(struct builder *b, const char *name, size_t len, unsigned families)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 256;
+        b->cmds = xrealloc(b->cmds, b->cap * sizeof(*b->cmds));
+    }
+    if (b->len + len + 1 > b->cap_names) {
+        b->cap_names = b->cap_names ? b->cap_names * 2 : 4096;
+        while (b->cap_names < b->len + len + 1)
+            b->cap_names *= 2;
+        b->names = xrealloc(b->names, b->cap_names);
+    }
+    for (size_t i = 0; i < len; i++)
+        b->names[b->len + i] = (char)tolower((unsigned char)name[i]);
+    b->names[b->len + len] = '\0';
+    b->cmds[b->n].off = b->len;
+    b->cmds[b->n].families = families;
+    b->n++;
+    b->len += len + 1;
+}
+
+/* Add one entry of COMMAND (name, arity, flags, first key, last key, step,
+ * categories, tips, key specs, subcommands) and its subcommands. Entries
+ * that are nil or not shaped so are skipped. */
+static void add_command(struct builder *b, const redisReply *e, int depth)
+{
+    unsigned fam = 0;
+    long long first_key = 0;
+
+    if (!is_collection(e) || e->elements < 6 || e->element[0]->type != REDIS_REPLY_STRING)
+        return;
+    const char *name = e->element[0]->str;
+    const redisReply *flags = e->element[2];
+    const redisReply *cats = e->elements > 6 ? e->element[6] : NULL;
+    const redisReply *specs = e->elements > 8 ? e->element[8] : NULL;
+    const redisReply *subs = e->elements > 9 ? e->element[9] : NULL;
+
+    if (holds(flags, "readonly"))
+        fam |= FAM(AGENT_FAM_GET);
+    if (holds(flags, "write"))
+        fam |= FAM(AGENT_FAM_SET);
+    for (size_t i = 0; i < sizeof(categories) / sizeof(categories[0]); i++) {
+        if (holds(cats, categories[i].category))
+            fam |= FAM(categories[i].family);
+    }
+    if (strcasecmp(name, "cluster") == 0 || strncasecmp(name, "cluster|", 8) == 0)
+        fam |= FAM(AGENT_FAM_CLUSTER);
+    if (e->element[3]->type == REDIS_REPLY_INTEGER)
+        first_key = e->element[3]->integer;
+    if (first_key > 0 || (is_collection(specs) && specs->elements > 0))
+        fam |= FAM(AGENT_FAM_KEY);
+    else
+        fam |= FAM(AGENT_FAM_NONKEY);
+    builder_add(b, name, e->element[0]->len, fam);
+    for (size_t i = 0; depth == 0 && is_collection(subs) && i < subs->elements; i++)
+        add_command(b, subs->element[i], depth + 1);
+}
+
+static int cmd_compare(const void *x, const void *y)
+{
+    return strcmp(((const struct agent_cmd *)x)->name, ((const struct agent_cmd *)y)->name);
+}
+
+struct agent_cmdtable *agent_cmdtable_parse(const redisReply *reply, char *err, size_t errsize)
+{
+    struct builder b = {0};
+    struct agent_cmdtable *t;
+
+    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errsize, "COMMAND failed: %s",
+                 reply != NULL && reply->str != NULL ? reply->str : "no reply");
+        return NULL;
+    }
+    if (!is_collection(reply)) {
+        snprintf(err, errsize, "COMMAND did not answer with an array");
+        return NULL;
+    }
+    for (size_t i = 0; i < reply->elements; i++)
+        add_command(&b, reply->element[i], 0);
+    t = xcalloc(1, sizeof(*t));
+    t->n = b.n;
+    t->names = xrealloc(b.names, b.len + 1); /* kept for the process's life: no slack */
+    t->cmds = xcalloc(b.n + 1, sizeof(*t->cmds));
+    for (size_t i = 0; i < b.n; i++) {
+        t->cmds[i].name = t->names + b.cmds[i].off;
+        t->cmds[i].families = b.cmds[i].families;
+    }
+    free(b.cmds);
+    qsort(t->cmds, t->n, sizeof(*t->cmds), cmd_compare);
+    return t;
+}
+
+void agent_cmdtable_free(struct agent_cmdtable *t)
+{
+    if (t == NULL)
+        return;
+    free(t->cmds);
+    free(t->names);
+    free(t);
+}
+
+size_t agent_cmdtable_size(const struct agent_cmdtable *t)
+{
+    return t->n;
+}
+
+unsigned agent_cmdtable_families(const struct agent_cmdtable *t, const char *name)
+{
+    const struct agent_cmd key = {.name = name};
+    const struct agent_cmd *c = bsearch(&key, t->cmds, t->n, sizeof(*t->cmds), cmd_compare);
+
+    return c != NULL ? c->families : 0;
+}
+
+/* ---- the host ------------------------------------------------------------ */
+
+/* Read up to n unsigned numbers separated by blanks from s; returns how
+ * many were read. */
+static size_t read_numbers(const char *s, unsigned long long *out, size_t n)
+{
+    size_t k = 0;
+
+    while (k < n) {
+        char *end;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (!isdigit((unsigned char)*s))
+            break;
+        out[k++] = strtoull(s, &end, 10);
+        s = end;
+    }
+    return k;
+}
+
+/* The first line of /proc/stat: "cpu user nice system idle iowait irq
+ * softirq steal guest guest_nice" (guest time is already in user/nice). */
+static void host_cpu(const char *stat, struct agent_host_snap *out)
+{
+    unsigned long long f[8] = {0};
+
+    if (stat == NULL || strncmp(stat, "cpu ", 4) != 0 || read_numbers(stat + 4, f, 8) < 4)
+        return;
+    out->cpu_total = 0;
+    for (int i = 0; i < 8; i++)
+        out->cpu_total += f[i];
+    out->cpu_busy = out->cpu_total - f[3] - f[4]; /* less idle and iowait */
+    out->has_cpu = true;
+}
+
+/* The kB value of a /proc/meminfo line "Key:   123 kB", as bytes. */
+static bool meminfo_bytes(const char *meminfo, const char *key, double *out)
+{
+    size_t klen = strlen(key);
+
+    for (const char *p = meminfo; *p != '\0';) {
+        size_t line = strcspn(p, "\n");
+        unsigned long long kib;
+        if (line > klen && strncmp(p, key, klen) == 0 && p[klen] == ':' &&
+            read_numbers(p + klen + 1, &kib, 1) == 1) {
+            *out = (double)kib * 1024.0;
+            return true;
+        }
+        p += line + (p[line] == '\n');
+    }
+    return false;
+}
+
+static void host_memory(const char *meminfo, struct agent_host_snap *out)
+{
+    double total, free_;
+
+    if (meminfo == NULL)
+        return;
+    out->has_mem_available = meminfo_bytes(meminfo, "MemAvailable", &out->mem_available);
+    if (meminfo_bytes(meminfo, "SwapTotal", &total) && meminfo_bytes(meminfo, "SwapFree", &free_)) {
+        out->swap_used = total > free_ ? total - free_ : 0;
+        out->has_swap = true;
+    }
+}
+
+/* /proc/net/dev: two header lines, then "  eth0: rx_bytes rx_packets errs
+ * drop fifo frame compressed multicast tx_bytes tx_packets ...". */
+static void host_network(const char *netdev, struct agent_host_snap *out)
+{
+    if (netdev == NULL)
+        return;
+    for (const char *p = netdev; *p != '\0';) {
+        size_t line = strcspn(p, "\n");
+        const char *colon = memchr(p, ':', line);
+        const char *name = p;
+        unsigned long long f[10];
+        while (name < p + line && *name == ' ')
+            name++;
+        if (colon != NULL && !(colon - name == 2 && strncmp(name, "lo", 2) == 0) &&
+            read_numbers(colon + 1, f, 10) == 10) {
+            out->net_bytes_in += f[0];
+            out->net_packets_in += f[1];
+            out->net_bytes_out += f[8];
+            out->net_packets_out += f[9];
+            out->has_net = true;
+        }
+        p += line + (p[line] == '\n');
+    }
+}
+
+void agent_collect_host(const char *stat, const char *meminfo, const char *netdev,
+                        struct agent_host_snap *out)
+{
+    memset(out, 0, sizeof(*out));
+    host_cpu(stat, out);
+    host_memory(meminfo, out);
+    host_network(netdev, out);
+}
+
+/* cur - prev as a counter value, when it did not go down. */
+static void put_delta(struct agent_values *out, const char *name, unsigned long long prev,
+                      unsigned long long cur)
+{
+    if (cur >= prev)
+        put(out, name, (double)(cur - prev));
+}
+
+void agent_collect_host_interval(const struct agent_host_snap *prev,
+                                 const struct agent_host_snap *cur, struct agent_values *out)
+{
+    if (cur->has_mem_available)
+        put(out, "FreeableMemory", cur->mem_available);
+    if (cur->has_swap)
+        put(out, "SwapUsage", cur->swap_used);
+    if (prev == NULL)
+        return;
+    if (prev->has_cpu && cur->has_cpu && cur->cpu_total > prev->cpu_total &&
+        cur->cpu_busy >= prev->cpu_busy) {
+        double busy = (double)(cur->cpu_busy - prev->cpu_busy);
+        double total = (double)(cur->cpu_total - prev->cpu_total);
+        put(out, "CPUUtilization", busy > total ? 100.0 : busy / total * 100.0);
+    }
+    if (prev->has_net && cur->has_net) {
+        put_delta(out, "NetworkBytesIn", prev->net_bytes_in, cur->net_bytes_in);
+        put_delta(out, "NetworkBytesOut", prev->net_bytes_out, cur->net_bytes_out);
+        put_delta(out, "NetworkPacketsIn", prev->net_packets_in, cur->net_packets_in);
+        put_delta(out, "NetworkPacketsOut", prev->net_packets_out, cur->net_packets_out);
+    }
+}
+
+/* ---- the engine ---------------------------------------------------------- */
+
+/* Where each total comes from and the counter it feeds. A total that
+ * counts from the process's start can stand for the delta of the first
+ * interval after a restart; a position (the replication offset) cannot. */
+static const struct {
+    const char *metric;
+    const char *section, *key;
+    bool since_start;
+} totals[AGENT_TOTAL_COUNT] = {
+    [AGENT_TOTAL_CONNECTIONS] = {"NewConnections", "stats", "total_connections_received", true},
+    [AGENT_TOTAL_EVICTED] = {"Evictions", "stats", "evicted_keys", true},
+    [AGENT_TOTAL_EXPIRED] = {"Reclaimed", "stats", "expired_keys", true},
+    [AGENT_TOTAL_HITS] = {"CacheHits", "stats", "keyspace_hits", true},
+    [AGENT_TOTAL_MISSES] = {"CacheMisses", "stats", "keyspace_misses", true},
+    [AGENT_TOTAL_REPL_OFFSET] = {"ReplicationBytes", "replication", "master_repl_offset", false},
+    [AGENT_TOTAL_AUTH_FAILURES] = {"AuthenticationFailures", "stats", "acl_access_denied_auth",
+                                   true},
+};
+
+/* Gauges read as they are. */
+static const struct {
+    const char *metric;
+    const char *section, *key;
+} levels[] = {
+    {"BytesUsedForCache", "memory", "used_memory"},
+    {"MemoryFragmentationRatio", "memory", "mem_fragmentation_ratio"},
+    {"CurrConnections", "clients", "connected_clients"},
+};
+
+/* Keys in every database: the keys= of each "dbN:keys=..,expires=.." line. */
+static void engine_items(const struct engine_info *info, struct agent_values *out)
+{
+    const struct engine_info_section *ks = engine_info_section(info, "keyspace");
+    long long sum = 0, keys;
+
+    if (ks == NULL)
+        return;
+    for (size_t i = 0; i < ks->count; i++) {
+        const char *k = ks->entries[i].key;
+        if (k[0] == 'd' && k[1] == 'b' && isdigit((unsigned char)k[2]) &&
+            engine_info_field_ll(ks->entries[i].value, "keys", &keys))
+            sum += keys;
+    }
+    put(out, "CurrItems", (double)sum);
+}
+
+/* How far behind its primary a replica is: the seconds since the primary
+ * last spoke while the link is up, the seconds since it broke while down
+ * (nothing when it never came up). */
+static void engine_lag(const struct engine_info *info, struct agent_values *out)
+{
+    const char *link = engine_info_get(info, "replication", "master_link_status");
+    long long s;
+
+    if (link != NULL && strcmp(link, "up") == 0) {
+        if (engine_info_get_ll(info, "replication", "master_last_io_seconds_ago", &s) && s >= 0)
+            put(out, "ReplicationLag", (double)s);
+    } else if (engine_info_get_ll(info, "replication", "master_link_down_since_seconds", &s) &&
+               s >= 0) {
+        put(out, "ReplicationLag", (double)s);
+    }
+}
+
+static void engine_levels(const struct engine_info *info, bool primary, struct agent_values *out)
+{
+    long long used, max, bgsave, rewrite;
+    double d;
+
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        if (engine_info_get_double(info, levels[i].section, levels[i].key, &d))
+            put(out, levels[i].metric, d);
+    }
+    if (engine_info_get_ll(info, "memory", "used_memory", &used) &&
+        engine_info_get_ll(info, "memory", "maxmemory", &max))
+        put(out, "DatabaseMemoryUsagePercentage",
+            max > 0 ? (double)used / (double)max * 100.0 : 0.0);
+    engine_items(info, out);
+    put(out, "IsPrimary", primary ? 1.0 : 0.0);
+    if (!primary)
+        engine_lag(info, out);
+    bool has_bgsave = engine_info_get_ll(info, "persistence", "rdb_bgsave_in_progress", &bgsave);
+    bool has_rewrite = engine_info_get_ll(info, "persistence", "aof_rewrite_in_progress", &rewrite);
+    if (has_bgsave || has_rewrite)
+        put(out, "SaveInProgress",
+            (has_bgsave && bgsave != 0) || (has_rewrite && rewrite != 0) ? 1.0 : 0.0);
+}
+
+/* Add every "cmdstat_NAME:calls=C,usec=U,..." line to the families of NAME. */
+static void engine_families(const struct engine_info *info, const struct agent_cmdtable *cmds,
+                            struct agent_engine_snap *out)
+{
+    const struct engine_info_section *cs = engine_info_section(info, "commandstats");
+
+    if (cmds == NULL || cs == NULL)
+        return;
+    out->has_families = true;
+    for (size_t i = 0; i < cs->count; i++) {
+        const char *k = cs->entries[i].key;
+        long long calls, usec;
+        if (strncmp(k, "cmdstat_", 8) != 0 ||
+            !engine_info_field_ll(cs->entries[i].value, "calls", &calls) ||
+            !engine_info_field_ll(cs->entries[i].value, "usec", &usec))
+            continue;
+        unsigned fam = agent_cmdtable_families(cmds, k + 8);
+        for (int f = 0; f < AGENT_FAM_COUNT; f++) {
+            if (fam & FAM(f)) {
+                out->family_calls[f] += calls;
+                out->family_usec[f] += usec;
+            }
+        }
+    }
+}
+
+bool agent_collect_engine(const struct engine_info *info, const struct agent_cmdtable *cmds,
+                          int64_t at_us, struct agent_engine_snap *out)
+{
+    const char *role = engine_info_get(info, "replication", "role");
+    const char *run_id = engine_info_get(info, "server", "run_id");
+    double sys, user;
+
+    memset(out, 0, sizeof(*out));
+    if (role == NULL || run_id == NULL)
+        return false;
+    snprintf(out->run_id, sizeof(out->run_id), "%s", run_id);
+    if (!engine_info_get_ll(info, "server", "process_id", &out->process_id))
+        out->process_id = 0;
+    out->at_us = at_us;
+    out->primary = strcmp(role, "master") == 0;
+    engine_levels(info, out->primary, &out->levels);
+    if (engine_info_get_double(info, "cpu", "used_cpu_sys", &sys) &&
+        engine_info_get_double(info, "cpu", "used_cpu_user", &user)) {
+        out->cpu_s = sys + user;
+        out->has_cpu = true;
+    }
+    for (int t = 0; t < AGENT_TOTAL_COUNT; t++)
+        out->has_total[t] =
+            engine_info_get_ll(info, totals[t].section, totals[t].key, &out->total[t]);
+    engine_families(info, cmds, out);
+    return true;
+}
+
+/* The delta of total t into *out: cur's total less prev's, or cur's total
+ * itself when fresh (a new process, and t counts from its start). False
+ * when either is missing or the total went down. */
+static bool total_delta(const struct agent_engine_snap *prev, const struct agent_engine_snap *cur,
+                        int t, bool fresh, long long *out)
+{
+    if (!cur->has_total[t])
+        return false;
+    if (fresh) {
+        *out = cur->total[t];
+        return totals[t].since_start && *out >= 0;
+    }
+    *out = cur->total[t] - prev->total[t];
+    return prev->has_total[t] && *out >= 0;
+}
+
+static void engine_counters(const struct agent_engine_snap *prev,
+                            const struct agent_engine_snap *cur, bool fresh,
+                            struct agent_values *out)
+{
+    long long d, hits = 0, misses = 0;
+    bool has_hits = false, has_misses = false;
+
+    for (int t = 0; t < AGENT_TOTAL_COUNT; t++) {
+        if (t == AGENT_TOTAL_REPL_OFFSET && !cur->primary) {
+            put(out, totals[t].metric, 0); /* replicas do not write a stream */
+            continue;
+        }
+        if (!total_delta(prev, cur, t, fresh, &d))
+            continue;
+        put(out, totals[t].metric, (double)d);
+        if (t == AGENT_TOTAL_HITS) {
+            hits = d;
+            has_hits = true;
+        } else if (t == AGENT_TOTAL_MISSES) {
+            misses = d;
+            has_misses = true;
+        }
+    }
+    if (has_hits && has_misses)
+        put_ratio(out, "CacheHitRate", (double)hits * 100.0, (double)(hits + misses));
+}
+
+static void engine_family_deltas(const struct agent_engine_snap *prev,
+                                 const struct agent_engine_snap *cur, bool fresh,
+                                 struct agent_values *out)
+{
+    if (!cur->has_families || (!fresh && !prev->has_families))
+        return;
+    for (int f = 0; f < AGENT_FAM_COUNT; f++) {
+        long long calls = cur->family_calls[f] - (fresh ? 0 : prev->family_calls[f]);
+        long long usec = cur->family_usec[f] - (fresh ? 0 : prev->family_usec[f]);
+        if (calls < 0 || usec < 0)
+            continue; /* CONFIG RESETSTAT */
+        put(out, family_metric[f][0], (double)calls);
+        put_ratio(out, family_metric[f][1], (double)usec, (double)calls);
+    }
+}
+
+void agent_collect_engine_interval(const struct agent_engine_snap *prev,
+                                   const struct agent_engine_snap *cur, struct agent_values *out)
+{
+    for (size_t i = 0; i < AGENT_METRICS_MAX; i++) {
+        if (!cur->levels.has[i])
+            continue;
+        out->has[i] = true;
+        out->v[i] = cur->levels.v[i];
+        out->den[i] = cur->levels.den[i];
+    }
+    if (prev == NULL)
+        return;
+    bool new_run = strcmp(prev->run_id, cur->run_id) != 0;
+    if (prev->process_id != cur->process_id && !new_run)
+        return; /* another process under the same run: its totals mean nothing here */
+    double elapsed_s = (double)(cur->at_us - prev->at_us) / 1e6;
+    if (cur->has_cpu && (new_run || prev->has_cpu) && elapsed_s > 0) {
+        double cpu = cur->cpu_s - (new_run ? 0 : prev->cpu_s);
+        if (cpu >= 0)
+            put(out, "EngineCPUUtilization", cpu / elapsed_s * 100.0);
+    }
+    engine_counters(prev, cur, new_run, out);
+    engine_family_deltas(prev, cur, new_run, out);
+}
+
+/* ---- periods ------------------------------------------------------------- */
+
+int64_t agent_collect_period_of(int64_t tick_s, int interval_s, int period_s)
+{
+    int64_t first = tick_s - interval_s;
+    int64_t q = first / period_s;
+
+    if (first % period_s < 0)
+        q--;
+    return q * period_s;
+}
+
+void agent_period_init(struct agent_period *p, int64_t start)
+{
+    memset(p, 0, sizeof(*p));
+    p->start = start;
+}
+
+void agent_period_add(struct agent_period *p, const struct agent_values *v)
+{
+    p->samples++;
+    for (size_t i = 0; i < AGENT_METRICS_MAX; i++) {
+        if (!v->has[i])
+            continue;
+        p->sum[i] += v->v[i];
+        p->den[i] += v->den[i];
+        p->n[i]++;
+    }
+}
+
+void agent_period_result(const struct agent_period *p, struct agent_values *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < metric_count && i < AGENT_METRICS_MAX; i++) {
+        if (p->n[i] == 0)
+            continue;
+        out->has[i] = true;
+        if (p->den[i] > 0)
+            out->v[i] = p->sum[i] / p->den[i];
+        else if (metric_catalog[i].kind == METRIC_COUNTER)
+            out->v[i] = p->sum[i];
+        else
+            out->v[i] = p->sum[i] / p->n[i];
+    }
+}

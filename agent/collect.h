@@ -1,0 +1,183 @@
+/* collect.h -- the agent's metrics, as pure functions: which families each
+ * engine command counts in (from the engine's own COMMAND reply), what one
+ * INFO reply and the host's /proc files say (snapshots), the values of one
+ * interval between two snapshots, and their aggregation into periods. The
+ * names, units and kinds are the catalog's (engine/metrics.h).
+ *
+ * Counters are deltas between two snapshots, never raw totals. Between two
+ * snapshots of different engine processes (run_id or process_id changed) a
+ * counter's delta is the new total when run_id changed (the totals count
+ * from the process's start), and absent otherwise; a total that went down
+ * (CONFIG RESETSTAT) gives no value either. Without an earlier snapshot
+ * there are no counters at all: only levels (gauges).
+ *
+ * Nothing here does I/O or keeps state between calls. */
+#ifndef CAIRN_AGENT_COLLECT_H
+#define CAIRN_AGENT_COLLECT_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "info.h"
+
+/* Catalog positions a set of values can hold (engine/metrics.h's
+ * metric_count must not exceed it; agent_collect_catalog_fits() checks). */
+#define AGENT_METRICS_MAX 64
+
+/* What the agent asks for each interval: every section the formulas read.
+ * Redis 7.0 and Valkey 8.0 both take several section names. */
+#define AGENT_COLLECT_INFO_SECTIONS                                                                \
+    "server clients memory persistence stats replication cpu keyspace commandstats"
+
+/* Command families, in the catalog's order of their metrics. */
+enum agent_family {
+    AGENT_FAM_GET,        /* flag readonly */
+    AGENT_FAM_SET,        /* flag write */
+    AGENT_FAM_KEY,        /* has key arguments */
+    AGENT_FAM_STRING,     /* @string */
+    AGENT_FAM_HASH,       /* @hash */
+    AGENT_FAM_LIST,       /* @list */
+    AGENT_FAM_SETS,       /* @set */
+    AGENT_FAM_SORTED_SET, /* @sortedset */
+    AGENT_FAM_CLUSTER,    /* CLUSTER and its subcommands */
+    AGENT_FAM_PUBSUB,     /* @pubsub */
+    AGENT_FAM_EVAL,       /* @scripting */
+    AGENT_FAM_NONKEY,     /* no key arguments */
+    AGENT_FAM_COUNT,
+};
+
+/* One interval's (or period's) values by catalog position. A ratio metric
+ * (CacheHitRate, the *Latency ones) keeps its parts, so that a period can
+ * add them up before dividing: its value is v / den, and den > 0 whenever
+ * has is set. Every other metric has den 0 and its value in v. */
+struct agent_values {
+    bool has[AGENT_METRICS_MAX];
+    double v[AGENT_METRICS_MAX];
+    double den[AGENT_METRICS_MAX];
+};
+
+/* Every command of one engine process, with its families. */
+struct agent_cmdtable;
+
+/* What the host's /proc said at one moment. */
+struct agent_host_snap {
+    bool has_cpu;
+    unsigned long long cpu_busy, cpu_total; /* jiffies, all cores */
+    bool has_mem_available, has_swap;
+    double mem_available, swap_used; /* bytes */
+    bool has_net;
+    unsigned long long net_bytes_in, net_bytes_out, net_packets_in, net_packets_out;
+};
+
+/* The engine totals that become counters. */
+enum agent_total {
+    AGENT_TOTAL_CONNECTIONS,   /* total_connections_received */
+    AGENT_TOTAL_EVICTED,       /* evicted_keys */
+    AGENT_TOTAL_EXPIRED,       /* expired_keys */
+    AGENT_TOTAL_HITS,          /* keyspace_hits */
+    AGENT_TOTAL_MISSES,        /* keyspace_misses */
+    AGENT_TOTAL_REPL_OFFSET,   /* master_repl_offset */
+    AGENT_TOTAL_AUTH_FAILURES, /* acl_access_denied_auth (Valkey; not in Redis 7.0) */
+    AGENT_TOTAL_COUNT,
+};
+
+/* What one engine INFO reply said. */
+struct agent_engine_snap {
+    char run_id[48];
+    long long process_id;
+    int64_t at_us; /* when it was read (monotonic): CPU rates divide by the time between two */
+    bool primary;
+    struct agent_values levels; /* the gauges, final */
+    bool has_cpu;
+    double cpu_s; /* used_cpu_sys + used_cpu_user */
+    bool has_total[AGENT_TOTAL_COUNT];
+    long long total[AGENT_TOTAL_COUNT];
+    bool has_families; /* commandstats read with a command table */
+    long long family_calls[AGENT_FAM_COUNT], family_usec[AGENT_FAM_COUNT];
+};
+
+/* A period being aggregated: counters summed, gauges averaged over the
+ * samples that had them, ratios from their summed parts. */
+struct agent_period {
+    int64_t start; /* epoch seconds, a multiple of the period */
+    unsigned samples;
+    double sum[AGENT_METRICS_MAX];
+    double den[AGENT_METRICS_MAX];
+    unsigned n[AGENT_METRICS_MAX];
+};
+
+/* Whether engine/metrics.h's catalog fits in AGENT_METRICS_MAX and names
+ * every metric this module computes. */
+bool agent_collect_catalog_fits(void);
+
+/* Build the command table from a COMMAND (or COMMAND INFO) reply: per
+ * command and subcommand ("client|setname"), flags readonly -> GET, write
+ * -> SET; ACL categories @string, @hash, @list, @set, @sortedset, @pubsub,
+ * @scripting -> their families; "cluster" and its subcommands -> CLUSTER;
+ * a first key position > 0 or any key spec -> KEY, else NONKEY. nil entries
+ * (unknown names in COMMAND INFO) are skipped. Returns the table (free with
+ * agent_cmdtable_free()), or NULL with err set when the reply is an error or
+ * not shaped like COMMAND's. */
+struct agent_cmdtable *agent_cmdtable_parse(const redisReply *reply, char *err, size_t errsize);
+void agent_cmdtable_free(struct agent_cmdtable *t);
+
+/* How many commands and subcommands t holds. */
+size_t agent_cmdtable_size(const struct agent_cmdtable *t);
+
+/* The families of command name (lower case, "client|setname") as a bit
+ * mask, bit f for enum agent_family f; 0 when t does not know it. */
+unsigned agent_cmdtable_families(const struct agent_cmdtable *t, const char *name);
+
+/* Read a host snapshot from the text of /proc/stat, /proc/meminfo and
+ * /proc/net/dev (each may be NULL: its values are then absent). Network
+ * counts are summed over every interface but "lo". */
+void agent_collect_host(const char *stat, const char *meminfo, const char *netdev,
+                        struct agent_host_snap *out);
+
+/* Put the host metrics of the interval from prev to cur into out (other
+ * positions untouched): FreeableMemory and SwapUsage from cur; with prev
+ * (NULL at the agent's start), CPUUtilization and the Network* counters
+ * from the deltas, each absent when a count went down. */
+void agent_collect_host_interval(const struct agent_host_snap *prev,
+                                 const struct agent_host_snap *cur, struct agent_values *out);
+
+/* Read an engine snapshot from a parsed INFO reply with the sections of
+ * AGENT_COLLECT_INFO_SECTIONS, read at at_us (monotonic). cmds NULL: no
+ * family totals (the command table is not known yet). Returns false, with
+ * *out cleared, when the reply has no role or run_id (not an engine's
+ * INFO). */
+bool agent_collect_engine(const struct engine_info *info, const struct agent_cmdtable *cmds,
+                          int64_t at_us, struct agent_engine_snap *out);
+
+/* Put the engine metrics of the interval from prev to cur into out (other
+ * positions untouched): cur's levels, and with prev (NULL when the agent
+ * has no earlier snapshot of the node) EngineCPUUtilization, the counters,
+ * CacheHitRate and the family counts and latencies, by the rules at the top
+ * of this file. ReplicationBytes is 0 on a replica, and absent across a
+ * restart (the offset is a position in the stream, not a count since the
+ * start). */
+void agent_collect_engine_interval(const struct agent_engine_snap *prev,
+                                   const struct agent_engine_snap *cur, struct agent_values *out);
+
+/* The value at catalog position i: v, or v / den for a ratio. Only
+ * meaningful when has[i]. */
+double agent_values_get(const struct agent_values *v, size_t i);
+
+/* The start of the period that the interval ending at tick_s (epoch
+ * seconds) lies in: the interval [tick_s - interval_s, tick_s) belongs to
+ * the period holding its first second. */
+int64_t agent_collect_period_of(int64_t tick_s, int interval_s, int period_s);
+
+/* Start aggregating the period starting at start. */
+void agent_period_init(struct agent_period *p, int64_t start);
+
+/* Add one interval's values to p. */
+void agent_period_add(struct agent_period *p, const struct agent_values *v);
+
+/* The values of p: counters summed, gauges averaged, ratios over their
+ * summed parts (absent when the parts sum to 0). out has den 0 throughout. */
+void agent_period_result(const struct agent_period *p, struct agent_values *out);
+
+#endif

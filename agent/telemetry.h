@@ -1,0 +1,85 @@
+/* telemetry.h -- the agent's metrics: every --metrics-interval seconds it
+ * reads the host's /proc and asks every running engine for INFO over its
+ * health connection (agent/pinger.h), turns them into interval values
+ * (agent/collect.h), adds them up per node into periods of
+ * --metrics-period seconds, and pushes each period, once it has ended, to
+ * cairnd (POST /v1/agent/metrics) on a channel of its own beside the sync
+ * long-poll. Unsent periods wait in a bounded outbox (agent/outbox.h).
+ *
+ * Ticks fall on wall-clock multiples of the interval. The sample of the
+ * tick at T stands for the interval [T - interval, T) and belongs to the
+ * period holding T - interval; the engines' answers are awaited for at
+ * most AGENT_METRICS_GRACE_US, and then every period that ends at or before
+ * T is closed and queued. An answer that comes later is ignored: the next
+ * sample's deltas then cover both intervals. Nothing here blocks. */
+#ifndef CAIRN_AGENT_TELEMETRY_H
+#define CAIRN_AGENT_TELEMETRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "collect.h"
+#include "cp.h"
+#include "outbox.h"
+
+/* How long after a tick the engines' INFO is awaited. */
+#define AGENT_METRICS_GRACE_US 500000LL
+
+/* How long a push may take. */
+#define AGENT_PUSH_TIMEOUT_MS 10000L
+
+struct agent;
+struct agent_node;
+struct engine_info;
+
+struct agent_telemetry {
+    int interval_s, period_s;
+    int64_t tick;    /* epoch s of the last tick taken */
+    bool collecting; /* the engines' answers for tick are awaited */
+    int64_t collect_end_us;
+    bool have_host;
+    struct agent_host_snap host;
+    struct agent_values host_values; /* the host's values for tick's interval */
+
+    struct agent_outbox outbox;
+    struct agent_cp chan;
+    unsigned failures; /* pushes in a row that failed for a reason worth retrying */
+    int64_t retry_at_us;
+    int64_t sent_us;
+    long refused_status; /* the last refusal logged at warn level (0: none since a success) */
+};
+
+/* Set up the metrics of agent a (its settings give interval and period)
+ * with a push channel on multi. */
+void agent_telemetry_init(struct agent *a, CURLM *multi);
+
+/* Release the channel and the unsent samples. */
+void agent_telemetry_close(struct agent *a);
+
+/* Take a tick when one is due, close the periods of the last one when its
+ * answers are in (or late), and start a push when samples wait. */
+void agent_telemetry_tick(struct agent *a, int64_t now_us);
+
+/* When agent_telemetry_tick() has something to do next (monotonic). */
+int64_t agent_telemetry_next_us(const struct agent *a, int64_t now_us);
+
+/* Handle the end of a push, if one has ended (after agent_cp_perform()). */
+void agent_telemetry_perform(struct agent *a, int64_t now_us);
+
+/* The engine of n answered the metrics INFO (info taken over), read at
+ * now_us. */
+void agent_telemetry_on_info(struct agent *a, struct agent_node *n, struct engine_info *info,
+                             int64_t now_us);
+
+/* The engine of n answered COMMAND (reply taken over). */
+void agent_telemetry_on_commands(struct agent_node *n, struct redisReply *reply);
+
+/* A new engine process is watched for n (started or adopted): forget the
+ * previous process's command table and fetch the new one's. The totals of
+ * the last sample are kept, to tell the restart in the next one. */
+void agent_telemetry_new_process(struct agent_node *n);
+
+/* n is going away: free what its metrics hold. Its open period is lost. */
+void agent_telemetry_node_free(struct agent_node *n);
+
+#endif
