@@ -25,8 +25,8 @@ static const struct {
     [AGENT_SET_MEMORY_MIB] = {"memory-mib", "CAIRN_AGENT_MEMORY_MIB"},
     [AGENT_SET_NAME] = {"name", "CAIRN_AGENT_NAME"},
     [AGENT_SET_LOG_LEVEL] = {"log-level", "CAIRN_AGENT_LOG_LEVEL"},
-    [AGENT_SET_METRICS_INTERVAL] = {"metrics-interval", "CAIRN_METRICS_INTERVAL"},
-    [AGENT_SET_METRICS_PERIOD] = {"metrics-period", "CAIRN_METRICS_PERIOD"},
+    [AGENT_SET_METRICS_INTERVAL] = {"metrics-interval", "CAIRN_AGENT_METRICS_INTERVAL"},
+    [AGENT_SET_METRICS_PERIOD] = {"metrics-period", "CAIRN_AGENT_METRICS_PERIOD"},
     [AGENT_SET_ENGINE_PATH] = {"engine-path", "CAIRN_AGENT_ENGINE_PATH"},
 };
 

@@ -3,11 +3,11 @@
  *
  * Every setting has one name used three ways: `--control-plane URL` on the
  * command line, CAIRN_AGENT_CONTROL_PLANE in the environment, and
- * `control-plane = URL` in the config file (the two metrics settings are
- * CAIRN_METRICS_INTERVAL and CAIRN_METRICS_PERIOD in the environment). Each source fills a layer;
- * the layers are then resolved with the precedence flag > environment > file > default, and the
- * result is validated against the agent protocol's limits. `engine-path` may be given several times
- * (in the environment as a colon-separated list); the list of the highest layer that has one wins.
+ * `control-plane = URL` in the config file. Each source fills a layer; the
+ * layers are then resolved with the precedence flag > environment > file >
+ * default, and the result is validated against the agent protocol's
+ * limits. `engine-path` may be given several times (in the environment as
+ * a colon-separated list); the list of the highest layer that has one wins.
  */
 #ifndef CAIRN_AGENT_SETTINGS_H
 #define CAIRN_AGENT_SETTINGS_H

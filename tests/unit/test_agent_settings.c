@@ -13,11 +13,11 @@
 #include "settings.h"
 
 static const char *const variables[] = {
-    "CAIRN_AGENT_CONTROL_PLANE", "CAIRN_AGENT_BOOTSTRAP_TOKEN", "CAIRN_AGENT_AZ",
-    "CAIRN_AGENT_DATA_DIR",      "CAIRN_AGENT_PORTS",           "CAIRN_AGENT_ADDRESS",
-    "CAIRN_AGENT_VCPUS",         "CAIRN_AGENT_MEMORY_MIB",      "CAIRN_AGENT_NAME",
-    "CAIRN_AGENT_LOG_LEVEL",     "CAIRN_AGENT_ENGINE_PATH",     "CAIRN_METRICS_INTERVAL",
-    "CAIRN_METRICS_PERIOD",
+    "CAIRN_AGENT_CONTROL_PLANE",  "CAIRN_AGENT_BOOTSTRAP_TOKEN", "CAIRN_AGENT_AZ",
+    "CAIRN_AGENT_DATA_DIR",       "CAIRN_AGENT_PORTS",           "CAIRN_AGENT_ADDRESS",
+    "CAIRN_AGENT_VCPUS",          "CAIRN_AGENT_MEMORY_MIB",      "CAIRN_AGENT_NAME",
+    "CAIRN_AGENT_LOG_LEVEL",      "CAIRN_AGENT_ENGINE_PATH",     "CAIRN_AGENT_METRICS_INTERVAL",
+    "CAIRN_AGENT_METRICS_PERIOD",
 };
 
 static const struct agent_machine machine = {.hostname = "box1", .vcpus = 8, .memory_mib = 32000};
@@ -131,8 +131,8 @@ static void test_metrics_settings(void **state)
     (void)state;
     load_text(&layers[2], minimal);
     load_text(&layers[2], "metrics-interval = 5\nmetrics-period = 300\n");
-    setenv("CAIRN_METRICS_INTERVAL", "1", 1);
-    setenv("CAIRN_METRICS_PERIOD", "2", 1);
+    setenv("CAIRN_AGENT_METRICS_INTERVAL", "1", 1);
+    setenv("CAIRN_AGENT_METRICS_PERIOD", "2", 1);
     assert_true(agent_settings_from_env(&layers[1], err, sizeof(err)));
     assert_true(agent_settings_resolve(&s, layers, 3, &machine, err, sizeof(err)));
     assert_int_equal(s.metrics_interval_s, 1); /* env > file */
