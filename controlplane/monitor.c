@@ -52,11 +52,16 @@ static enum db_status housekeeping_fn(struct db_conn *conn, void *arg)
     long long now = (long long)time(NULL), dropped = 0;
     enum db_status st;
 
-    snprintf(first, sizeof(first), "%lld", now - 86400);
+    snprintf(first, sizeof(first), "%lld", now);
     snprintf(last, sizeof(last), "%lld", now + 2 * 86400);
-    if ((st = store_metric_partitions(conn, first, last)) != DB_OK ||
-        (st = store_metric_retention(conn, m->retention_days, &dropped)) != DB_OK)
+    long long blocks = 0;
+    /* Retention first, so a day past it is dropped, not compacted. */
+    if ((st = store_metric_retention(conn, m->retention_days, &dropped)) != DB_OK ||
+        (st = store_metric_compact(conn, &blocks)) != DB_OK ||
+        (st = store_metric_partitions(conn, first, last)) != DB_OK)
         return st;
+    if (blocks > 0)
+        log_info("metric samples compacted", "blocks=%lld", blocks);
     if (dropped > 0)
         log_info("metric partitions dropped", "count=%lld retention_days=%d", dropped,
                  m->retention_days);

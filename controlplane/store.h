@@ -155,7 +155,11 @@ enum db_status store_metric_samples_add(struct db_conn *conn, const char *host_i
 /* Roll samples up into 5-minute and 1-hour rollups as far as their periods
  * have ended, and drop rollups past their retention; *rows: rows written. */
 enum db_status store_metric_rollups(struct db_conn *conn, long long *rows);
-/* Drop the daily partitions older than keep_days; *dropped says how many. */
+/* Compact every finished day of 60-second samples into hourly blocks and
+ * drop its partition. *blocks: blocks written. */
+enum db_status store_metric_compact(struct db_conn *conn, long long *blocks);
+/* Drop the daily partitions older than keep_days (*dropped says how many)
+ * and the compacted blocks of those days. */
 enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long long *dropped);
 
 struct store_metric_query {

@@ -55,16 +55,57 @@ enum db_status store_metric_samples_add(struct db_conn *conn, const char *host_i
     return st;
 }
 
+/* UTC days before today (and ten minutes into it, for late samples and the
+ * rollups) whose partitions still exist. */
+static const struct db_stmt finished_days = {
+    "SELECT to_char(to_date(substr(c.relname, 16), 'YYYYMMDD'), 'YYYY-MM-DD')"
+    " FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+    " WHERE i.inhparent = 'metric_samples'::regclass AND c.relname ~ '^metric_samples_[0-9]{8}$'"
+    "   AND to_date(substr(c.relname, 16), 'YYYYMMDD')"
+    "     < ((now() - interval '10 minutes') AT TIME ZONE 'UTC')::date"
+    " ORDER BY 1"};
+
+static const struct db_stmt compact_day = {"SELECT metric_compact_day($1::date, $2::int)"};
+
+enum db_status store_metric_compact(struct db_conn *conn, long long *blocks)
+{
+    char ncat[16];
+    enum db_status st;
+    PGresult *res = db_query(conn, &finished_days, 0, NULL, &st);
+
+    *blocks = 0;
+    if (res == NULL)
+        return st;
+    snprintf(ncat, sizeof(ncat), "%zu", metric_count);
+    for (int r = 0; r < PQntuples(res) && st == DB_OK; r++) {
+        const char *params[2] = {PQgetvalue(res, r, 0), ncat};
+        long long n = 0;
+        if ((st = store_get_int64(conn, &compact_day, 2, params, &n)) == DB_OK && n > 0)
+            *blocks += n;
+    }
+    PQclear(res);
+    return st;
+}
+
 static const struct db_stmt drop_before = {
     "SELECT metric_partitions_drop_before((now() AT TIME ZONE 'UTC')::date - $1::int)"};
+
+static const struct db_stmt blocks_retention = {
+    "WITH d AS (DELETE FROM metric_blocks"
+    "   WHERE hour < ((now() AT TIME ZONE 'UTC')::date - $1::int)::timestamp AT TIME ZONE 'UTC'"
+    "   RETURNING 1) SELECT count(*) FROM d"};
 
 enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long long *dropped)
 {
     char days[16];
     const char *params[1] = {days};
+    long long blocks = 0;
+    enum db_status st;
 
     snprintf(days, sizeof(days), "%d", keep_days);
-    return store_get_int64(conn, &drop_before, 1, params, dropped);
+    if ((st = store_get_int64(conn, &drop_before, 1, params, dropped)) != DB_OK)
+        return st;
+    return store_get_int64(conn, &blocks_retention, 1, params, &blocks);
 }
 
 /* ---- queries ------------------------------------------------------------- */
@@ -95,6 +136,17 @@ static const struct db_stmt aggregate = {
     "   WHERE $8::int > 0 AND r.cluster_id = $1 AND r.period_s = $8::int"
     "     AND r.at >= to_timestamp($2::bigint) AND r.at < least(to_timestamp($3::bigint), mark.t)"
     "     AND ($5::uuid IS NULL OR r.node_id = $5::uuid) AND r.counts[$6::int] > 0"
+    "   UNION ALL"
+    "   SELECT b.hour + make_interval(mins => mi), b.node_id, v, v, v, 1"
+    "   FROM metric_blocks b, mark, generate_series(0, 59) mi,"
+    "     LATERAL (SELECT b.vals[($6::int - 1) * 60 + mi + 1] AS v) x"
+    "   WHERE b.cluster_id = $1 AND $6::int <= b.ncat"
+    "     AND b.hour > to_timestamp($2::bigint) - interval '1 hour'"
+    "     AND b.hour < to_timestamp($3::bigint)"
+    "     AND b.hour + make_interval(mins => mi) >= greatest(to_timestamp($2::bigint),"
+    "       CASE WHEN $8::int > 0 THEN mark.t ELSE '-infinity' END)"
+    "     AND b.hour + make_interval(mins => mi) < to_timestamp($3::bigint)"
+    "     AND ($5::uuid IS NULL OR b.node_id = $5::uuid) AND v IS NOT NULL"
     "   UNION ALL"
     "   SELECT m.at, m.node_id, v, v, v, 1"
     "   FROM metric_samples m, mark, LATERAL (SELECT m.vals[$6::int] AS v) x"

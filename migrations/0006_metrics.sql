@@ -137,3 +137,57 @@ BEGIN
                                              * r.period_s + r.period_s)), host);
     END LOOP;
 END $$;
+
+-- Compaction: a whole UTC day of 60-second samples, once over, moves into
+-- one row per node and hour: its 60 minutes of every metric, metric by
+-- metric (catalog position i's value of minute m at (i - 1) * 60 + m + 1,
+-- NULL where there was none), so that neighbours are alike and PostgreSQL's
+-- lz4 compresses them well; then the day's partition goes. Kept as long as
+-- samples are.
+CREATE TABLE metric_blocks (
+    cluster_id text NOT NULL,
+    node_id    uuid NOT NULL,
+    hour       timestamptz NOT NULL,
+    ncat       integer NOT NULL, -- catalog positions in vals (60 values each)
+    vals       real[] NOT NULL,
+    PRIMARY KEY (cluster_id, hour, node_id)
+);
+ALTER TABLE metric_blocks ALTER COLUMN vals SET STORAGE EXTENDED;
+ALTER TABLE metric_blocks ALTER COLUMN vals SET COMPRESSION lz4;
+
+-- Compact the UTC day d (ncat catalog positions) and drop its partition;
+-- returns the blocks written, or -1 when there was no partition.
+CREATE FUNCTION metric_compact_day(d date, ncat integer) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    part text := 'metric_samples_' || to_char(d, 'YYYYMMDD');
+    from_ts timestamptz := d::timestamp AT TIME ZONE 'UTC';
+    n integer;
+BEGIN
+    IF to_regclass(part) IS NULL THEN
+        RETURN -1;
+    END IF;
+    INSERT INTO metric_blocks (cluster_id, node_id, hour, ncat, vals)
+    SELECT k.cluster_id, k.node_id, k.h, ncat,
+           (SELECT array_agg(s.vals[i] ORDER BY i, mi)
+            FROM generate_series(0, 59) mi
+            LEFT JOIN metric_samples s ON s.cluster_id = k.cluster_id
+                 AND s.node_id = k.node_id AND s.at = k.h + make_interval(mins => mi)
+                 AND s.period_s = 60 AND s.at >= from_ts AND s.at < from_ts + interval '1 day',
+            generate_series(1, ncat) i)
+    FROM (SELECT DISTINCT cluster_id, node_id, date_trunc('hour', at) AS h
+          FROM metric_samples WHERE at >= from_ts AND at < from_ts + interval '1 day'
+            AND period_s = 60) k
+    ON CONFLICT (cluster_id, hour, node_id) DO UPDATE SET vals = EXCLUDED.vals,
+        ncat = EXCLUDED.ncat;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    -- Samples of other periods (shortened for tests) are not compacted.
+    IF NOT EXISTS (SELECT 1 FROM metric_samples WHERE at >= from_ts
+                   AND at < from_ts + interval '1 day' AND period_s <> 60) THEN
+        EXECUTE format('DROP TABLE %I', part);
+    ELSE
+        DELETE FROM metric_samples WHERE at >= from_ts AND at < from_ts + interval '1 day'
+            AND period_s = 60;
+    END IF;
+    RETURN n;
+END $$;

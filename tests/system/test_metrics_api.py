@@ -294,3 +294,41 @@ def test_prometheus_scrape(hosts):
     assert ("cairn_cache_cache_hits", labels) not in samples, "no value, no sample"
     assert samples[("cairn_http_requests_total", frozenset({("code", "2xx")}))] >= 1
     assert samples[("cairn_hosts", frozenset({("state", "healthy")}))] == 2
+
+
+def test_finished_days_are_compacted_without_changing_answers(hosts, cairnd_factory, fresh_db):
+    """A finished day of 60-second samples moves into one compressed block
+    per node and hour, and its partition goes; queries answer the same."""
+    inst, a, b = hosts
+    cluster = add_cluster(inst)
+    n1 = add_node(inst, a["host_id"], cluster)
+    n2 = add_node(inst, b["host_id"], cluster)
+    day0 = (int(time.time()) // 86400 - 3) * 86400  # three days ago, 00:00 UTC
+    t0 = day0 + 5 * 3600 + 1800                      # 05:30, so two hours' blocks
+    for cred, node, f in ((a["credential"], n1, 1), (b["credential"], n2, 3)):
+        samples = [{"node_id": node, "at": t0 + 60 * k,
+                    "values": {"GetTypeCmds": f * (k + 1), "CPUUtilization": 10.0 + k}}
+                   for k in range(0, 50) if k != 7]  # one minute missing
+        eq(push(inst, cred, samples).status_code, 204, "push")
+    cid = cluster[0]
+    asks = [dict(names="GetTypeCmds", stat="Sum", period="60"),
+            dict(names="GetTypeCmds,CPUUtilization", stat="Average", period="60",
+                 group_by="node"),
+            dict(names="CPUUtilization", stat="Maximum", period="600", node_id=n2),
+            dict(names="GetTypeCmds", stat="p50", period="120")]
+    rng = {"start": str(t0 - 600), "end": str(t0 + 3600)}
+    before = [expect.json_ok(query(inst, cid, **dict(rng, **q)))["series"] for q in asks]
+    assert before[0][0]["points"], before[0]
+    day = time.strftime("%Y%m%d", time.gmtime(day0))
+    cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP])  # its housekeeping
+
+    def compacted():
+        return f"metric_samples_{day}" not in inst.psql(
+            "SELECT coalesce(string_agg(relname, ' '), '') FROM pg_class"
+            " WHERE relname LIKE 'metric_samples_%'")
+    harness.wait_until(compacted, 15, what="the day compacted")
+    eq(inst.psql(f"SELECT count(*) FROM metric_blocks WHERE cluster_id = '{cid}'").strip(), "4",
+       "one block per node and hour")
+    after = [expect.json_ok(query(inst, cid, **dict(rng, **q)))["series"] for q in asks]
+    for q, x, y in zip(asks, before, after):
+        eq(y, x, f"the same answer after compaction for {q}")
