@@ -103,10 +103,12 @@ static const struct db_stmt leaderless_shards = {
     "     AND rh.state = 'healthy')"
     " ORDER BY c.id, s.index LIMIT 64"};
 
-/* Nodes to replace: their host lost, or their engine crashed, for the
- * replace-after time, and no longer a serving shard's only primary (a
- * failover comes first). One replacement per cluster at a time; one that
- * failed (no room) is tried again after the same time. */
+/* Nodes to replace: their host lost, or (a replica's) engine crashed, for
+ * the replace-after time, and no longer a serving shard's only primary (a
+ * failover comes first). A crashed primary is not counted: its agent holds
+ * it down until a replica took over and then restarts it as a replica. One
+ * replacement per cluster at a time; one that failed (no room) is tried
+ * again after the same time. */
 static const struct db_stmt dead_nodes = {
     "SELECT c.id, s.index, n.id, '', 0, 0 FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
     " JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
@@ -114,7 +116,7 @@ static const struct db_stmt dead_nodes = {
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
     "     AND o.state IN ('pending', 'running'))"
     "   AND ((h.state = 'lost' AND h.updated_at < now() - make_interval(secs => $1::int))"
-    "     OR (n.process_state = 'crashed'"
+    "     OR (n.process_state = 'crashed' AND n.role = 'replica'"
     "       AND n.state_since < now() - make_interval(secs => $1::int)))"
     "   AND (n.role IS DISTINCT FROM 'primary' OR EXISTS (SELECT 1 FROM nodes p"
     "     JOIN hosts ph ON ph.id = p.host_id WHERE p.shard_id = n.shard_id AND p.id <> n.id"
