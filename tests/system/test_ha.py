@@ -134,6 +134,14 @@ class ClusterClient:
         return self._client().set(key, value)
 
 
+def create(stack, cleanup, body):
+    """POST a cluster (deleted after the test); return it once available,
+    and its password."""
+    cleanup.append(body["id"])
+    expect.json_ok(stack.api.post("/v1/clusters", json=body), 202)
+    return wait_available(stack.api, body["id"]), password(stack.api, body["id"])
+
+
 def count_keys(address, port, pw):
     with clusters.client(address, port, pw) as c:
         return c.dbsize()
@@ -158,11 +166,8 @@ def test_kill9_primary_promotes_a_replica_and_the_old_one_rejoins(stack, cleanup
     Sentinel client's writes resume on it, and the old node comes back as a
     replica of the new primary with the data."""
     cid = "ha-kill"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
-        cid, engine="valkey", engine_version="8.0")), 202)
-    before = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
+    before, pw = create(stack, cleanup, clusters.redis_group(
+        cid, engine="valkey", engine_version="8.0"))
     old = primary_node(before)
     agent = stack.agent_of(old["host_id"])
     pid = agent.pidfile(old["id"])
@@ -224,10 +229,7 @@ def test_frozen_primary_host_fails_over_and_is_fenced_on_return(stack, cleanup):
     primary, which still believes it is one, is made a replica of the new
     primary. At no moment do the API or the Sentinel listener name two."""
     cid = "ha-freeze"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(cid)), 202)
-    before = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
+    before, pw = create(stack, cleanup, clusters.redis_group(cid))
     old = primary_node(before)
     agent = stack.agent_of(old["host_id"])
     pid = agent.pidfile(old["id"])
@@ -282,11 +284,8 @@ def test_cluster_mode_kill9_primary_serves_all_slots_again(stack, cleanup):
     rejoins as a replica once cairnd has seen the election, and a planned
     failover later restores one primary per AZ."""
     cid = "ha-cm"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.valkey_cluster(
-        cid, parameters={"cluster-node-timeout": "2000"})), 202)
-    body = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
+    body, pw = create(stack, cleanup, clusters.valkey_cluster(
+        cid, parameters={"cluster-node-timeout": "2000"}))
     shard = body["shards"][1]
     old = next(n for n in shard["nodes"] if n["role"] == "primary")
     pid = stack.agent_of(old["host_id"]).pidfile(old["id"])
@@ -340,11 +339,8 @@ def test_whole_az_loss_in_cluster_mode_is_repaired_and_cleaned_up(stack, cleanup
     never share an AZ), the cluster serves every slot; on SIGCONT the stale
     nodes are stopped and their data removed, not re-admitted."""
     cid = "ha-az"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.valkey_cluster(
-        cid, parameters={"cluster-node-timeout": "2000"})), 202)
-    body = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
+    body, pw = create(stack, cleanup, clusters.valkey_cluster(
+        cid, parameters={"cluster-node-timeout": "2000"}))
     lost_host = stack.host_ids[0]
     agent = stack.agent_of(lost_host)
     lost = [n for n in nodes(body) if n["host_id"] == lost_host]
@@ -415,9 +411,7 @@ def test_patch_of_automatic_failover_and_multi_az(stack, cleanup):
     with automatic failover off a crashed primary is simply restarted, with
     it on again the group fails over."""
     cid = "ha-patch"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(cid)), 202)
-    body = wait_available(stack.api, cid)
+    body, pw = create(stack, cleanup, clusters.redis_group(cid))
     eq((body["automatic_failover"], body["multi_az"]), (True, True), "defaults with replicas")
     url = f"/v1/clusters/{cid}"
     expect.problem(stack.api.request("PATCH", url, json={"automatic_failover": False}),
@@ -429,7 +423,6 @@ def test_patch_of_automatic_failover_and_multi_az(stack, cleanup):
                    "VALIDATION_FAILED", fields=["multi_az"])
 
     # Off: the agent restarts a crashed primary itself; nothing fails over.
-    pw = password(stack.api, cid)
     old = primary_node(off)
     agent = stack.agent_of(old["host_id"])
     time.sleep(0.5)  # the agent has the new desired state (no hold)
@@ -469,11 +462,8 @@ def test_lost_replica_is_replaced_in_disabled_mode(stack, cleanup):
     follows the primary from its config and syncs; on SIGCONT the stale
     replica is stopped and removed. The primary never changes."""
     cid = "ha-replace"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
-        cid, engine="valkey", engine_version="8.0", replicas_per_shard=1)), 202)
-    body = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
+    body, pw = create(stack, cleanup, clusters.redis_group(
+        cid, engine="valkey", engine_version="8.0", replicas_per_shard=1))
     primary = primary_node(body)
     dead = next(n for n in nodes(body) if n["role"] == "replica")
     agent = stack.agent_of(dead["host_id"])
@@ -515,11 +505,8 @@ def test_replica_in_full_sync_is_not_offered(stack, cleanup):
     neither in endpoints.readers nor by the Sentinel listener, and it is
     offered again once it has the data."""
     cid = "ha-sync"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
-        cid, engine="valkey", engine_version="8.0")), 202)
-    body = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
+    body, pw = create(stack, cleanup, clusters.redis_group(
+        cid, engine="valkey", engine_version="8.0"))
     primary = primary_node(body)
     replica = next(n for n in nodes(body) if n["role"] == "replica")
     with clusters.client(primary["address"], primary["port"], pw) as c:
@@ -572,11 +559,8 @@ def test_cluster_mode_without_a_majority_is_forced_to_take_over(stack, cleanup):
     over (CLUSTER FAILOVER FORCE, then TAKEOVER) and says why. Thawed, the
     old primaries rejoin as replicas."""
     cid = "ha-force"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.valkey_cluster(
-        cid, parameters={"cluster-node-timeout": "2000"})), 202)
-    body = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
+    body, pw = create(stack, cleanup, clusters.valkey_cluster(
+        cid, parameters={"cluster-node-timeout": "2000"}))
     frozen = [next(n for n in s["nodes"] if n["role"] == "primary") for s in body["shards"][:2]]
     pids = [stack.agent_of(n["host_id"]).pidfile(n["id"]) for n in frozen]
     rc = clusters.cluster_client(body, pw)
@@ -622,11 +606,8 @@ def test_hung_primary_engine_fails_over_and_is_demoted(stack, cleanup):
     unresponsive after a second without PONG, cairnd fails over a second
     later, and when the engine answers again it is demoted at once."""
     cid = "ha-hang"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
-        cid, engine="valkey", engine_version="8.0")), 202)
-    before = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
+    before, pw = create(stack, cleanup, clusters.redis_group(
+        cid, engine="valkey", engine_version="8.0"))
     old = primary_node(before)
     pid = stack.agent_of(old["host_id"]).pidfile(old["id"])
     _, master = sentinel_master(stack, cid, pw)
