@@ -157,13 +157,10 @@ void api_metrics_catalog(struct http_request *req)
 
 /* ---- GET /v1/clusters/{id}/metrics ----------------------------------------- */
 
-static const char *const stats[] = {"Average", "Minimum", "Maximum", "Sum", "SampleCount",
-                                    "p50",     "p90",     "p99",     NULL};
-
 static int stat_index(const char *s)
 {
-    for (size_t i = 0; stats[i] != NULL; i++) {
-        if (strcmp(stats[i], s) == 0)
+    for (size_t i = 0; store_metric_stats[i] != NULL; i++) {
+        if (strcmp(store_metric_stats[i], s) == 0)
             return (int)i;
     }
     return -1;
@@ -329,7 +326,7 @@ static const struct jspec_field query_fields[] = {
     {.name = "id", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 64},
     {.name = "cluster_id", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 64},
     {.name = "name", .type = JSPEC_STRING, .required = true, .check = check_name},
-    {.name = "stat", .type = JSPEC_STRING, .one_of = stats},
+    {.name = "stat", .type = JSPEC_STRING, .one_of = store_metric_stats},
     {.name = "node_id", .type = JSPEC_STRING, .nullable = true, .check = check_node},
     {.name = "group_by", .type = JSPEC_STRING, .nullable = true, .one_of = by_node},
     {0},

@@ -159,6 +159,15 @@ bool cluster_nodes_load(struct app *app, const char *cluster_id, struct cluster_
     return true;
 }
 
+const struct cluster_node *cluster_nodes_find(const struct cluster_nodes *nodes, const char *id)
+{
+    for (size_t i = 0; id != NULL && i < nodes->count; i++) {
+        if (strcmp(nodes->items[i].id, id) == 0)
+            return &nodes->items[i];
+    }
+    return NULL;
+}
+
 void cluster_nodes_free(struct cluster_nodes *nodes)
 {
     free(nodes->items);

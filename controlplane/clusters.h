@@ -39,6 +39,8 @@ struct cluster_nodes {
 bool cluster_nodes_load(struct app *app, const char *cluster_id, struct cluster_nodes *out,
                         char **password, bool *cluster_mode, char *err, size_t errsize);
 void cluster_nodes_free(struct cluster_nodes *nodes);
+/* The node with this id (NULL: none, or id NULL). */
+const struct cluster_node *cluster_nodes_find(const struct cluster_nodes *nodes, const char *id);
 
 /* Seconds / milliseconds since the epoch, for time kept in a context. */
 long long cluster_now_s(void);

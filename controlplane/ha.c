@@ -309,15 +309,6 @@ static enum db_status event_fn(struct db_conn *conn, const char *cluster, const 
 
 /* ---- choosing a replica ------------------------------------------------- */
 
-static const struct cluster_node *find_node(const struct cluster_nodes *nodes, const char *id)
-{
-    for (size_t i = 0; i < nodes->count; i++) {
-        if (strcmp(nodes->items[i].id, id) == 0)
-            return &nodes->items[i];
-    }
-    return NULL;
-}
-
 /* The replica of shard to promote: one that holds the group's data (it
  * completed a sync and is not loading or in a new one), with the highest
  * replication offset; on a tie, one outside the lost primary's zone, then
@@ -421,7 +412,7 @@ static void failover_group(struct ha *h, const struct work *w)
         log_warn("failover: cannot load the cluster", "cluster=%s error=\"%s\"", w->cluster, err);
         return;
     }
-    const struct cluster_node *old = find_node(&nodes, w->node);
+    const struct cluster_node *old = cluster_nodes_find(&nodes, w->node);
     const struct cluster_node *best =
         old != NULL ? best_replica(&nodes, password, w->shard, old, false) : NULL;
     if (best == NULL) {
@@ -498,7 +489,7 @@ static void fence(struct ha *h, const struct work *w)
 
     if (!cluster_nodes_load(h->app, w->cluster, &nodes, &password, &cluster_mode, err, sizeof(err)))
         return;
-    const struct cluster_node *n = find_node(&nodes, w->node), *primary = NULL;
+    const struct cluster_node *n = cluster_nodes_find(&nodes, w->node), *primary = NULL;
     for (size_t i = 0; n != NULL && i < nodes.count; i++) {
         if (nodes.items[i].shard == n->shard && strcmp(nodes.items[i].role, "primary") == 0)
             primary = &nodes.items[i];
@@ -618,13 +609,6 @@ static void replace(struct ha *h, const struct work *w)
 
 /* ---- AZ balance ------------------------------------------------------------ */
 
-struct rebalance {
-    char cluster[48];
-    int shard;
-    char to_az[64], from_az[64];
-    int primaries;
-};
-
 static enum db_status rebalance_fn(struct db_conn *conn, void *arg)
 {
     struct ha *h = arg;
@@ -636,33 +620,26 @@ static enum db_status rebalance_fn(struct db_conn *conn, void *arg)
     PGresult *res = db_query(conn, &unbalanced, 1, params, &st);
     if (res == NULL)
         return st;
-    int rows = PQntuples(res);
-    struct rebalance *rb = xcalloc((size_t)rows + 1, sizeof(*rb));
-    for (int r = 0; r < rows; r++) {
-        snprintf(rb[r].cluster, sizeof(rb[r].cluster), "%s", PQgetvalue(res, r, 0));
-        rb[r].shard = atoi(PQgetvalue(res, r, 1));
-        snprintf(rb[r].to_az, sizeof(rb[r].to_az), "%s", PQgetvalue(res, r, 2));
-        snprintf(rb[r].from_az, sizeof(rb[r].from_az), "%s", PQgetvalue(res, r, 3));
-        rb[r].primaries = atoi(PQgetvalue(res, r, 4));
-    }
-    PQclear(res);
-    for (int r = 0; r < rows; r++) {
-        char shard[16], *message;
-        snprintf(shard, sizeof(shard), "%d", rb[r].shard);
-        message = xasprintf("rebalancing primaries across AZs: %s holds %d; shard %04d's primary "
-                            "moves to %s by a planned failover",
-                            rb[r].from_az, rb[r].primaries, rb[r].shard + 1, rb[r].to_az);
-        const char *qp[5] = {rb[r].cluster, shard, rb[r].to_az, message, rb[r].from_az};
-        PQclear(db_query(conn, &queue_rebalance, 5, qp, &st));
+    /* Each row: cluster, shard index, to AZ, from AZ, its primaries. */
+    for (int r = 0; r < PQntuples(res); r++) {
+        const char *cluster = PQgetvalue(res, r, 0), *shard = PQgetvalue(res, r, 1);
+        const char *to_az = PQgetvalue(res, r, 2), *from_az = PQgetvalue(res, r, 3);
+        int index = atoi(shard);
+        char *message = xasprintf("rebalancing primaries across AZs: %s holds %s; shard %04d's "
+                                  "primary moves to %s by a planned failover",
+                                  from_az, PQgetvalue(res, r, 4), index + 1, to_az);
+        const char *qp[5] = {cluster, shard, to_az, message, from_az};
+        enum db_status qst;
+        PQclear(db_query(conn, &queue_rebalance, 5, qp, &qst));
         free(message);
-        if (st == DB_OK) {
-            log_info("rebalancing primaries", "cluster=%s shard=%04d from=%s to=%s", rb[r].cluster,
-                     rb[r].shard + 1, rb[r].from_az, rb[r].to_az);
+        if (qst == DB_OK) {
+            log_info("rebalancing primaries", "cluster=%s shard=%04d from=%s to=%s", cluster,
+                     index + 1, from_az, to_az);
             if (h->app->runner != NULL)
                 runner_poke(h->app->runner);
         }
     }
-    free(rb);
+    PQclear(res);
     return DB_OK;
 }
 

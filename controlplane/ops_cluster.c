@@ -48,15 +48,6 @@ static void topo_free(struct topo *t)
     free(t->password);
 }
 
-static const struct cluster_node *topo_find(const struct topo *t, const char *id)
-{
-    for (size_t i = 0; id != NULL && i < t->nodes.count; i++) {
-        if (strcmp(t->nodes.items[i].id, id) == 0)
-            return &t->nodes.items[i];
-    }
-    return NULL;
-}
-
 static struct resp_conn *connect_node(const struct topo *t, const struct cluster_node *n, char *err,
                                       size_t errsize)
 {
@@ -504,7 +495,9 @@ const struct op_kind op_cluster_apply_parameters = {
 
 /* ---- planned failover ---------------------------------------------------------- */
 
-/* What one node of the shard says about itself right now. */
+/* What one node of the shard says about itself right now. A shard has at
+ * most 6 nodes (1 + 5 replicas), and one more while one is replaced. */
+#define OBSERVE_MAX 8
 struct observed {
     const struct cluster_node *node;
     struct nodeio_repl repl;
@@ -517,7 +510,7 @@ static bool observe_shard(const struct topo *t, int shard, struct observed *out,
     *n = 0;
     for (size_t i = 0; i < t->nodes.count; i++) {
         const struct cluster_node *node = &t->nodes.items[i];
-        if (node->shard != shard)
+        if (node->shard != shard || *n == OBSERVE_MAX)
             continue;
         struct observed *o = &out[*n];
         o->node = node;
@@ -571,7 +564,7 @@ static void hurry_failover(const struct topo *t, const struct cluster_node *prim
  * Both pause writes on the primary until the replica has caught up. */
 static enum op_result start_failover(struct op_ctx *ctx)
 {
-    struct observed seen[8];
+    struct observed seen[OBSERVE_MAX];
     size_t n = 0;
     struct topo t;
     char err[256];
@@ -639,7 +632,7 @@ static enum op_result start_failover(struct op_ctx *ctx)
 static enum op_result wait_switch(struct op_ctx *ctx)
 {
     const char *target = json_string_value(json_object_get(ctx->context, "target"));
-    struct observed seen[8];
+    struct observed seen[OBSERVE_MAX];
     size_t n = 0;
     struct topo t;
     char err[256];
@@ -647,7 +640,7 @@ static enum op_result wait_switch(struct op_ctx *ctx)
 
     if (!topo_load(ctx, &t))
         return op_wait(ctx, 20);
-    const struct cluster_node *to = topo_find(&t, target);
+    const struct cluster_node *to = cluster_nodes_find(&t.nodes, target);
     if (to != NULL && observe_shard(&t, context_shard(ctx), seen, &n, err, sizeof(err))) {
         /* Switched: the target is the only primary. The write pause ends
          * there; in cluster mode it ends once every node agrees the
@@ -678,7 +671,7 @@ static enum op_result wait_switch(struct op_ctx *ctx)
 static enum op_result repoint_replicas(struct op_ctx *ctx)
 {
     const char *target = json_string_value(json_object_get(ctx->context, "target"));
-    struct observed seen[8];
+    struct observed seen[OBSERVE_MAX];
     size_t n = 0;
     struct topo t;
     char err[256];
@@ -686,7 +679,7 @@ static enum op_result repoint_replicas(struct op_ctx *ctx)
 
     if (!topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
-    const struct cluster_node *to = topo_find(&t, target);
+    const struct cluster_node *to = cluster_nodes_find(&t.nodes, target);
     if (t.cluster_mode || to == NULL) {
         done = true;
     } else if (observe_shard(&t, context_shard(ctx), seen, &n, err, sizeof(err))) {
@@ -778,7 +771,7 @@ static enum op_result wait_new_engine(struct op_ctx *ctx)
 
     if (!topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
-    const struct cluster_node *n = topo_find(&t, context_str(ctx, "new"));
+    const struct cluster_node *n = cluster_nodes_find(&t.nodes, context_str(ctx, "new"));
     if (n != NULL && n->host_lost) {
         res = op_fail(ctx, "HOST_LOST", "the replacement's host %s was lost", n->host_id);
     } else if (n != NULL && n->port > 0 && strcmp(n->process_state, "running") == 0 &&
@@ -805,7 +798,7 @@ static enum op_result join_replacement(struct op_ctx *ctx)
 
     if (!topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
-    const struct cluster_node *n = topo_find(&t, context_str(ctx, "new"));
+    const struct cluster_node *n = cluster_nodes_find(&t.nodes, context_str(ctx, "new"));
     const struct cluster_node *p = shard_primary(&t, context_shard(ctx));
     if (n == NULL || p == NULL) {
         /* no primary yet (a failover under way): wait for one */

@@ -162,6 +162,9 @@ enum db_status store_metric_compact(struct db_conn *conn, long long *blocks);
  * and the compacted blocks of those days. */
 enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long long *dropped);
 
+/* The statistics a query answers, NULL-terminated; stat indexes it. */
+extern const char *const store_metric_stats[];
+
 struct store_metric_query {
     const char *cluster_id;
     const char *start, *end; /* RFC 3339 or epoch seconds; NULL: defaults */

@@ -110,6 +110,10 @@ enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long 
 
 /* ---- queries ------------------------------------------------------------- */
 
+/* In the order of the aggregate's statistic columns. */
+const char *const store_metric_stats[] = {"Average", "Minimum", "Maximum", "Sum", "SampleCount",
+                                          "p50",     "p90",     "p99",     NULL};
+
 /* start and end as epoch seconds, end defaulting to now and start to
  * default_range before end; NULL when the cluster does not exist. */
 static const struct db_stmt resolve_range = {
@@ -285,11 +289,9 @@ enum db_status store_metric_query(struct db_conn *conn, struct store_metric_quer
         return st;
     }
     char *ts = iso(s), *te = iso(e);
-    static const char *const stats[] = {"Average",     "Minimum", "Maximum", "Sum",
-                                        "SampleCount", "p50",     "p90",     "p99"};
-    *out =
-        json_pack("{s:s, s:s, s:s, s:I, s:s, s:o}", "cluster_id", q->cluster_id, "start", ts, "end",
-                  te, "period", (json_int_t)q->period_s, "stat", stats[q->stat], "series", all);
+    *out = json_pack("{s:s, s:s, s:s, s:I, s:s, s:o}", "cluster_id", q->cluster_id, "start", ts,
+                     "end", te, "period", (json_int_t)q->period_s, "stat",
+                     store_metric_stats[q->stat], "series", all);
     free(ts);
     free(te);
     return DB_OK;

@@ -272,6 +272,18 @@ class Agent:
         except (OSError, ValueError):
             return None
 
+    def wait_registered(self, timeout=15):
+        """Wait until the agent has registered (identity.json written);
+        return its host id. Fails at once if the agent exits."""
+        def registered():
+            if not self.alive():
+                raise harness.HarnessError(
+                    f"{self.name} exited with {self.proc.popen.returncode}:\n{self.log.text()}")
+            ident = self.identity()
+            return ident and ident["host_id"]
+        return harness.wait_until(registered, timeout, interval=0.05,
+                                  what=f"{self.name} to register")
+
     def node_dir(self, node_id):
         return self.data_dir / "nodes" / node_id
 

@@ -223,13 +223,7 @@ class ClusterStack:
         return self.cairnd
 
     def _host_id(self, agent, timeout=15):
-        def registered():
-            if not agent.alive():
-                raise AssertionError(f"{agent.name} exited with {agent.proc.popen.returncode}")
-            ident = agent.identity()
-            return ident and ident["host_id"]
-        hid = harness.wait_until(registered, timeout, interval=0.05,
-                                 what=f"{agent.name} to register")
+        hid = agent.wait_registered(timeout)
         wait_until(lambda: self.host(hid)["state"] == "healthy", timeout,
                    f"host {agent.name} healthy")
         return hid

@@ -67,13 +67,7 @@ class Stack:
 
     def host_id(self, agent, timeout=10):
         """Wait until the agent has registered and its host is healthy."""
-        def registered():
-            if not agent.alive():
-                raise AssertionError(f"{agent.name} exited with {agent.proc.popen.returncode}")
-            ident = agent.identity()
-            return ident and ident["host_id"]
-        hid = harness.wait_until(registered, timeout, interval=0.05,
-                                 what=f"{agent.name} to register")
+        hid = agent.wait_registered(timeout)
         settle(lambda: self.host(hid)["state"], lambda s: s == "healthy", timeout,
                f"host {agent.name} healthy")
         return hid

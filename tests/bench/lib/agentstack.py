@@ -60,13 +60,7 @@ class AgentStack:
 
     def host_id(self, agent, timeout=15):
         """Wait for the agent's registration; return its host id."""
-        def registered():
-            if not agent.alive():
-                raise harness.HarnessError(f"{agent.name} exited:\n{agent.log.text()}")
-            ident = agent.identity()
-            return ident and ident["host_id"]
-        return harness.wait_until(registered, timeout, interval=0.05,
-                                  what=f"{agent.name} to register")
+        return agent.wait_registered(timeout)
 
     def cluster(self):
         """(cluster_id, shard_id) of the one cluster the nodes belong to."""
