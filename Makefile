@@ -11,7 +11,7 @@
 BUILD   ?= build
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
-PKGS     = libmicrohttpd jansson libpq openssl hiredis libcurl
+PKGS     = libmicrohttpd jansson libpq openssl hiredis libcurl zlib
 
 CPPFLAGS += -iquote lib -iquote engine -iquote controlplane -iquote agent -iquote $(BUILD)/gen -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 CPPFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -I$(shell pg_config --includedir 2>/dev/null)
