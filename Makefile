@@ -19,7 +19,7 @@ OPT      ?= -O2 -g
 SANITIZE ?=
 CFLAGS    = $(OPT) $(SANITIZE) -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wno-missing-field-initializers -pthread -MMD -MP
-LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpq -pthread
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpq -lm -pthread
 
 LIB_SRC  := $(wildcard lib/*.c)
 ENG_SRC  := $(wildcard engine/*.c)

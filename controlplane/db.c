@@ -249,13 +249,20 @@ static enum db_status ensure_prepared(struct db_conn *c, const struct db_stmt *s
 PGresult *db_query(struct db_conn *c, const struct db_stmt *stmt, int nparams,
                    const char *const *params, enum db_status *status)
 {
+    return db_query_formats(c, stmt, nparams, params, NULL, NULL, status);
+}
+
+PGresult *db_query_formats(struct db_conn *c, const struct db_stmt *stmt, int nparams,
+                           const char *const *params, const int *lengths, const int *formats,
+                           enum db_status *status)
+{
     char name[32];
 
     *status = ensure_prepared(c, stmt, nparams);
     if (*status != DB_OK)
         return NULL;
     stmt_name(stmt, name, sizeof(name));
-    PGresult *res = PQexecPrepared(c->pg, name, nparams, params, NULL, NULL, 0);
+    PGresult *res = PQexecPrepared(c->pg, name, nparams, params, lengths, formats, 0);
     *status = db_classify(c->pg, res);
     if (*status != DB_OK) {
         log_failure(c->pg, res, *status, stmt->sql);

@@ -52,6 +52,14 @@ void db_release(struct db_pool *pool, struct db_conn *conn);
 PGresult *db_query(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
                    const char *const *params, enum db_status *status);
 
+/* db_query with some parameters in binary form: formats[i] 1 for binary
+ * (lengths[i] bytes, in PostgreSQL's send format for the parameter's type),
+ * 0 for text; NULL arrays: all text. For large arrays of numbers, which
+ * cost more to print and parse than to send. */
+PGresult *db_query_formats(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
+                           const char *const *params, const int *lengths, const int *formats,
+                           enum db_status *status);
+
 /* Run one or more SQL commands without parameters (BEGIN, a migration). */
 enum db_status db_exec(struct db_conn *conn, const char *sql);
 

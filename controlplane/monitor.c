@@ -54,14 +54,14 @@ static enum db_status housekeeping_fn(struct db_conn *conn, void *arg)
 
     snprintf(first, sizeof(first), "%lld", now);
     snprintf(last, sizeof(last), "%lld", now + 2 * 86400);
-    long long blocks = 0;
+    long long series = 0;
     /* Retention first, so a day past it is dropped, not compacted. */
     if ((st = store_metric_retention(conn, m->retention_days, &dropped)) != DB_OK ||
-        (st = store_metric_compact(conn, &blocks)) != DB_OK ||
+        (st = store_metric_compact(conn, &series)) != DB_OK ||
         (st = store_metric_partitions(conn, first, last)) != DB_OK)
         return st;
-    if (blocks > 0)
-        log_info("metric samples compacted", "blocks=%lld", blocks);
+    if (series > 0)
+        log_info("metric days compacted", "series=%lld", series);
     if (dropped > 0)
         log_info("metric partitions dropped", "count=%lld retention_days=%d", dropped,
                  m->retention_days);

@@ -155,11 +155,37 @@ enum db_status store_metric_samples_add(struct db_conn *conn, const char *host_i
 /* Roll samples up into 5-minute and 1-hour rollups as far as their periods
  * have ended, and drop rollups past their retention; *rows: rows written. */
 enum db_status store_metric_rollups(struct db_conn *conn, long long *rows);
-/* Compact every finished day of 60-second samples into hourly blocks and
- * drop its partition. *blocks: blocks written. */
-enum db_status store_metric_compact(struct db_conn *conn, long long *blocks);
-/* Drop the daily partitions older than keep_days (*dropped says how many)
- * and the compacted blocks of those days. */
+
+/* compacted days (metric_series, migration 0007; store_metric_series.c) */
+
+/* Compact every finished day of 60-second samples into a series per node
+ * and metric and drop its partition. *series: series written. */
+enum db_status store_metric_compact(struct db_conn *conn, long long *series);
+/* Before samples of the host's nodes (rows as for store_metric_samples_add)
+ * are stored: bring the compacted days they fall in back into samples, so
+ * that the day is whole in one place again. *restored: samples. */
+enum db_status store_metric_uncompact(struct db_conn *conn, const char *host_id, const char *rows,
+                                      const char *first_at, const char *last_at,
+                                      long long *restored);
+
+/* Which compacted values a query wants: text parameters, times in epoch
+ * seconds, metric the catalog position from 1, level the rollup period the
+ * query reads before samples (0: none), node_id NULL for every node. */
+struct store_series_ask {
+    const char *cluster_id, *metric, *start, *end, *node_id, *level;
+};
+/* Its values: per series row its node and day (epoch seconds) as array
+ * literals, and its 1,440 minutes' values (NULL outside [start, end)) as
+ * one binary real[] of values_len bytes. */
+struct store_series_points {
+    char *nodes, *days, *values; /* free() them */
+    size_t values_len;
+};
+enum db_status store_metric_series_points(struct db_conn *conn, const struct store_series_ask *ask,
+                                          struct store_series_points *out);
+
+/* Drop the daily partitions (samples and series) older than keep_days;
+ * *dropped says how many. */
 enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long long *dropped);
 
 /* The statistics a query answers, NULL-terminated; stat indexes it. */

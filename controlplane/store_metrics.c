@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "log.h"
 #include "metrics.h"
 #include "store.h"
 #include "xalloc.h"
@@ -44,7 +45,15 @@ enum db_status store_metric_samples_add(struct db_conn *conn, const char *host_i
 {
     const char *params[3] = {host_id, period_s, rows};
     const char *late[3] = {host_id, first_at, last_at};
-    enum db_status st;
+    long long restored = 0;
+    enum db_status st = store_metric_uncompact(conn, host_id, rows, first_at, last_at, &restored);
+    if (st != DB_OK)
+        return st;
+    if (restored > 0)
+        log_info("late metric samples: their compacted days are back in samples",
+                 "host_id=%s"
+                 " restored=%lld",
+                 host_id, restored);
     PGresult *res = db_query(conn, &add_samples, 3, params, &st);
 
     if (res != NULL)
@@ -55,57 +64,16 @@ enum db_status store_metric_samples_add(struct db_conn *conn, const char *host_i
     return st;
 }
 
-/* UTC days before today (and ten minutes into it, for late samples and the
- * rollups) whose partitions still exist. */
-static const struct db_stmt finished_days = {
-    "SELECT to_char(to_date(substr(c.relname, 16), 'YYYYMMDD'), 'YYYY-MM-DD')"
-    " FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
-    " WHERE i.inhparent = 'metric_samples'::regclass AND c.relname ~ '^metric_samples_[0-9]{8}$'"
-    "   AND to_date(substr(c.relname, 16), 'YYYYMMDD')"
-    "     < ((now() - interval '10 minutes') AT TIME ZONE 'UTC')::date"
-    " ORDER BY 1"};
-
-static const struct db_stmt compact_day = {"SELECT metric_compact_day($1::date, $2::int)"};
-
-enum db_status store_metric_compact(struct db_conn *conn, long long *blocks)
-{
-    char ncat[16];
-    enum db_status st;
-    PGresult *res = db_query(conn, &finished_days, 0, NULL, &st);
-
-    *blocks = 0;
-    if (res == NULL)
-        return st;
-    snprintf(ncat, sizeof(ncat), "%zu", metric_count);
-    for (int r = 0; r < PQntuples(res) && st == DB_OK; r++) {
-        const char *params[2] = {PQgetvalue(res, r, 0), ncat};
-        long long n = 0;
-        if ((st = store_get_int64(conn, &compact_day, 2, params, &n)) == DB_OK && n > 0)
-            *blocks += n;
-    }
-    PQclear(res);
-    return st;
-}
-
 static const struct db_stmt drop_before = {
     "SELECT metric_partitions_drop_before((now() AT TIME ZONE 'UTC')::date - $1::int)"};
-
-static const struct db_stmt blocks_retention = {
-    "WITH d AS (DELETE FROM metric_blocks"
-    "   WHERE hour < ((now() AT TIME ZONE 'UTC')::date - $1::int)::timestamp AT TIME ZONE 'UTC'"
-    "   RETURNING 1) SELECT count(*) FROM d"};
 
 enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long long *dropped)
 {
     char days[16];
     const char *params[1] = {days};
-    long long blocks = 0;
-    enum db_status st;
 
     snprintf(days, sizeof(days), "%d", keep_days);
-    if ((st = store_get_int64(conn, &drop_before, 1, params, dropped)) != DB_OK)
-        return st;
-    return store_get_int64(conn, &blocks_retention, 1, params, &blocks);
+    return store_get_int64(conn, &drop_before, 1, params, dropped);
 }
 
 /* ---- queries ------------------------------------------------------------- */
@@ -126,48 +94,60 @@ static const struct db_stmt resolve_range = {
 
 /* Every statistic of metric $6 per period bucket (and node with $7), over
  * the cluster's values in [start, end): from the rollups of $8 seconds (0:
- * none) where they are done, from the samples after that. Both give partial
+ * none) where they are done, from the compacted days' series (decoded by
+ * store_metric_series_points into $9-$11) and the samples after that.
+ * Every source gives partial
  * sums, minimums, maximums and counts, so every statistic is the same
  * either way: Average, Minimum, Maximum, Sum and SampleCount over all the
- * values in the bucket, and p50/p90/p99 across the nodes' averages in it. */
+ * values in the bucket, and p50/p90/p99 across the nodes' averages in it
+ * Without percentiles (PCT NULL), the nodes' averages are not needed and
+ * the parts are aggregated once (SOURCE parts, not per_node). */
+#define AGGREGATE(SOURCE, PCT)                                                                     \
+    "WITH mark AS (SELECT coalesce((SELECT done_until FROM metric_rollup_marks"                    \
+    "     WHERE period_s = $8::int), '-infinity') AS t),"                                          \
+    " after AS (SELECT CASE WHEN $8::int > 0 THEN greatest(to_timestamp($2::bigint), mark.t)"      \
+    "     ELSE to_timestamp($2::bigint) END AS t FROM mark),"                                      \
+    " parts AS ("                                                                                  \
+    "   SELECT date_part('epoch', r.at)::bigint AS at, r.node_id, r.sums[$6::int] AS s,"           \
+    "     r.mins[$6::int] AS mn, r.maxs[$6::int] AS mx, r.counts[$6::int] AS c"                    \
+    "   FROM metric_rollups r, mark"                                                               \
+    "   WHERE $8::int > 0 AND r.cluster_id = $1 AND r.period_s = $8::int"                          \
+    "     AND r.at >= to_timestamp($2::bigint) AND r.at < least(to_timestamp($3::bigint), mark.t)" \
+    "     AND ($5::uuid IS NULL OR r.node_id = $5::uuid) AND r.counts[$6::int] > 0"                \
+    "   UNION ALL"                                                                                 \
+    "   SELECT x.at, ($9::uuid[])[(u.i - 1) / 1440 + 1], u.v, u.v, u.v, 1"                         \
+    "   FROM unnest($11::real[]) WITH ORDINALITY AS u(v, i), after,"                               \
+    "     LATERAL (SELECT ($10::bigint[])[(u.i - 1) / 1440 + 1] + (u.i - 1) % 1440 * 60 AS at) x"  \
+    "   WHERE u.v IS NOT NULL AND x.at >= date_part('epoch', after.t)"                             \
+    "   UNION ALL"                                                                                 \
+    "   SELECT date_part('epoch', m.at)::bigint, m.node_id, v, v, v, 1"                            \
+    "   FROM metric_samples m, after, LATERAL (SELECT m.vals[$6::int] AS v) x"                     \
+    "   WHERE m.cluster_id = $1 AND m.at >= after.t AND m.at < to_timestamp($3::bigint)"           \
+    "     AND ($5::uuid IS NULL OR m.node_id = $5::uuid) AND v IS NOT NULL),"                      \
+    " per_node AS (SELECT at / $4::int * $4::int AS at,"                                           \
+    "     node_id, sum(s) AS s, min(mn) AS mn, max(mx) AS mx, sum(c) AS c"                         \
+    "   FROM parts GROUP BY 1, 2)"                                                                 \
+    " SELECT at / $4::int * $4::int AS b,"                                                         \
+    "   CASE WHEN $7::boolean THEN node_id::text ELSE '' END AS node,"                             \
+    "   sum(s) / sum(c), min(mn), max(mx), sum(s), sum(c), " PCT " FROM " SOURCE                   \
+    " GROUP BY 1, 2 ORDER BY 2, 1"
+
 static const struct db_stmt aggregate = {
-    "WITH mark AS (SELECT coalesce((SELECT done_until FROM metric_rollup_marks"
-    "     WHERE period_s = $8::int), '-infinity') AS t),"
-    " parts AS ("
-    "   SELECT r.at, r.node_id, r.sums[$6::int] AS s, r.mins[$6::int] AS mn,"
-    "     r.maxs[$6::int] AS mx, r.counts[$6::int] AS c"
-    "   FROM metric_rollups r, mark"
-    "   WHERE $8::int > 0 AND r.cluster_id = $1 AND r.period_s = $8::int"
-    "     AND r.at >= to_timestamp($2::bigint) AND r.at < least(to_timestamp($3::bigint), mark.t)"
-    "     AND ($5::uuid IS NULL OR r.node_id = $5::uuid) AND r.counts[$6::int] > 0"
-    "   UNION ALL"
-    "   SELECT b.hour + make_interval(mins => mi), b.node_id, v, v, v, 1"
-    "   FROM metric_blocks b, mark, generate_series(0, 59) mi,"
-    "     LATERAL (SELECT b.vals[($6::int - 1) * 60 + mi + 1] AS v) x"
-    "   WHERE b.cluster_id = $1 AND $6::int <= b.ncat"
-    "     AND b.hour > to_timestamp($2::bigint) - interval '1 hour'"
-    "     AND b.hour < to_timestamp($3::bigint)"
-    "     AND b.hour + make_interval(mins => mi) >= greatest(to_timestamp($2::bigint),"
-    "       CASE WHEN $8::int > 0 THEN mark.t ELSE '-infinity' END)"
-    "     AND b.hour + make_interval(mins => mi) < to_timestamp($3::bigint)"
-    "     AND ($5::uuid IS NULL OR b.node_id = $5::uuid) AND v IS NOT NULL"
-    "   UNION ALL"
-    "   SELECT m.at, m.node_id, v, v, v, 1"
-    "   FROM metric_samples m, mark, LATERAL (SELECT m.vals[$6::int] AS v) x"
-    "   WHERE m.cluster_id = $1"
-    "     AND m.at >= greatest(to_timestamp($2::bigint),"
-    "       CASE WHEN $8::int > 0 THEN mark.t ELSE '-infinity' END)"
-    "     AND m.at < to_timestamp($3::bigint) AND ($5::uuid IS NULL OR m.node_id = $5::uuid)"
-    "     AND v IS NOT NULL),"
-    " per_node AS (SELECT (floor(extract(epoch FROM at) / $4::int) * $4::int)::bigint AS b,"
-    "     node_id, sum(s) AS s, min(mn) AS mn, max(mx) AS mx, sum(c) AS c"
-    "   FROM parts GROUP BY 1, 2)"
-    " SELECT b, CASE WHEN $7::boolean THEN node_id::text ELSE '' END AS node,"
-    "   sum(s) / sum(c), min(mn), max(mx), sum(s), sum(c),"
-    "   percentile_cont(0.5) WITHIN GROUP (ORDER BY s / c),"
-    "   percentile_cont(0.9) WITHIN GROUP (ORDER BY s / c),"
-    "   percentile_cont(0.99) WITHIN GROUP (ORDER BY s / c)"
-    " FROM per_node GROUP BY 1, 2 ORDER BY 2, 1"};
+    AGGREGATE("per_node", "percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY s / c)")};
+static const struct db_stmt aggregate_no_percentiles = {AGGREGATE("parts", "NULL::float8[]")};
+
+#define FIRST_PERCENTILE 5 /* store_metric_stats[5] is p50 */
+
+/* The value of statistic stat in row r of the aggregate. */
+static double stat_value(const PGresult *res, int r, int stat)
+{
+    if (stat < FIRST_PERCENTILE)
+        return strtod(PQgetvalue(res, r, 2 + stat), NULL);
+    const char *p = PQgetvalue(res, r, 2 + FIRST_PERCENTILE); /* {p50,p90,p99} */
+    for (int k = FIRST_PERCENTILE; k < stat && p != NULL; k++)
+        p = strchr(p, ',');
+    return p != NULL ? strtod(p + 1, NULL) : 0;
+}
 
 /* The rollup a period can be answered from: the longest that divides it. */
 static int rollup_for(long long period_s)
@@ -203,13 +183,29 @@ enum db_status store_metric_rollups(struct db_conn *conn, long long *rows)
     return st;
 }
 
+/* RFC 3339 in UTC, into buf (at least 21 bytes; years 0 to 9999). A query may answer
+ * thousands of points; consecutive ones share a day, so the calendar is
+ * worked out once a day. */
+static void iso_into(long long epoch, char *buf, size_t size)
+{
+    static _Thread_local long long day = -1;
+    static _Thread_local char date[16];
+    long long d = epoch >= 0 ? epoch / 86400 : -1 - (-epoch - 1) / 86400, sec = epoch - d * 86400;
+    if (d != day) {
+        time_t t = (time_t)(d * 86400);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(date, sizeof(date), "%Y-%m-%d", &tm);
+        day = d;
+    }
+    int hms = (int)sec; /* 0 .. 86399 */
+    snprintf(buf, size, "%.10sT%02d:%02d:%02dZ", date, hms / 3600, hms / 60 % 60, hms % 60);
+}
+
 static char *iso(long long epoch)
 {
-    time_t t = (time_t)epoch;
-    struct tm tm;
     char buf[32];
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    iso_into(epoch, buf, sizeof(buf));
     return xstrdup(buf);
 }
 
@@ -258,10 +254,28 @@ enum db_status store_metric_query(struct db_conn *conn, struct store_metric_quer
     for (int k = 0; k < q->nmetrics && st == DB_OK; k++) {
         const struct metric_def *m = &metric_catalog[q->metrics[k]];
         snprintf(metric, sizeof(metric), "%d", q->metrics[k] + 1); /* SQL arrays count from 1 */
-        const char *ap[8] = {
-            q->cluster_id, start, end, period, q->node_id, metric, q->by_node ? "true" : "false",
-            level};
-        if ((res = db_query(conn, &aggregate, 8, ap, &st)) == NULL)
+        struct store_series_ask ask = {q->cluster_id, metric, start, end, q->node_id, level};
+        struct store_series_points pts = {0};
+        st = store_metric_series_points(conn, &ask, &pts);
+        const char *ap[11] = {q->cluster_id,
+                              start,
+                              end,
+                              period,
+                              q->node_id,
+                              metric,
+                              q->by_node ? "true" : "false",
+                              level,
+                              pts.nodes,
+                              pts.days,
+                              pts.values};
+        const struct db_stmt *stmt =
+            q->stat >= FIRST_PERCENTILE ? &aggregate : &aggregate_no_percentiles;
+        const int lengths[11] = {[10] = (int)pts.values_len}, formats[11] = {[10] = 1};
+        res = st == DB_OK ? db_query_formats(conn, stmt, 11, ap, lengths, formats, &st) : NULL;
+        free(pts.nodes);
+        free(pts.days);
+        free(pts.values);
+        if (res == NULL)
             break;
         json_t *cur = NULL;
         const char *cur_node = NULL;
@@ -276,11 +290,12 @@ enum db_status store_metric_query(struct db_conn *conn, struct store_metric_quer
                 json_array_append_new(all, cur);
                 cur_node = node;
             }
-            char *ts = iso(atoll(PQgetvalue(res, r, 0)));
-            double v = strtod(PQgetvalue(res, r, 2 + q->stat), NULL);
-            json_array_append_new(json_object_get(cur, "points"),
-                                  json_pack("{s:s, s:f}", "timestamp", ts, "value", v));
-            free(ts);
+            char ts[32];
+            iso_into(atoll(PQgetvalue(res, r, 0)), ts, sizeof(ts));
+            json_t *point = json_object();
+            json_object_set_new(point, "timestamp", json_string(ts));
+            json_object_set_new(point, "value", json_real(stat_value(res, r, q->stat)));
+            json_array_append_new(json_object_get(cur, "points"), point);
         }
         PQclear(res);
     }

@@ -297,8 +297,9 @@ def test_prometheus_scrape(hosts):
 
 
 def test_finished_days_are_compacted_without_changing_answers(hosts, cairnd_factory, fresh_db):
-    """A finished day of 60-second samples moves into one compressed block
-    per node and hour, and its partition goes; queries answer the same."""
+    """A finished day of 60-second samples moves into one compressed series
+    per node and metric, and its partition goes; queries answer the same.
+    A sample that comes late for it brings its node's day back."""
     inst, a, b = hosts
     cluster = add_cluster(inst)
     n1 = add_node(inst, a["host_id"], cluster)
@@ -327,8 +328,34 @@ def test_finished_days_are_compacted_without_changing_answers(hosts, cairnd_fact
             "SELECT coalesce(string_agg(relname, ' '), '') FROM pg_class"
             " WHERE relname LIKE 'metric_samples_%'")
     harness.wait_until(compacted, 15, what="the day compacted")
-    eq(inst.psql(f"SELECT count(*) FROM metric_blocks WHERE cluster_id = '{cid}'").strip(), "4",
-       "one block per node and hour")
+    eq(inst.psql(f"SELECT count(*) FROM metric_series WHERE cluster_id = '{cid}'").strip(), "4",
+       "one series per node and metric it had")
     after = [expect.json_ok(query(inst, cid, **dict(rng, **q)))["series"] for q in asks]
     for q, x, y in zip(asks, before, after):
         eq(y, x, f"the same answer after compaction for {q}")
+
+    # An agent back after a long outage pushes the missing minute of n1, and
+    # one it had already sent: n1's day comes back into samples, whole.
+    late = [{"node_id": n1, "at": t0 + 60 * 7, "values": {"GetTypeCmds": 8.0,
+                                                          "CPUUtilization": 17.0}},
+            {"node_id": n1, "at": t0 + 60 * 3, "values": {"GetTypeCmds": 4.0,
+                                                          "CPUUtilization": 13.0}}]
+    eq(push(inst, a["credential"], late).status_code, 204, "late push")
+    eq(inst.psql(f"SELECT count(*) FROM metric_series WHERE node_id = '{n1}'").strip(), "0",
+       "n1's series taken out")
+    eq(inst.psql(f"SELECT count(*) FROM metric_samples WHERE node_id = '{n1}'").strip(), "50",
+       "n1's 49 minutes back, and the late one")
+    sums = {p["timestamp"]: p["value"]
+            for p in expect.json_ok(query(inst, cid, **dict(rng, **asks[0])))["series"][0]["points"]}
+    eq(sums[iso(t0 + 60 * 7)], 8.0, "the late minute counts once")
+    eq(sums[iso(t0 + 60 * 3)], 4.0 + 12.0, "a minute sent twice counts once")
+    ten = expect.json_ok(query(inst, cid, **dict(rng, names="GetTypeCmds", stat="SampleCount",
+                                                 period="600")))["series"][0]["points"]
+    eq(sum(p["value"] for p in ten), 99.0, "the rollups have every minute once (49 + 50)")
+    cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP])  # compacts it again
+    harness.wait_until(compacted, 15, what="the day compacted again")
+    eq(inst.psql(f"SELECT count(*) FROM metric_series WHERE node_id = '{n1}'").strip(), "2",
+       "n1's day compacted again")
+    eq(expect.json_ok(query(inst, cid, **dict(rng, names="GetTypeCmds", stat="SampleCount",
+                                              period="60")))["series"][0]["points"].__len__(),
+       50, "every minute answered once")
