@@ -86,7 +86,7 @@ static void put_varint(struct out *o, uint64_t v)
 
 static uint64_t zigzag(int64_t v)
 {
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    return ((uint64_t)v << 1) ^ (v < 0 ? UINT64_MAX : 0);
 }
 
 static int64_t unzigzag(uint64_t v)

@@ -93,8 +93,10 @@ static char *hex(const unsigned char *p, size_t n)
 static void node_day_rows(const struct node_day *d, json_t *rows)
 {
     for (size_t i = 0; i < d->ncat; i++) {
-        const bool *p = d->present + i * DAY_SLOTS;
-        if (memchr(p, true, DAY_SLOTS) == NULL)
+        bool any = false;
+        for (size_t k = 0; k < DAY_SLOTS && !any; k++)
+            any = d->present[i * DAY_SLOTS + k];
+        if (!any)
             continue;
         size_t len;
         unsigned char *enc =
