@@ -3,7 +3,9 @@
 A metrics push gzipped by hand is stored like a plain one. The route's
 limit holds for the expanded body too: a gzip bomb gets 413, however small
 it is on the wire, and does not cost cairnd its size in memory. Damaged
-gzip gets 400, a coding other than gzip 415.
+gzip gets 400, a coding other than gzip 415. And the real cairn-agent
+gzips its pushes: its log line for each push gives the bytes of JSON and
+the bytes it sent, and cairnd stored what came.
 """
 
 import gzip
@@ -14,6 +16,7 @@ import zlib
 import expect
 from agents import add_cluster, add_node
 from expect import eq
+from test_agent import agent_said, settle, stack  # noqa: F401 -- stack is a fixture
 from test_metrics_api import hosts, points, query  # noqa: F401 -- hosts is a fixture
 
 MIB = 1 << 20
@@ -125,3 +128,21 @@ def test_other_codings_are_415(hosts):
     r = inst.api.post("/v1/tokens", data=gzip.compress(b'{"name": "gz", "scope": "read"}'),
                       headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
     eq(expect.json_ok(r, 201)["name"], "gz", "a token created from a gzip body")
+
+
+def test_the_agent_gzips_its_pushes(stack):
+    a = stack.agent(extra_args=["--metrics-interval", "1", "--metrics-period", "2",
+                                "--log-level", "debug"])
+    hid = stack.host_id(a)
+    cluster = add_cluster(stack.inst)
+    nid = add_node(stack.inst, hid, cluster)
+    stack.wait_serving(hid, nid)
+    pushes = settle(lambda: agent_said(a, "metrics pushed"), bool, 20, "a push taken by cairnd")
+    for r in pushes:
+        body, sent = int(r["body_bytes"]), int(r["sent_bytes"])
+        assert sent < body, f"the agent sent {sent} bytes for {body} bytes of JSON: {r}"
+    now = int(time.time())
+    stored = points(expect.json_ok(query(stack.inst, cluster[0], names="CurrConnections",
+                                         node_id=nid, start=str(now - 60), end=str(now + 2),
+                                         period="2")))
+    assert stored, "cairnd stored none of the agent's gzipped samples"
