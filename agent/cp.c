@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gzip.h"
 #include "xalloc.h"
 
 #define AGENT_USER_AGENT "cairn-agent/0.1.0"
@@ -58,10 +59,12 @@ void agent_cp_multi_cleanup(CURLM *multi)
     curl_global_cleanup();
 }
 
-void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url)
+void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url,
+                   enum agent_cp_encoding encoding)
 {
     memset(cp, 0, sizeof(*cp));
     cp->multi = multi;
+    cp->encoding = encoding;
     cp->easy = curl_easy_init();
     if (cp->easy == NULL) {
         fprintf(stderr, "cairn-agent: out of memory setting up libcurl\n");
@@ -99,15 +102,37 @@ void agent_cp_abort(struct agent_cp *cp)
     cp->body = NULL;
 }
 
+/* The gzip of body[0..*len) in place of body (freed), with its length in
+ * *len, when it is the smaller of the two; otherwise body itself. A body of
+ * a few dozen bytes, or one that does not repeat itself, stays as it is. */
+static char *smaller_gzip(char *body, size_t *len)
+{
+    size_t zlen = 0;
+    unsigned char *z = gzip_compress(body, *len, &zlen);
+
+    if (zlen >= *len) {
+        free(z);
+        return body;
+    }
+    free(body);
+    *len = zlen;
+    return (char *)z;
+}
+
 void agent_cp_start(struct agent_cp *cp, const char *path, const char *token, char *body,
                     long timeout_ms)
 {
     char *url = xasprintf("%s%s", cp->base_url, path);
     char *auth = xasprintf("Authorization: Bearer %s", token);
+    size_t body_len = strlen(body), len = body_len;
 
     agent_cp_abort(cp);
+    if (cp->encoding == AGENT_CP_GZIP)
+        body = smaller_gzip(body, &len);
     curl_slist_free_all(cp->headers);
     cp->headers = curl_slist_append(NULL, "Content-Type: application/json");
+    if (len < body_len)
+        cp->headers = curl_slist_append(cp->headers, "Content-Encoding: gzip");
     cp->headers = curl_slist_append(cp->headers, "Accept: application/json");
     cp->headers = curl_slist_append(cp->headers, auth);
     cp->headers = curl_slist_append(cp->headers, "Expect:"); /* no 100-continue round trip */
@@ -121,10 +146,12 @@ void agent_cp_start(struct agent_cp *cp, const char *path, const char *token, ch
     if (cp->answer != NULL)
         cp->answer[0] = '\0';
     memset(&cp->result, 0, sizeof(cp->result));
+    cp->result.body_len = body_len;
+    cp->result.sent_len = len;
     curl_easy_setopt(cp->easy, CURLOPT_URL, url);
     curl_easy_setopt(cp->easy, CURLOPT_HTTPHEADER, cp->headers);
     curl_easy_setopt(cp->easy, CURLOPT_POSTFIELDS, cp->body);
-    curl_easy_setopt(cp->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(cp->body));
+    curl_easy_setopt(cp->easy, CURLOPT_POSTFIELDSIZE, (long)len);
     curl_easy_setopt(cp->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
     free(url); /* libcurl keeps its own copy of string options */
     curl_multi_add_handle(cp->multi, cp->easy);

@@ -8,7 +8,9 @@
  * agent_cp_perform() once to drive every transfer, and agent_cp_take() on
  * each channel to collect a finished request; its result stays readable
  * until the channel's next agent_cp_start(). An in-flight request
- * (typically a long-poll) can be dropped at any time with agent_cp_abort(). */
+ * (typically a long-poll) can be dropped at any time with agent_cp_abort().
+ * A channel set up with AGENT_CP_GZIP sends its bodies gzipped
+ * (Content-Encoding: gzip) whenever that makes them smaller. */
 #ifndef CAIRN_AGENT_CP_H
 #define CAIRN_AGENT_CP_H
 
@@ -19,18 +21,27 @@
 /* Cap on an answer's size; a larger one fails the request. */
 #define AGENT_CP_MAX_ANSWER (4u << 20)
 
+/* How a channel sends request bodies. */
+enum agent_cp_encoding {
+    AGENT_CP_PLAIN,
+    AGENT_CP_GZIP, /* gzipped, unless that would not make them smaller */
+};
+
 struct agent_cp_result {
     CURLcode code;    /* CURLE_OK when an HTTP answer arrived */
     long status;      /* its HTTP status */
     const char *body; /* NUL-terminated, owned by the channel */
     size_t len;
     char error[CURL_ERROR_SIZE]; /* when code != CURLE_OK */
+    size_t body_len;             /* the request's body, as given to agent_cp_start() */
+    size_t sent_len;             /* the same as sent: fewer bytes when gzipped */
 };
 
 struct agent_cp {
     CURLM *multi; /* shared, not owned */
     CURL *easy;
     char *base_url;
+    enum agent_cp_encoding encoding;
     char *body; /* of the request in flight */
     struct curl_slist *headers;
     char *answer;
@@ -49,8 +60,9 @@ CURLM *agent_cp_multi_init(const char *base_url);
 void agent_cp_multi_cleanup(CURLM *multi);
 
 /* Set up a channel to base_url ("http://host:port", no trailing '/') on
- * multi (from agent_cp_multi_init()). */
-void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url);
+ * multi (from agent_cp_multi_init()), sending bodies as encoding says. */
+void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url,
+                   enum agent_cp_encoding encoding);
 
 /* Release everything; the channel may not be used afterwards. */
 void agent_cp_close(struct agent_cp *cp);

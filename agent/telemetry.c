@@ -42,7 +42,7 @@ void agent_telemetry_init(struct agent *a, CURLM *multi)
     t->period_s = a->cfg->metrics_period_s;
     t->tick = tick_at(t, wall_us()); /* the first sample comes at the next one */
     agent_outbox_init(&t->outbox, AGENT_OUTBOX_MAX);
-    agent_cp_init(&t->chan, multi, a->cfg->control_plane);
+    agent_cp_init(&t->chan, multi, a->cfg->control_plane, AGENT_CP_GZIP);
 }
 
 void agent_telemetry_close(struct agent *a)
@@ -228,8 +228,8 @@ void agent_telemetry_perform(struct agent *a, int64_t now_us)
         if (dropped > 0)
             log_warn("metric samples were dropped while cairnd could not take them", "dropped=%llu",
                      dropped);
-        log_debug("metrics pushed", "samples=%zu ms=%lld", sent,
-                  (long long)(now_us - t->sent_us) / 1000);
+        log_debug("metrics pushed", "samples=%zu body_bytes=%zu sent_bytes=%zu ms=%lld", sent,
+                  r->body_len, r->sent_len, (long long)(now_us - t->sent_us) / 1000);
         t->failures = 0;
         t->retry_at_us = 0;
         t->refused_status = 0;

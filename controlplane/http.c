@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "crypto.h"
+#include "gzip.h"
 #include "log.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -238,6 +239,27 @@ static bool json_media_type(const char *type)
     return false;
 }
 
+/* Whether a body sent with Content-Encoding coding (NULL: none) can be
+ * read, and if so whether it is gzip. */
+static bool known_coding(const char *coding, bool *gzip)
+{
+    static const struct {
+        const char *name;
+        bool gzip;
+    } codings[] = {{"identity", false}, {"gzip", true}, {"x-gzip", true}}; /* RFC 9110 8.4.1.3 */
+
+    *gzip = false;
+    if (coding == NULL)
+        return true;
+    for (size_t i = 0; i < sizeof(codings) / sizeof(codings[0]); i++) {
+        if (strcasecmp(coding, codings[i].name) == 0) {
+            *gzip = codings[i].gzip;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The largest body req's route takes. */
 static size_t body_limit(const struct http_server *srv, const struct http_request *req)
 {
@@ -247,8 +269,9 @@ static size_t body_limit(const struct http_server *srv, const struct http_reques
 }
 
 /* Everything that can be decided from the request line and headers, before
- * any body is read: the route, the token, the query and the content type.
- * Returns false after replying when the request cannot proceed. */
+ * any body is read: the route, the token, the query, the content type and
+ * the content encoding. Returns false after replying when the request
+ * cannot proceed. */
 static bool preflight(struct http_server *srv, struct http_request *req)
 {
     char allow[128];
@@ -333,7 +356,44 @@ static bool preflight(struct http_server *srv, struct http_request *req)
                                type != NULL ? type : "no Content-Type");
             return false;
         }
+        const char *coding = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_CONTENT_ENCODING);
+        if (!known_coding(coding, &req->gzipped)) {
+            http_add_header(req, MHD_HTTP_HEADER_ACCEPT_ENCODING, "gzip"); /* RFC 7694 */
+            http_reply_problem(req, PROBLEM_UNSUPPORTED_MEDIA_TYPE, NULL,
+                               "send the body as it is or with Content-Encoding: gzip (got %s)",
+                               coding);
+            return false;
+        }
     }
+    return true;
+}
+
+/* Replace a gzip body with what it expands to, which must fit the route's
+ * limit as the body itself did. Returns false after replying when it does
+ * not fit or is not gzip. */
+static bool expand_body(struct http_server *srv, struct http_request *req)
+{
+    size_t limit = body_limit(srv, req), len = 0;
+    char *plain = NULL, err[128];
+
+    if (!req->gzipped || req->body_len == 0)
+        return true;
+    switch (gzip_decompress(req->body, req->body_len, limit, &plain, &len, err, sizeof(err))) {
+    case GZIP_OK:
+        break;
+    case GZIP_TOO_LARGE:
+        http_reply_problem(req, PROBLEM_PAYLOAD_TOO_LARGE, NULL,
+                           "the gzip body expands to more than the limit of %zu bytes", limit);
+        return false;
+    case GZIP_CORRUPT:
+        http_reply_problem(req, PROBLEM_MALFORMED_JSON, NULL,
+                           "the body is sent with Content-Encoding: gzip but is not gzip: %s", err);
+        return false;
+    }
+    free(req->body);
+    req->body = plain;
+    req->body_len = len;
     return true;
 }
 
@@ -487,7 +547,7 @@ static void run_handler(struct http_server *srv, struct http_request *req)
                            "the body is over the limit of %zu bytes", body_limit(srv, req));
         return;
     }
-    if (!check_body(req))
+    if (!expand_body(srv, req) || !check_body(req))
         return;
     call_handler(req);
 }

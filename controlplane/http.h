@@ -3,7 +3,8 @@
  *
  * The server owns the request lifecycle: it assigns the request id, reads the
  * body up to the cap, matches the route, authenticates, rejects unknown query
- * parameters, parses and validates a JSON body against the route's spec, then
+ * parameters, expands a gzip body (Content-Encoding: gzip, within the same
+ * cap), parses and validates a JSON body against the route's spec, then
  * calls the handler. A handler sends exactly one reply with one of the
  * http_reply_* functions, then returns -- or parks the request with
  * http_suspend() to answer later (long-polls); the handler then runs again,
@@ -41,9 +42,10 @@ struct http_request {
     struct route_params params;
     struct auth_identity who; /* the caller, for routes with a scope */
 
-    char *body; /* raw body, NUL-terminated */
+    char *body; /* the body as sent, then as expanded when gzipped; NUL-terminated */
     size_t body_len;
     bool body_too_large;
+    bool gzipped; /* sent with Content-Encoding: gzip */
     json_t *json; /* the parsed body, for routes that declare one */
 
     /* Long-polls: see http_suspend(). */

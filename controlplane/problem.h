@@ -28,7 +28,7 @@
     X(NOT_SUPPORTED_BY_ENGINE, 409, "The cluster's engine cannot do this")                         \
     X(PRECONDITION_FAILED, 412, "The resource changed since it was read")                          \
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
-    X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json")                        \
+    X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json, plain or gzip")         \
     X(INTERNAL_ERROR, 500, "Internal error")                                                       \
     X(DATABASE_UNAVAILABLE, 503, "Database unavailable")                                           \
     X(NOT_READY, 503, "Service not ready")                                                         \
