@@ -55,6 +55,7 @@
 #define AGENT_CP_BACKOFF_MAX_US 5000000LL
 
 struct agent_pinger;
+struct agent_upstream;
 
 /* The process that runs for a node, as started or adopted (node.json). */
 struct agent_run {
@@ -121,7 +122,12 @@ struct agent_node {
     bool have_snap;
     struct agent_engine_snap snap; /* what the last sample said */
     bool have_period;
-    struct agent_period period; /* the period being added up */
+    struct agent_period period;      /* the period being added up */
+    struct agent_upstream *upstream; /* a replica's primary, read for ReplicationLag; NULL: none */
+    unsigned upstream_failures;      /* readings of it in a row that failed */
+    bool have_primary;
+    struct agent_primary_snap primary; /* its last reading */
+    int64_t primary_tick;              /* the tick that reading was taken for */
 };
 
 struct agent {

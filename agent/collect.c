@@ -429,21 +429,31 @@ static void engine_items(const struct engine_info *info, struct agent_values *ou
     put(out, "CurrItems", (double)sum);
 }
 
-/* How far behind its primary a replica is: the seconds since the primary
- * last spoke while the link is up, the seconds since it broke while down
- * (nothing when it never came up). */
-static void engine_lag(const struct engine_info *info, struct agent_values *out)
+/* Copy string s into out (size bytes); "" when absent or too long. */
+static void copy_field(char *out, size_t size, const char *s)
+{
+    if (s == NULL || strlen(s) >= size)
+        s = "";
+    memcpy(out, s, strlen(s) + 1);
+}
+
+/* A replica's link to its primary. */
+static void engine_link(const struct engine_info *info, struct agent_replica_link *out)
 {
     const char *link = engine_info_get(info, "replication", "master_link_status");
-    long long s;
+    long long port;
 
-    if (link != NULL && strcmp(link, "up") == 0) {
-        if (engine_info_get_ll(info, "replication", "master_last_io_seconds_ago", &s) && s >= 0)
-            put(out, "ReplicationLag", (double)s);
-    } else if (engine_info_get_ll(info, "replication", "master_link_down_since_seconds", &s) &&
-               s >= 0) {
-        put(out, "ReplicationLag", (double)s);
-    }
+    copy_field(out->host, sizeof(out->host), engine_info_get(info, "replication", "master_host"));
+    out->port =
+        engine_info_get_ll(info, "replication", "master_port", &port) && port > 0 && port < 65536
+            ? (int)port
+            : 0;
+    copy_field(out->replid, sizeof(out->replid),
+               engine_info_get(info, "replication", "master_replid"));
+    out->up = link != NULL && strcmp(link, "up") == 0;
+    out->has_offset = engine_info_get_ll(info, "replication", "slave_repl_offset", &out->offset);
+    if (!engine_info_get_ll(info, "replication", "master_link_down_since_seconds", &out->down_s))
+        out->down_s = -1;
 }
 
 static void engine_levels(const struct engine_info *info, bool primary, struct agent_values *out)
@@ -461,8 +471,6 @@ static void engine_levels(const struct engine_info *info, bool primary, struct a
             max > 0 ? (double)used / (double)max * 100.0 : 0.0);
     engine_items(info, out);
     put(out, "IsPrimary", primary ? 1.0 : 0.0);
-    if (!primary)
-        engine_lag(info, out);
     bool has_bgsave = engine_info_get_ll(info, "persistence", "rdb_bgsave_in_progress", &bgsave);
     bool has_rewrite = engine_info_get_ll(info, "persistence", "aof_rewrite_in_progress", &rewrite);
     if (has_bgsave || has_rewrite)
@@ -512,6 +520,8 @@ bool agent_collect_engine(const struct engine_info *info, const struct agent_cmd
     out->at_us = at_us;
     out->primary = strcmp(role, "master") == 0;
     engine_levels(info, out->primary, &out->levels);
+    if (!out->primary)
+        engine_link(info, &out->link);
     if (engine_info_get_double(info, "cpu", "used_cpu_sys", &sys) &&
         engine_info_get_double(info, "cpu", "used_cpu_user", &user)) {
         out->cpu_s = sys + user;
@@ -606,6 +616,64 @@ void agent_collect_engine_interval(const struct agent_engine_snap *prev,
     }
     engine_counters(prev, cur, new_run, out);
     engine_family_deltas(prev, cur, new_run, out);
+}
+
+/* ---- replication lag ----------------------------------------------------- */
+
+/* Whether two readings of a primary are of one stream: the same address
+ * and replid, the offset not gone down. */
+static bool same_stream(const struct agent_primary_snap *a, const struct agent_primary_snap *b)
+{
+    return a->port == b->port && strcmp(a->host, b->host) == 0 &&
+           strcmp(a->replid, b->replid) == 0 && b->offset >= a->offset;
+}
+
+bool agent_collect_primary(const struct engine_info *info, const char *host, int port,
+                           int64_t at_us, const struct agent_primary_snap *prev,
+                           struct agent_primary_snap *out)
+{
+    const char *replid = engine_info_get(info, "replication", "master_replid");
+
+    memset(out, 0, sizeof(*out));
+    if (replid == NULL || strlen(replid) >= sizeof(out->replid) ||
+        !engine_info_get_ll(info, "replication", "master_repl_offset", &out->offset))
+        return false;
+    copy_field(out->host, sizeof(out->host), host);
+    out->port = port;
+    copy_field(out->replid, sizeof(out->replid), replid);
+    out->at_us = at_us;
+    out->still_since_us = at_us;
+    if (prev == NULL || !same_stream(prev, out) || at_us <= prev->at_us)
+        return true;
+    out->has_rate = true;
+    out->rate = (double)(out->offset - prev->offset) / ((double)(at_us - prev->at_us) / 1e6);
+    if (out->offset == prev->offset)
+        out->still_since_us = prev->still_since_us;
+    return true;
+}
+
+void agent_collect_lag(const struct agent_engine_snap *cur,
+                       const struct agent_primary_snap *primary, struct agent_values *out)
+{
+    const struct agent_replica_link *l = &cur->link;
+
+    if (cur->primary)
+        return;
+    if (!l->up) {
+        if (l->down_s >= 0)
+            put(out, "ReplicationLag", (double)l->down_s);
+        return;
+    }
+    if (primary == NULL || !l->has_offset || primary->port != l->port ||
+        strcmp(primary->host, l->host) != 0 || strcmp(primary->replid, l->replid) != 0)
+        return;
+    long long behind = primary->offset - l->offset;
+    if (behind <= 0)
+        put(out, "ReplicationLag", 0);
+    else if (primary->has_rate && primary->rate > 0)
+        put(out, "ReplicationLag", (double)behind / primary->rate);
+    else if (primary->has_rate)
+        put(out, "ReplicationLag", (double)(primary->at_us - primary->still_since_us) / 1e6);
 }
 
 /* ---- periods ------------------------------------------------------------- */

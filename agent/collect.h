@@ -4,6 +4,10 @@
  * interval between two snapshots, and their aggregation into periods. The
  * names, units and kinds are the catalog's (engine/metrics.h).
  *
+ * ReplicationLag compares two engines: a replica's applied offset with
+ * its primary's offset, read by the replica's agent just before (see
+ * agent_collect_lag()).
+ *
  * Counters are deltas between two snapshots, never raw totals. Between two
  * snapshots of different engine processes (run_id or process_id changed) a
  * counter's delta is the new total when run_id changed (the totals count
@@ -83,19 +87,49 @@ enum agent_total {
     AGENT_TOTAL_COUNT,
 };
 
+/* Longest master_host kept, and a replication ID with room to spare (they
+ * are 40 hex digits). */
+#define AGENT_HOST_MAX   256
+#define AGENT_REPLID_MAX 48
+
+/* A replica's side of replication (INFO replication). */
+struct agent_replica_link {
+    char host[AGENT_HOST_MAX];     /* master_host; "" when absent or too long */
+    int port;                      /* master_port */
+    char replid[AGENT_REPLID_MAX]; /* master_replid: the stream it follows */
+    bool up;                       /* master_link_status:up */
+    bool has_offset;
+    long long offset; /* slave_repl_offset: the stream it has applied */
+    long long down_s; /* master_link_down_since_seconds; -1: unknown */
+};
+
 /* What one engine INFO reply said. */
 struct agent_engine_snap {
     char run_id[48];
     long long process_id;
     int64_t at_us; /* when it was read (monotonic): CPU rates divide by the time between two */
     bool primary;
-    struct agent_values levels; /* the gauges, final */
+    struct agent_replica_link link; /* replicas only */
+    struct agent_values levels;     /* the gauges, final */
     bool has_cpu;
     double cpu_s; /* used_cpu_sys + used_cpu_user */
     bool has_total[AGENT_TOTAL_COUNT];
     long long total[AGENT_TOTAL_COUNT];
     bool has_families; /* commandstats read with a command table */
     long long family_calls[AGENT_FAM_COUNT], family_usec[AGENT_FAM_COUNT];
+};
+
+/* What a replica's primary said of its stream (INFO replication), read by
+ * the replica's agent. */
+struct agent_primary_snap {
+    char host[AGENT_HOST_MAX]; /* where it was read: the replica's master_host */
+    int port;
+    char replid[AGENT_REPLID_MAX]; /* master_replid */
+    long long offset;              /* master_repl_offset */
+    int64_t at_us;                 /* when it was read (monotonic) */
+    bool has_rate;
+    double rate;            /* bytes/s written since the reading before */
+    int64_t still_since_us; /* the first reading that showed this offset */
 };
 
 /* A period being aggregated: counters summed, gauges averaged over the
@@ -160,6 +194,32 @@ bool agent_collect_engine(const struct engine_info *info, const struct agent_cmd
  * start). */
 void agent_collect_engine_interval(const struct agent_engine_snap *prev,
                                    const struct agent_engine_snap *cur, struct agent_values *out);
+
+/* Read a primary snapshot from an INFO replication reply that host:port
+ * gave at at_us (monotonic). prev is the reading before (NULL: none): the
+ * rate is the offset's growth since prev over the time between, when prev
+ * is of the same stream (same address, same replid, an offset that did not
+ * go down). A restarted or new primary starts a stream whose offsets are
+ * unrelated: the rate starts again from this reading. Returns false, with
+ * *out cleared, when the reply has no master_replid or master_repl_offset. */
+bool agent_collect_primary(const struct engine_info *info, const char *host, int port,
+                           int64_t at_us, const struct agent_primary_snap *prev,
+                           struct agent_primary_snap *out);
+
+/* Put the ReplicationLag of replica snapshot cur into out (other positions
+ * untouched; nothing for a primary). primary: what cur's primary said just
+ * before cur was read (NULL: it was not read). The lag is
+ *   - while the link is down: the seconds since it went down (nothing when
+ *     it never came up);
+ *   - while it is up: the bytes the replica has not applied (primary's
+ *     offset less slave_repl_offset) over the primary's write rate: 0 when
+ *     caught up; when the primary wrote nothing since the reading before,
+ *     the seconds since its offset last moved (the bytes missing are at
+ *     least that old); nothing when primary is NULL, was read elsewhere
+ *     than cur's master_host:port, follows another replid, or has no rate
+ *     yet while the replica is behind. */
+void agent_collect_lag(const struct agent_engine_snap *cur,
+                       const struct agent_primary_snap *primary, struct agent_values *out);
 
 /* The value at catalog position i: v, or v / den for a ratio. Only
  * meaningful when has[i]. */

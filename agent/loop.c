@@ -1,7 +1,7 @@
 /* loop.c -- the agent's one thread: a curl_multi_poll() loop over cairnd's
  * HTTP channels (the sync, and the metrics push of telemetry.h), the
- * signalfd, every engine's pidfd and every engine's health connection (see
- * loop.h).
+ * signalfd, every engine's pidfd, every engine's health connection and
+ * the connections to replicas' primaries (see loop.h).
  *
  * The sync channel carries one request at a time. Without an identity it
  * registers; with one it syncs: the report goes out with wait_ms, cairnd
@@ -14,6 +14,7 @@
  * 5 s) while supervision carries on. */
 #include "loop.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,20 @@ int64_t agent_loop_backoff_us(unsigned failures)
     for (unsigned i = 1; i < failures && d < AGENT_CP_BACKOFF_MAX_US; i++)
         d *= 2;
     return d < AGENT_CP_BACKOFF_MAX_US ? d : AGENT_CP_BACKOFF_MAX_US;
+}
+
+struct curl_waitfd agent_loop_waitfd(int fd, short events)
+{
+    return (struct curl_waitfd){.fd = fd,
+                                .events = (short)(((events & POLLIN) ? CURL_WAIT_POLLIN : 0) |
+                                                  ((events & POLLOUT) ? CURL_WAIT_POLLOUT : 0))};
+}
+
+short agent_loop_revents(short waitfd_revents)
+{
+    return (short)(((waitfd_revents & CURL_WAIT_POLLIN) ? POLLIN : 0) |
+                   ((waitfd_revents & CURL_WAIT_POLLOUT) ? POLLOUT : 0) |
+                   ((waitfd_revents & CURL_WAIT_POLLPRI) ? POLLPRI : 0));
 }
 
 int agent_loop_signalfd(void)
@@ -296,12 +311,15 @@ int agent_loop_run(struct agent *a)
         if (wait_us > LOOP_MAX_WAIT_MS * 1000LL)
             wait_us = LOOP_MAX_WAIT_MS * 1000LL;
 
-        if (cap < 1 + 2 * a->n_nodes) {
-            cap = 1 + 2 * a->n_nodes + 16;
+        if (cap < 1 + 3 * a->n_nodes) {
+            cap = 1 + 3 * a->n_nodes + 16;
             fds = xrealloc(fds, cap * sizeof(*fds));
         }
         fds[n++] = (struct curl_waitfd){.fd = a->sigfd, .events = CURL_WAIT_POLLIN};
-        n += agent_sup_pollfds(a, fds + n);
+        unsigned n_sup = agent_sup_pollfds(a, fds + n);
+        n += n_sup;
+        unsigned n_tm = agent_telemetry_pollfds(a, fds + n);
+        n += n_tm;
         /* Round up so a timer due in 0.4 ms does not spin at 0 ms waits. */
         CURLMcode mc = curl_multi_poll(a->multi, fds, n, (int)((wait_us + 999) / 1000), NULL);
         if (mc != CURLM_OK) {
@@ -312,7 +330,8 @@ int agent_loop_run(struct agent *a)
         now = time_mono_us();
         if (fds[0].revents)
             on_signals(a, now);
-        agent_sup_ready(a, fds + 1, n - 1, now);
+        agent_sup_ready(a, fds + 1, n_sup, now);
+        agent_telemetry_ready(a, fds + 1 + n_sup, n_tm, now);
         agent_cp_perform(a->multi);
         const struct agent_cp_result *r = agent_cp_take(&a->cp);
         if (r != NULL)

@@ -17,6 +17,12 @@ int agent_loop_signalfd(void);
  * return the exit status. Engines are left running on the way out. */
 int agent_loop_run(struct agent *a);
 
+/* The curl_waitfd that waits on fd for poll(2) events (POLLIN, POLLOUT),
+ * and the poll(2) flags of the revents curl_multi_poll() set in one: the
+ * engine connections speak poll(2), the loop waits with curl. Pure. */
+struct curl_waitfd agent_loop_waitfd(int fd, short events);
+short agent_loop_revents(short waitfd_revents);
+
 /* Delay before retrying cairnd after the given number of failures in a
  * row (1 → 100 ms, doubling, capped at 5 s). Pure. */
 int64_t agent_loop_backoff_us(unsigned failures);

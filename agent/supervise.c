@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "engine_config.h"
 #include "files.h"
 #include "log.h"
+#include "loop.h"
 #include "pinger.h"
 #include "proc.h"
 #include "report.h"
@@ -776,23 +776,10 @@ unsigned agent_sup_pollfds(const struct agent *a, struct curl_waitfd *fds)
         if (n->pidfd >= 0)
             fds[k++] = (struct curl_waitfd){.fd = n->pidfd, .events = CURL_WAIT_POLLIN};
         int fd = n->pinger != NULL ? agent_pinger_fd(n->pinger) : -1;
-        if (fd >= 0) {
-            short ev = agent_pinger_events(n->pinger);
-            fds[k++] =
-                (struct curl_waitfd){.fd = fd,
-                                     .events = (short)(((ev & POLLIN) ? CURL_WAIT_POLLIN : 0) |
-                                                       ((ev & POLLOUT) ? CURL_WAIT_POLLOUT : 0))};
-        }
+        if (fd >= 0)
+            fds[k++] = agent_loop_waitfd(fd, agent_pinger_events(n->pinger));
     }
     return k;
-}
-
-/* curl_waitfd revents (CURL_WAIT_POLL*) as poll(2) flags. */
-static short poll_flags(short revents)
-{
-    return (short)(((revents & CURL_WAIT_POLLIN) ? POLLIN : 0) |
-                   ((revents & CURL_WAIT_POLLOUT) ? POLLOUT : 0) |
-                   ((revents & CURL_WAIT_POLLPRI) ? POLLPRI : 0));
 }
 
 void agent_sup_ready(struct agent *a, const struct curl_waitfd *fds, unsigned nfds, int64_t now_us)
@@ -815,7 +802,8 @@ void agent_sup_ready(struct agent *a, const struct curl_waitfd *fds, unsigned nf
             if (n->pinger != NULL && agent_pinger_fd(n->pinger) == fds[k].fd) {
                 struct agent_pinger_result res = {0};
                 struct agent_observed before = n->seen;
-                agent_pinger_io(n->pinger, poll_flags(fds[k].revents), now_us, &n->seen, &res);
+                agent_pinger_io(n->pinger, agent_loop_revents(fds[k].revents), now_us, &n->seen,
+                                &res);
                 on_probe(a, n, &before, &res, now_us);
                 break;
             }

@@ -16,6 +16,12 @@
 #include "loop.h"
 #include "pinger.h"
 #include "resp.h"
+#include "upstream.h"
+
+/* The primary's answer and then the replica's must both fit in the time a
+ * tick waits. */
+_Static_assert(AGENT_UPSTREAM_TIMEOUT_US < AGENT_METRICS_GRACE_US / 2,
+               "a replica's INFO needs time after its primary's");
 
 static int64_t wall_us(void)
 {
@@ -92,6 +98,135 @@ static void read_host(struct agent_host_snap *out)
                        read_proc("/proc/net/dev", netdev, sizeof(netdev)), out);
 }
 
+/* ---- a replica's primary ------------------------------------------------- */
+
+/* Stop reading n's primary: n is not a running replica, or follows
+ * another primary. */
+static void upstream_close(struct agent_node *n)
+{
+    agent_upstream_free(n->upstream);
+    n->upstream = NULL;
+    n->upstream_failures = 0;
+}
+
+/* Said once at warn level until a reading succeeds again. */
+static void upstream_failed(struct agent_node *n, const char *err)
+{
+    char q[300];
+
+    if (n->upstream_failures++ == 0)
+        log_warn("could not read the primary's replication offset; no ReplicationLag for the "
+                 "replica until it can",
+                 "node=%s error=%s", n->id, log_quote(q, sizeof(q), err));
+    else
+        log_debug("could not read the primary's replication offset", "node=%s error=%s", n->id,
+                  log_quote(q, sizeof(q), err));
+}
+
+/* Ask the primary that n follows, by n's last sample, for its offset.
+ * Returns whether it was asked: n's own INFO then waits for primary_done(). */
+static bool ask_primary(struct agent_node *n, int64_t now_us)
+{
+    const struct agent_replica_link *l = &n->snap.link;
+    char err[256];
+
+    if (!n->have_snap || n->snap.primary || l->host[0] == '\0' || l->port == 0) {
+        upstream_close(n);
+        return false;
+    }
+    if (n->upstream != NULL && !agent_upstream_is(n->upstream, l->host, l->port))
+        upstream_close(n); /* a failover: another primary */
+    if (n->upstream == NULL)
+        n->upstream = agent_upstream_new(l->host, l->port, n->run.password);
+    if (agent_upstream_ask(n->upstream, now_us, err, sizeof(err)))
+        return true;
+    upstream_failed(n, err);
+    return false;
+}
+
+/* n's primary answered (info, taken over) or will not (info NULL): keep its
+ * reading, and ask n's own INFO if the tick still waits for it. */
+static void primary_done(struct agent *a, struct agent_node *n, struct engine_info *info,
+                         int64_t now_us)
+{
+    struct agent_telemetry *t = &a->tm;
+    const struct agent_replica_link *l = &n->snap.link;
+    struct agent_primary_snap snap;
+
+    if (info != NULL) {
+        if (agent_collect_primary(info, l->host, l->port, now_us,
+                                  n->have_primary ? &n->primary : NULL, &snap)) {
+            if (n->upstream_failures > 0)
+                log_info("the primary's replication offset is read again", "node=%s", n->id);
+            n->upstream_failures = 0;
+            n->primary = snap;
+            n->have_primary = true;
+            n->primary_tick = t->tick;
+        } else {
+            upstream_failed(n, "INFO replication without master_replid or master_repl_offset");
+        }
+        engine_info_free(info);
+    }
+    if (!t->collecting || n->sample_tick != t->tick)
+        return;
+    if (n->pinger == NULL || !agent_pinger_want_metrics(n->pinger, now_us))
+        n->sample_tick = 0;
+}
+
+/* Give up on primaries that did not answer in time. */
+static void expire_primaries(struct agent *a, int64_t now_us)
+{
+    char err[256];
+
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        struct agent_node *n = a->nodes[i];
+        if (n->upstream != NULL &&
+            agent_upstream_expire(n->upstream, now_us, err, sizeof(err)) == AGENT_UPSTREAM_FAILED) {
+            upstream_failed(n, err);
+            primary_done(a, n, NULL, now_us);
+        }
+    }
+}
+
+unsigned agent_telemetry_pollfds(const struct agent *a, struct curl_waitfd *fds)
+{
+    unsigned k = 0;
+
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        const struct agent_node *n = a->nodes[i];
+        int fd = n->upstream != NULL ? agent_upstream_fd(n->upstream) : -1;
+        if (fd >= 0)
+            fds[k++] = agent_loop_waitfd(fd, agent_upstream_events(n->upstream));
+    }
+    return k;
+}
+
+void agent_telemetry_ready(struct agent *a, const struct curl_waitfd *fds, unsigned nfds,
+                           int64_t now_us)
+{
+    char err[256];
+
+    for (unsigned k = 0; k < nfds; k++) {
+        if (fds[k].revents == 0)
+            continue;
+        /* Look the descriptor up again: handling the engines' descriptors
+         * may have dropped a node and closed its connections. */
+        for (size_t i = 0; i < a->n_nodes; i++) {
+            struct agent_node *n = a->nodes[i];
+            if (n->upstream == NULL || agent_upstream_fd(n->upstream) != fds[k].fd)
+                continue;
+            struct engine_info *info;
+            enum agent_upstream_status st = agent_upstream_io(
+                n->upstream, agent_loop_revents(fds[k].revents), &info, err, sizeof(err));
+            if (st == AGENT_UPSTREAM_FAILED)
+                upstream_failed(n, err);
+            if (st != AGENT_UPSTREAM_WAITING)
+                primary_done(a, n, info, now_us);
+            break;
+        }
+    }
+}
+
 /* ---- ticks and periods --------------------------------------------------- */
 
 /* Queue n's period (it has ended) for cairnd. */
@@ -125,7 +260,13 @@ static void take_tick(struct agent *a, int64_t tick, int64_t now_us)
     for (size_t i = 0; i < a->n_nodes; i++) {
         struct agent_node *n = a->nodes[i];
         n->sample_tick = 0;
-        if (n->pid != 0 && n->pinger != NULL && agent_pinger_want_metrics(n->pinger, now_us)) {
+        if (n->pid == 0 || n->pinger == NULL) {
+            upstream_close(n);
+            continue;
+        }
+        /* A replica's own INFO goes once its primary has answered. */
+        if ((agent_pinger_fd(n->pinger) >= 0 && ask_primary(n, now_us)) ||
+            agent_pinger_want_metrics(n->pinger, now_us)) {
             n->sample_tick = tick;
             asked++;
         }
@@ -264,6 +405,7 @@ void agent_telemetry_tick(struct agent *a, int64_t now_us)
     struct agent_telemetry *t = &a->tm;
     int64_t tick = tick_at(t, wall_us());
 
+    expire_primaries(a, now_us);
     if (t->collecting && (now_us >= t->collect_end_us || !awaiting(a)))
         close_periods(a);
     if (tick + t->interval_s < t->tick)
@@ -283,6 +425,11 @@ int64_t agent_telemetry_next_us(const struct agent *a, int64_t now_us)
 
     if (t->collecting && t->collect_end_us < next)
         next = t->collect_end_us;
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        const struct agent_upstream *u = a->nodes[i]->upstream;
+        if (u != NULL && agent_upstream_deadline_us(u) < next)
+            next = agent_upstream_deadline_us(u);
+    }
     /* A push due now has been started by agent_telemetry_tick(): only a
      * retry still ahead is a time to wake for. */
     if (!agent_cp_busy(&t->chan) && agent_outbox_count(&t->outbox) > 0 && t->retry_at_us > now_us &&
@@ -320,6 +467,8 @@ void agent_telemetry_on_info(struct agent *a, struct agent_node *n, struct engin
         return;
     v = t->host_values;
     agent_collect_engine_interval(n->have_snap ? &n->snap : NULL, &snap, &v);
+    agent_collect_lag(&snap, n->have_primary && n->primary_tick == t->tick ? &n->primary : NULL,
+                      &v);
     n->snap = snap;
     n->have_snap = true;
     int64_t start = agent_collect_period_of(t->tick, t->interval_s, t->period_s);
@@ -368,4 +517,5 @@ void agent_telemetry_node_free(struct agent_node *n)
 {
     agent_cmdtable_free(n->cmds);
     n->cmds = NULL;
+    upstream_close(n);
 }

@@ -6,6 +6,13 @@
  * cairnd (POST /v1/agent/metrics) on a channel of its own beside the sync
  * long-poll. Unsent periods wait in a bounded outbox (agent/outbox.h).
  *
+ * A replica's ReplicationLag needs its primary's offset: at each tick the
+ * agent asks the primary the replica follows (by its last sample) for
+ * INFO replication (agent/upstream.h), and asks the replica only once the
+ * primary has answered or AGENT_UPSTREAM_TIMEOUT_US has passed, so the
+ * bytes the replica lacks were written before the two readings, never
+ * between them.
+ *
  * Ticks fall on wall-clock multiples of the interval. The sample of the
  * tick at T stands for the interval [T - interval, T) and belongs to the
  * period holding T - interval; the engines' answers are awaited for at
@@ -71,6 +78,15 @@ void agent_telemetry_perform(struct agent *a, int64_t now_us);
 void agent_telemetry_on_info(struct agent *a, struct agent_node *n, struct engine_info *info,
                              int64_t now_us);
 
+/* Fill fds (room for 1 per node) with the connections to replicas'
+ * primaries to wait on; returns how many. */
+unsigned agent_telemetry_pollfds(const struct agent *a, struct curl_waitfd *fds);
+
+/* Handle the readiness returned for the fds agent_telemetry_pollfds()
+ * filled. */
+void agent_telemetry_ready(struct agent *a, const struct curl_waitfd *fds, unsigned nfds,
+                           int64_t now_us);
+
 /* The engine of n answered COMMAND (reply taken over). */
 void agent_telemetry_on_commands(struct agent_node *n, struct redisReply *reply);
 
@@ -79,7 +95,8 @@ void agent_telemetry_on_commands(struct agent_node *n, struct redisReply *reply)
  * the last sample are kept, to tell the restart in the next one. */
 void agent_telemetry_new_process(struct agent_node *n);
 
-/* n is going away: free what its metrics hold. Its open period is lost. */
+/* n is going away: free what its metrics hold (and close the connection to
+ * its primary). Its open period is lost. */
 void agent_telemetry_node_free(struct agent_node *n);
 
 #endif

@@ -47,7 +47,8 @@ const struct metric_def metric_catalog[] = {
     ENGINE("ReplicationBytes", "Bytes", COUNTER,
            "Bytes a primary wrote to its replication stream (master_repl_offset)."),
     ENGINE("ReplicationLag", "Seconds", GAUGE,
-           "On a replica: how far behind its primary it is, in seconds."),
+           "On a replica: the bytes it has yet to apply (its primary's master_repl_offset less "
+           "its slave_repl_offset) over the rate its primary writes them, in seconds."),
     ENGINE("SaveInProgress", "Count", GAUGE,
            "1 while a snapshot or AOF rewrite runs in the background, else 0."),
     ENGINE("AuthenticationFailures", "Count", COUNTER,

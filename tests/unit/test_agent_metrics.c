@@ -1,7 +1,8 @@
 /* test_agent_metrics.c -- the agent's metrics (agent/collect.h,
  * agent/outbox.h): command families from real COMMAND INFO replies of Redis
  * 7.0 and Valkey 8.0, every INFO and /proc formula, counters across
- * restarts and resets, aggregation into periods, and the outbox with the
+ * restarts and resets, replication lag from a replica's and its primary's
+ * offsets, aggregation into periods, and the outbox with the
  * body it sends to cairnd. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -241,14 +242,13 @@ struct level_case {
     const char *engine, *file;
     double used_memory, frag, clients;
     bool primary;
-    double lag; /* replicas */
 };
 
 static const struct level_case level_cases[] = {
-    {"redis", "info_primary.txt", 1158608, 11.11, 1, true, 0},
-    {"redis", "info_replica.txt", 969520, 13.38, 2, false, 0},
-    {"valkey", "info_primary.txt", 1192064, 11.37, 1, true, 0},
-    {"valkey", "info_replica.txt", 1023072, 13.41, 2, false, 1},
+    {"redis", "info_primary.txt", 1158608, 11.11, 1, true},
+    {"redis", "info_replica.txt", 969520, 13.38, 2, false},
+    {"valkey", "info_primary.txt", 1192064, 11.37, 1, true},
+    {"valkey", "info_replica.txt", 1023072, 13.41, 2, false},
 };
 
 static void test_engine_levels(void **state)
@@ -270,10 +270,7 @@ static void test_engine_levels(void **state)
         want_value(&v, "CurrItems", 12);
         want_value(&v, "IsPrimary", k->primary ? 1 : 0);
         want_value(&v, "SaveInProgress", 0);
-        if (k->primary)
-            want_none(&v, "ReplicationLag");
-        else
-            want_value(&v, "ReplicationLag", k->lag);
+        want_none(&v, "ReplicationLag"); /* it needs the primary: agent_collect_lag() */
         /* The agent's first sample of a node: levels only. */
         want_none(&v, "EngineCPUUtilization");
         want_none(&v, "NewConnections");
@@ -281,7 +278,7 @@ static void test_engine_levels(void **state)
         want_none(&v, "CacheHitRate");
         want_none(&v, "ReplicationBytes");
         want_none(&v, "GetTypeCmds");
-        assert_int_equal(count_values(&v), k->primary ? 7 : 8);
+        assert_int_equal(count_values(&v), 7);
         /* Valkey reports failed AUTHs, Redis 7.0 does not. */
         assert_int_equal(s.has_total[AGENT_TOTAL_AUTH_FAILURES], strcmp(k->engine, "valkey") == 0);
     }
@@ -309,29 +306,6 @@ static void test_engine_levels_formulas(void **state)
     fake_snap(&(struct fake){.persistence = "rdb_bgsave_in_progress:1\r\n"}, NULL, 0, &s);
     interval(NULL, &s, &v);
     want_value(&v, "SaveInProgress", 1);
-
-    /* Replication lag: seconds since the primary spoke while the link is
-     * up, since the link broke while down, nothing if it never came up. */
-    fake_snap(&(struct fake){.role = "slave",
-                             .replication_extra = "master_link_status:up\r\n"
-                                                  "master_last_io_seconds_ago:3\r\n"},
-              NULL, 0, &s);
-    interval(NULL, &s, &v);
-    want_value(&v, "ReplicationLag", 3);
-    want_value(&v, "IsPrimary", 0);
-    fake_snap(&(struct fake){.role = "slave",
-                             .replication_extra = "master_link_status:down\r\n"
-                                                  "master_last_io_seconds_ago:-1\r\n"
-                                                  "master_link_down_since_seconds:7\r\n"},
-              NULL, 0, &s);
-    interval(NULL, &s, &v);
-    want_value(&v, "ReplicationLag", 7);
-    fake_snap(&(struct fake){.role = "slave",
-                             .replication_extra = "master_link_status:down\r\n"
-                                                  "master_link_down_since_seconds:-1\r\n"},
-              NULL, 0, &s);
-    interval(NULL, &s, &v);
-    want_none(&v, "ReplicationLag");
 
     /* Not an engine's INFO. */
     struct engine_info *info = engine_info_parse("# Server\r\nfoo:bar\r\n", 20);
@@ -390,7 +364,204 @@ static void test_engine_counters(void **state)
     want_value(&v, "ReplicationBytes", 0);
     want_value(&v, "EngineCPUUtilization", 0);
     want_none(&v, "AuthenticationFailures"); /* not reported (Redis 7.0) */
-    want_none(&v, "ReplicationLag");         /* no link status */
+}
+
+/* ---- replication lag ----------------------------------------------------- */
+
+#define REPLID_1 "b6042309a61654f6ae6326b177f6247d9e705942"
+#define REPLID_2 "0b17bb9b236bddf63afa2e85944407fb87dcf170"
+
+/* A reading of the primary at 127.0.0.1:port: at offset of stream replid,
+ * at_s seconds in, after prev. */
+static void primary_at(int port, const char *replid, long long offset, double at_s,
+                       const struct agent_primary_snap *prev, struct agent_primary_snap *out)
+{
+    char *extra = xasprintf("master_replid:%s\r\n", replid);
+    struct engine_info *info =
+        fake_info(&(struct fake){.offset = offset, .replication_extra = extra});
+
+    assert_true(agent_collect_primary(info, "127.0.0.1", port, (int64_t)(at_s * 1e6), prev, out));
+    engine_info_free(info);
+    free(extra);
+}
+
+/* The lag of a replica of 127.0.0.1:7001 on stream replid that has applied
+ * offset, its link up, with primary's reading p (NULL: none). Its primary
+ * last spoke 4 s ago: that is no part of the lag. */
+static void replica_lag(const char *replid, long long applied, const struct agent_primary_snap *p,
+                        struct agent_values *v)
+{
+    char *extra = xasprintf("master_host:127.0.0.1\r\nmaster_port:7001\r\n"
+                            "master_link_status:up\r\nmaster_last_io_seconds_ago:4\r\n"
+                            "slave_read_repl_offset:%lld\r\nslave_repl_offset:%lld\r\n"
+                            "master_replid:%s\r\n",
+                            applied + 100, applied, replid);
+    struct agent_engine_snap s;
+
+    fake_snap(&(struct fake){.role = "slave", .offset = applied, .replication_extra = extra}, NULL,
+              0, &s);
+    free(extra);
+    memset(v, 0, sizeof(*v));
+    agent_collect_lag(&s, p, v);
+}
+
+/* Real INFO of a primary and its replica, caught up: 0; a primary has no
+ * lag. */
+static void test_lag_fixtures(void **state)
+{
+    (void)state;
+    for (size_t e = 0; e < 2; e++) {
+        struct engine_info *pi = load_info(engines[e], "info_primary.txt");
+        struct engine_info *ri = load_info(engines[e], "info_replica.txt");
+        struct agent_engine_snap ps, rs;
+        struct agent_primary_snap p0, p1;
+        struct agent_values v;
+
+        assert_true(agent_collect_engine(pi, NULL, 0, &ps));
+        assert_true(agent_collect_engine(ri, NULL, 0, &rs));
+        assert_string_equal(rs.link.host, "127.0.0.1");
+        assert_true(rs.link.up && rs.link.has_offset && rs.link.offset == 507);
+        assert_true(agent_collect_primary(pi, rs.link.host, rs.link.port, 0, NULL, &p0));
+        assert_true(agent_collect_primary(pi, rs.link.host, rs.link.port, 10000000, &p0, &p1));
+        assert_int_equal(p1.offset, 507);
+        assert_true(p1.has_rate && p1.rate == 0);
+        memset(&v, 0, sizeof(v));
+        agent_collect_lag(&rs, &p0, &v);
+        want_value(&v, "ReplicationLag", 0); /* caught up needs no rate */
+        memset(&v, 0, sizeof(v));
+        agent_collect_lag(&rs, &p1, &v);
+        want_value(&v, "ReplicationLag", 0);
+        memset(&v, 0, sizeof(v));
+        agent_collect_lag(&ps, &p1, &v);
+        want_none(&v, "ReplicationLag");
+        engine_info_free(pi);
+        engine_info_free(ri);
+    }
+}
+
+static void test_lag_behind(void **state)
+{
+    struct agent_primary_snap p0, p1, p2, p3;
+    struct agent_values v;
+
+    (void)state;
+    /* 10,000 bytes in 10 s: 1,000 B/s. */
+    primary_at(7001, REPLID_1, 1000, 0, NULL, &p0);
+    assert_false(p0.has_rate);
+    primary_at(7001, REPLID_1, 11000, 10, &p0, &p1);
+    assert_true(p1.has_rate);
+    replica_lag(REPLID_1, 11000, &p1, &v);
+    want_value(&v, "ReplicationLag", 0);
+    replica_lag(REPLID_1, 11050, &p1, &v); /* read after the primary: ahead of that reading */
+    want_value(&v, "ReplicationLag", 0);
+    replica_lag(REPLID_1, 8500, &p1, &v);
+    want_value(&v, "ReplicationLag", 2.5);
+    replica_lag(REPLID_1, 1000, &p1, &v); /* further behind than the interval's writes */
+    want_value(&v, "ReplicationLag", 10);
+
+    /* Behind before the primary has a rate: no value, not a guess. */
+    replica_lag(REPLID_1, 500, &p0, &v);
+    want_none(&v, "ReplicationLag");
+
+    /* The primary writes nothing: the bytes missing are at least as old as
+     * the first reading that showed its offset. */
+    primary_at(7001, REPLID_1, 11000, 20, &p1, &p2);
+    assert_true(p2.has_rate && p2.rate == 0);
+    primary_at(7001, REPLID_1, 11000, 30, &p2, &p3);
+    replica_lag(REPLID_1, 9000, &p2, &v);
+    want_value(&v, "ReplicationLag", 10);
+    replica_lag(REPLID_1, 9000, &p3, &v);
+    want_value(&v, "ReplicationLag", 20);
+    replica_lag(REPLID_1, 11000, &p3, &v);
+    want_value(&v, "ReplicationLag", 0);
+
+    /* Not read this interval: no value while the link is up. */
+    replica_lag(REPLID_1, 9000, NULL, &v);
+    want_none(&v, "ReplicationLag");
+}
+
+/* A primary that restarted or changed (failover) starts another stream:
+ * no rate across it, so no spike and nothing negative, and the lag comes
+ * back with the next reading. */
+static void test_lag_primary_changed(void **state)
+{
+    struct agent_primary_snap p0, p1, q;
+    struct agent_values v;
+
+    (void)state;
+    primary_at(7001, REPLID_1, 1000, 0, NULL, &p0);
+    primary_at(7001, REPLID_1, 900000, 10, &p0, &p1);
+
+    primary_at(7001, REPLID_2, 200, 20, &p1, &q); /* restarted: a new replid */
+    assert_false(q.has_rate);
+    replica_lag(REPLID_2, 100, &q, &v);
+    want_none(&v, "ReplicationLag");
+    primary_at(7001, REPLID_1, 500, 20, &p1, &q); /* same replid, the offset went down */
+    assert_false(q.has_rate);
+    primary_at(7002, REPLID_1, 950000, 20, &p1, &q); /* another address */
+    assert_false(q.has_rate);
+
+    /* After a reset, the next reading's rate is of the new stream alone. */
+    struct agent_primary_snap r0, r1;
+    primary_at(7001, REPLID_2, 200, 20, &p1, &r0);
+    primary_at(7001, REPLID_2, 1200, 30, &r0, &r1);
+    assert_true(r1.has_rate && r1.rate == 100);
+    replica_lag(REPLID_2, 1000, &r1, &v);
+    want_value(&v, "ReplicationLag", 2);
+
+    /* A reading of another stream or address than the replica follows
+     * says nothing of it (a failover the replica has not caught up with). */
+    replica_lag(REPLID_1, 1000, &r1, &v);
+    want_none(&v, "ReplicationLag");
+    primary_at(7002, REPLID_2, 1200, 30, &r0, &q);
+    replica_lag(REPLID_2, 1000, &q, &v);
+    want_none(&v, "ReplicationLag");
+}
+
+static void test_lag_link_down(void **state)
+{
+    struct agent_engine_snap s;
+    struct agent_primary_snap p0, p1;
+    struct agent_values v;
+
+    (void)state;
+    primary_at(7001, REPLID_1, 1000, 0, NULL, &p0);
+    primary_at(7001, REPLID_1, 2000, 10, &p0, &p1);
+    /* Down: the seconds since it went down, whatever the primary says. */
+    fake_snap(&(struct fake){.role = "slave",
+                             .replication_extra = "master_host:127.0.0.1\r\nmaster_port:7001\r\n"
+                                                  "master_link_status:down\r\n"
+                                                  "master_last_io_seconds_ago:-1\r\n"
+                                                  "master_link_down_since_seconds:7\r\n"
+                                                  "slave_repl_offset:1500\r\n"
+                                                  "master_replid:" REPLID_1 "\r\n"},
+              NULL, 0, &s);
+    memset(&v, 0, sizeof(v));
+    agent_collect_lag(&s, &p1, &v);
+    want_value(&v, "ReplicationLag", 7);
+    memset(&v, 0, sizeof(v));
+    agent_collect_lag(&s, NULL, &v);
+    want_value(&v, "ReplicationLag", 7);
+    want_none(&v, "IsPrimary"); /* untouched */
+    /* Never up: nothing. */
+    fake_snap(&(struct fake){.role = "slave",
+                             .replication_extra = "master_link_status:down\r\n"
+                                                  "master_link_down_since_seconds:-1\r\n"},
+              NULL, 0, &s);
+    memset(&v, 0, sizeof(v));
+    agent_collect_lag(&s, NULL, &v);
+    want_none(&v, "ReplicationLag");
+    /* No link status at all: nothing. */
+    fake_snap(&(struct fake){.role = "slave"}, NULL, 0, &s);
+    memset(&v, 0, sizeof(v));
+    agent_collect_lag(&s, &p1, &v);
+    want_none(&v, "ReplicationLag");
+
+    /* Not a primary's INFO replication. */
+    const char *text = "# Replication\r\nrole:master\r\n";
+    struct engine_info *info = engine_info_parse(text, strlen(text));
+    assert_false(agent_collect_primary(info, "127.0.0.1", 7001, 0, NULL, &p0));
+    engine_info_free(info);
 }
 
 /* The families of the primaries' commandstats, counted from zero. */
@@ -933,6 +1104,10 @@ int main(void)
         cmocka_unit_test(test_engine_levels),
         cmocka_unit_test(test_engine_levels_formulas),
         cmocka_unit_test(test_engine_counters),
+        cmocka_unit_test(test_lag_fixtures),
+        cmocka_unit_test(test_lag_behind),
+        cmocka_unit_test(test_lag_primary_changed),
+        cmocka_unit_test(test_lag_link_down),
         cmocka_unit_test(test_engine_families),
         cmocka_unit_test(test_engine_family_deltas),
         cmocka_unit_test(test_engine_restart),
