@@ -72,6 +72,7 @@ void api_clusters_auth(struct http_request *req);
 void api_clusters_patch(struct http_request *req);
 void api_clusters_put(struct http_request *req);
 void api_clusters_failover(struct http_request *req);
+void api_clusters_cancel_pending(struct http_request *req);
 extern const struct jspec_field api_failover_spec[];
 void api_agent_sync(struct http_request *req);
 void api_agent_metrics(struct http_request *req);

@@ -9,6 +9,7 @@
 #include "api.h"
 #include "cluster_spec.h"
 #include "clusters.h"
+#include "upgrades.h"
 #include "xalloc.h"
 
 static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
@@ -270,8 +271,9 @@ static void modify(struct http_request *req, bool replace)
                            "If-Match must be an ETag this API gave, such as \"3\"");
         return;
     }
-    enum cluster_modify_result r =
-        cluster_modify(req->app, id, req->json, replace, match, errors, &st, err, sizeof(err));
+    struct cluster_modify_out out;
+    enum cluster_modify_result r = cluster_modify(req->app, id, req->json, replace, match, errors,
+                                                  &st, err, sizeof(err), &out);
     if (r != CLUSTER_MODIFY_INVALID)
         json_decref(errors);
     switch (r) {
@@ -297,6 +299,23 @@ static void modify(struct http_request *req, bool replace)
         break;
     case CLUSTER_MODIFY_PLACEMENT:
         http_reply_problem(req, PROBLEM_INSUFFICIENT_CAPACITY, NULL, "%s", err);
+        break;
+    case CLUSTER_MODIFY_UPGRADE: {
+        char *location = xasprintf("/v1/operations/%s", out.op_id);
+        http_add_header(req, "Location", location);
+        free(location);
+        reply_cluster(req, id, 202, false);
+        break;
+    }
+    case CLUSTER_MODIFY_COMBINED:
+        http_reply_problem(req, PROBLEM_COMBINED_CHANGES, NULL,
+                           "an engine upgrade is not combined with changes to %s: make them one "
+                           "at a time so that cause and effect stay apart, or say "
+                           "\"allow_combined_changes\": true",
+                           err);
+        break;
+    case CLUSTER_MODIFY_REFUSED:
+        http_reply_problem(req, problem_by_code(out.code), NULL, "%s", err);
         break;
     case CLUSTER_MODIFY_BUSY:
         http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,
@@ -393,4 +412,29 @@ void api_clusters_failover(struct http_request *req)
         http_reply_db_error(req, st);
         break;
     }
+}
+
+/* DELETE /v1/clusters/{id}/pending-changes: cancel the engine upgrade that
+ * waits for the maintenance window; the spec's engine and version go back
+ * to what runs. */
+void api_clusters_cancel_pending(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    bool started = false;
+    enum db_status st = upgrade_cancel(req->app, id, &started);
+
+    if (st == DB_OK)
+        reply_cluster(req, id, 200, false);
+    else if (st == DB_NOT_FOUND && started)
+        http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,
+                           "the engine upgrade of cluster %s has started; it can no longer be "
+                           "cancelled",
+                           id);
+    else if (st == DB_NOT_FOUND)
+        http_reply_problem(req, PROBLEM_NO_PENDING_CHANGE, NULL,
+                           "cluster %s has no engine upgrade waiting for its maintenance window "
+                           "(or does not exist)",
+                           id);
+    else
+        http_reply_db_error(req, st);
 }

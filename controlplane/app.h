@@ -23,6 +23,9 @@ struct config {
     int sync_wait_ms;           /* longest an agent's sync is held; -1 until set */
     int replace_after_s;        /* a node lost (or crashed) this long is replaced */
     int metrics_retention_days; /* 60-second samples are kept this long */
+    int upgrade_node_timeout_s; /* an upgraded node not healthy by then: rollback */
+    int test_clock_offset_s;    /* tests only: seconds added to the clock maintenance
+                                   windows are read by */
 };
 
 struct runner;

@@ -572,6 +572,20 @@ bool cspec_window_parse(const char *text, int *start, int *end, char *msg, size_
     return true;
 }
 
+long long cspec_window_next_open(int start, int end, long long now)
+{
+    const int week = CSPEC_MINUTES_PER_WEEK;
+    long long day = now / 86400, minute_of_day = now % 86400 / 60;
+    /* 1970-01-01 was a Thursday: day 3 of a week that starts on Monday. */
+    int minute = (int)((day + 3) % 7 * 1440 + minute_of_day);
+    int into = ((minute - start) % week + week) % week;
+    int length = ((end - start) % week + week) % week;
+
+    if (into < length)
+        return now;
+    return now - now % 60 + (long long)(week - into) * 60;
+}
+
 const struct jspec_field cspec_any_object[] = {
     {.name = JSPEC_OTHER},
     {0},

@@ -154,4 +154,9 @@ void cspec_split_slots(int shards, int shard, int *first, int *last);
  * leaving the outputs untouched. Pure. */
 bool cspec_window_parse(const char *text, int *start, int *end, char *msg, size_t msgsize);
 
+/* When the window [start, end) (minutes of the week, as parsed) next opens
+ * at or after now (epoch seconds, UTC): now itself while it is open, else
+ * the minute it opens. Pure. */
+long long cspec_window_next_open(int start, int end, long long now);
+
 #endif

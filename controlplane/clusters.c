@@ -8,11 +8,13 @@
 
 #include "cluster_spec.h"
 #include "crypto.h"
+#include "jspec.h"
 #include "log.h"
 #include "runner.h"
 #include "scheduler.h"
 #include "secretbox.h"
 #include "store.h"
+#include "upgrades.h"
 #include "xalloc.h"
 
 /* pg_advisory_xact_lock key for placements ("place" in ASCII): two creates
@@ -76,7 +78,7 @@ static const struct db_stmt load_nodes = {
     "SELECT n.id, coalesce(n.host_id::text, ''), coalesce(h.address, ''), coalesce(n.port, 0),"
     "  s.index, n.ordinal, coalesce(lower(s.slots[1]), -1), coalesce(upper(s.slots[1]) - 1, -1),"
     "  coalesce(n.process_state, ''), coalesce(h.state = 'lost', false), coalesce(n.role, ''),"
-    "  coalesce(h.az, '')"
+    "  coalesce(h.az, ''), n.engine, n.engine_version, coalesce(n.running_version, '')"
     " FROM nodes n JOIN shards s ON s.id = n.shard_id LEFT JOIN hosts h ON h.id = n.host_id"
     " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
     " ORDER BY s.index, n.ordinal"};
@@ -129,6 +131,9 @@ static enum db_status load_fn(struct db_conn *conn, void *arg)
         n->host_lost = PQgetvalue(res, r, 9)[0] == 't';
         snprintf(n->role, sizeof(n->role), "%s", PQgetvalue(res, r, 10));
         snprintf(n->az, sizeof(n->az), "%s", PQgetvalue(res, r, 11));
+        snprintf(n->engine, sizeof(n->engine), "%s", PQgetvalue(res, r, 12));
+        snprintf(n->engine_version, sizeof(n->engine_version), "%s", PQgetvalue(res, r, 13));
+        snprintf(n->running_version, sizeof(n->running_version), "%s", PQgetvalue(res, r, 14));
     }
     PQclear(res);
     return DB_OK;
@@ -181,9 +186,9 @@ static const struct db_stmt cluster_event = {
     "INSERT INTO events (cluster_id, operation_id, type, severity, message, detail)"
     " VALUES ($1, $2::uuid, $3, $4, $5, coalesce($6::jsonb, '{}'))"};
 
-static enum db_status add_event(struct db_conn *conn, const char *cluster_id, const char *op_id,
-                                const char *type, const char *severity, const char *message,
-                                const char *detail)
+enum db_status cluster_add_event(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                                 const char *type, const char *severity, const char *message,
+                                 const char *detail)
 {
     const char *params[6] = {cluster_id, op_id, type, severity, message, detail};
     enum db_status st;
@@ -212,8 +217,8 @@ static enum db_status available_fn(struct db_conn *conn, void *arg)
     PQclear(db_query(conn, &set_available, 1, params, &st));
     if (st != DB_OK)
         return st;
-    return add_event(conn, m->id, m->op_id, "ClusterAvailable", "info", "the cluster is available",
-                     NULL);
+    return cluster_add_event(conn, m->id, m->op_id, "ClusterAvailable", "info",
+                             "the cluster is available", NULL);
 }
 
 bool cluster_mark_available(struct app *app, const char *cluster_id, const char *op_id, char *err,
@@ -238,7 +243,7 @@ static enum db_status failed_fn(struct db_conn *conn, void *arg)
         PQclear(db_query(conn, &set_status, 2, params, &st));
     if (st == DB_OK) {
         detail = json_dumps(d, JSON_COMPACT);
-        st = add_event(conn, m->id, m->op_id, "OperationFailed", "error", m->error, detail);
+        st = cluster_add_event(conn, m->id, m->op_id, "OperationFailed", "error", m->error, detail);
     }
     free(detail);
     json_decref(d);
@@ -316,8 +321,8 @@ static enum db_status drop_fn(struct db_conn *conn, void *arg)
     enum db_status st = exec1(conn, &drop, m->id);
     if (st != DB_OK)
         return st;
-    return add_event(conn, m->id, m->op_id, "ClusterDeleted", "info", "the cluster was deleted",
-                     NULL);
+    return cluster_add_event(conn, m->id, m->op_id, "ClusterDeleted", "info",
+                             "the cluster was deleted", NULL);
 }
 
 bool cluster_drop(struct app *app, const char *cluster_id, const char *op_id)
@@ -534,8 +539,8 @@ static enum db_status create_fn(struct db_conn *conn, void *arg)
     char detail[160];
     snprintf(detail, sizeof(detail), "{\"shards\": %d, \"replicas_per_shard\": %d}", req.shards,
              req.replicas);
-    if ((st = add_event(conn, id, c->op_id, "ClusterCreating", "info", "creating the cluster",
-                        detail)) != DB_OK)
+    if ((st = cluster_add_event(conn, id, c->op_id, "ClusterCreating", "info",
+                                "creating the cluster", detail)) != DB_OK)
         goto out;
     const char *ev_params[2] = {id, c->op_id};
     PQclear(db_query(conn, &placed_events, 2, ev_params, &st));
@@ -622,7 +627,8 @@ static enum db_status delete_fn(struct db_conn *conn, void *arg)
     if (st != DB_OK)
         return st;
     c->result = CLUSTER_DELETE_QUEUED;
-    return add_event(conn, c->id, op_id, "ClusterDeleting", "info", "deleting the cluster", NULL);
+    return cluster_add_event(conn, c->id, op_id, "ClusterDeleting", "info", "deleting the cluster",
+                             NULL);
 }
 
 enum cluster_delete_result cluster_delete(struct app *app, const char *cluster_id,
@@ -700,6 +706,9 @@ static const struct db_stmt insert_apply_op = {
     "     WHERE NOT ($2::jsonb -> 'parameters') ? k)))"};
 
 struct modify_call {
+    struct app *app;
+    struct cluster_modify_out *out;
+    bool apply_now, allow_combined;
     const char *id;
     const json_t *body;
     bool replace;
@@ -711,7 +720,13 @@ struct modify_call {
     bool queued; /* an operation was queued */
 };
 
-/* Check each changed field; fills errors or err. */
+static bool is_upgrade_field(const char *name)
+{
+    return strcmp(name, "engine") == 0 || strcmp(name, "engine_version") == 0;
+}
+
+/* Check each changed field; fills errors or err. An engine upgrade is
+ * handled by the caller. */
 static enum cluster_modify_result classify(const json_t *changed, json_t *errors, char *err,
                                            size_t errsize)
 {
@@ -721,6 +736,8 @@ static enum cluster_modify_result classify(const json_t *changed, json_t *errors
     err[0] = '\0';
     json_array_foreach (changed, i, f) {
         const char *name = json_string_value(f);
+        if (is_upgrade_field(name))
+            continue;
         switch (cspec_field_change(name)) {
         case CSPEC_APPLIED:
             break;
@@ -747,6 +764,60 @@ static const struct db_stmt multi_az_breach = {
     "   WHERE r.shard_id = s.id AND r.id <> p.id AND r.desired_state <> 'deleted'"
     "   AND rh.az = h.az)"
     " ORDER BY s.index LIMIT 1"};
+
+/* Other changes a request makes besides an engine upgrade; false if none. */
+static bool combined_with(const json_t *changed, char *err, size_t errsize)
+{
+    static const char *const kept_apart[] = {"node_type", "num_shards", "replicas_per_shard",
+                                             "parameters"};
+    size_t i, used = 0;
+    json_t *f;
+
+    err[0] = '\0';
+    json_array_foreach (changed, i, f) {
+        for (size_t k = 0; k < sizeof(kept_apart) / sizeof(kept_apart[0]); k++)
+            if (strcmp(json_string_value(f), kept_apart[k]) == 0)
+                used += (size_t)snprintf(err + used, used < errsize ? errsize - used : 0, "%s%s",
+                                         used ? ", " : "", kept_apart[k]);
+    }
+    return err[0] != '\0';
+}
+
+/* The catalog's path, then the cluster's state. */
+static enum db_status check_upgrade(struct db_conn *conn, struct modify_call *c,
+                                    const json_t *stored, const json_t *next, json_t **downtime)
+{
+    const char *from_engine = json_string_value(json_object_get(stored, "engine"));
+    const char *from_version = json_string_value(json_object_get(stored, "engine_version"));
+    const char *to_engine = json_string_value(json_object_get(next, "engine"));
+    const char *to_version = json_string_value(json_object_get(next, "engine_version"));
+    char allowed[256];
+    bool ok = false;
+    enum db_status st = upgrade_path_allowed(conn, from_engine, from_version, to_engine, to_version,
+                                             &ok, allowed, sizeof(allowed));
+    if (st != DB_OK)
+        return st;
+    if (!ok) {
+        char *msg =
+            xasprintf("cannot go from %s %s to %s %s: %s%s", from_engine, from_version, to_engine,
+                      to_version, allowed[0] ? "the upgrades allowed are to " : "it is the newest",
+                      allowed[0] ? allowed : "; engines are never downgraded");
+        jspec_error(c->errors, "engine_version", msg);
+        free(msg);
+        c->result = CLUSTER_MODIFY_INVALID;
+        return DB_NOT_FOUND;
+    }
+    struct upgrade_refusal refusal;
+    if ((st = upgrade_check(conn, c->id, to_engine, to_version, &refusal, downtime)) != DB_OK)
+        return st;
+    if (refusal.code[0] != '\0') {
+        snprintf(c->out->code, sizeof(c->out->code), "%s", refusal.code);
+        snprintf(c->err, c->errsize, "%s", refusal.detail);
+        c->result = CLUSTER_MODIFY_REFUSED;
+        return DB_NOT_FOUND;
+    }
+    return DB_OK;
+}
 
 static enum db_status modify_fn(struct db_conn *conn, void *arg)
 {
@@ -788,6 +859,16 @@ static enum db_status modify_fn(struct db_conn *conn, void *arg)
         goto out;
     }
     cspec_diff(stored, next, changed);
+    bool upgrade = false;
+    size_t k;
+    json_t *field;
+    json_array_foreach (changed, k, field) {
+        upgrade |= is_upgrade_field(json_string_value(field));
+    }
+    if (upgrade && !c->allow_combined && combined_with(changed, c->err, c->errsize)) {
+        c->result = CLUSTER_MODIFY_COMBINED;
+        goto out;
+    }
     if ((c->result = classify(changed, c->errors, c->err, c->errsize)) != CLUSTER_MODIFIED)
         goto out;
     if (json_array_size(changed) == 0) {
@@ -817,11 +898,15 @@ static enum db_status modify_fn(struct db_conn *conn, void *arg)
         }
         st = DB_NOT_FOUND;
     }
+    json_t *downtime = NULL;
+    if (upgrade && (st = check_upgrade(conn, c, stored, next, &downtime)) != DB_OK)
+        goto out;
     bool params_changed = false;
     size_t i;
     json_t *f;
     json_array_foreach (changed, i, f) {
-        params_changed |= strcmp(json_string_value(f), "parameters") == 0;
+        /* An upgrade restarts every node with the new spec's config. */
+        params_changed |= !upgrade && strcmp(json_string_value(f), "parameters") == 0;
     }
     char *text = json_dumps(next, JSON_COMPACT | JSON_SORT_KEYS);
     char *before = json_dumps(stored, JSON_COMPACT);
@@ -833,13 +918,25 @@ static enum db_status modify_fn(struct db_conn *conn, void *arg)
         PQclear(db_query(conn, &insert_apply_op, 3, op_params, &st));
         c->queued = true;
     }
+    if (st == DB_OK && upgrade) {
+        json_t *from = json_pack("{s:O, s:O}", "engine", json_object_get(stored, "engine"),
+                                 "engine_version", json_object_get(stored, "engine_version"));
+        json_t *to = json_pack("{s:O, s:O}", "engine", json_object_get(next, "engine"),
+                               "engine_version", json_object_get(next, "engine_version"));
+        st = upgrade_queue(c->app, conn, c->id, from, to, c->apply_now, downtime, c->out->op_id);
+        json_decref(from);
+        json_decref(to);
+        c->queued = c->apply_now;
+        c->result = CLUSTER_MODIFY_UPGRADE;
+    }
+    json_decref(downtime);
     free(before);
     free(text);
     if (st == DB_OK) {
         char *names = json_dumps(changed, JSON_COMPACT);
         char *detail = xasprintf("{\"changed\": %s}", names);
-        st = add_event(conn, c->id, NULL, "ClusterModified", "info", "the cluster's spec changed",
-                       detail);
+        st = cluster_add_event(conn, c->id, NULL, "ClusterModified", "info",
+                               "the cluster's spec changed", detail);
         free(names);
         free(detail);
     }
@@ -854,11 +951,40 @@ out:
 enum cluster_modify_result cluster_modify(struct app *app, const char *cluster_id,
                                           const json_t *body, bool replace, long long if_match,
                                           json_t *errors, enum db_status *db_status, char *err,
-                                          size_t errsize)
+                                          size_t errsize, struct cluster_modify_out *out)
 {
-    struct modify_call c = {cluster_id, body, replace, if_match,
-                            errors,     err,  errsize, CLUSTER_MODIFY_DB_ERROR};
+    /* The request's flags are not part of the spec. */
+    json_t *patch = json_deep_copy(body);
+    json_t *apply = json_object_get(patch, "apply_immediately");
+    json_t *combined = json_object_get(patch, "allow_combined_changes");
+    if (apply != NULL && !json_is_boolean(apply))
+        jspec_error(errors, "apply_immediately", "must be true or false");
+    if (combined != NULL && !json_is_boolean(combined))
+        jspec_error(errors, "allow_combined_changes", "must be true or false");
+    if (json_array_size(errors) > 0) {
+        json_decref(patch);
+        *db_status = DB_OK;
+        return CLUSTER_MODIFY_INVALID;
+    }
+    struct modify_call c = {app,
+                            out,
+                            apply == NULL || json_is_true(apply),
+                            json_is_true(combined),
+                            cluster_id,
+                            patch,
+                            replace,
+                            if_match,
+                            errors,
+                            err,
+                            errsize,
+                            CLUSTER_MODIFY_DB_ERROR};
+    json_object_del(patch, "apply_immediately");
+    json_object_del(patch, "allow_combined_changes");
+    memset(out, 0, sizeof(*out));
     *db_status = db_tx(app->db, DB_READ_COMMITTED, modify_fn, &c);
+    json_decref(patch);
+    if (*db_status == DB_OK && c.queued && app->runner != NULL)
+        runner_poke(app->runner);
     if (*db_status == DB_OK || *db_status == DB_NOT_FOUND)
         return c.result;
     return CLUSTER_MODIFY_DB_ERROR;
@@ -888,8 +1014,8 @@ static enum db_status params_done_fn(struct db_conn *conn, void *arg)
     if (st != DB_OK)
         return st;
     char *detail = xasprintf("{\"restart_needed\": %s}", c->restart_needed);
-    st = add_event(conn, c->id, c->op_id, "ParametersApplied", "info",
-                   "the cluster's parameters were applied", detail);
+    st = cluster_add_event(conn, c->id, c->op_id, "ParametersApplied", "info",
+                           "the cluster's parameters were applied", detail);
     free(detail);
     return st;
 }
@@ -995,8 +1121,8 @@ static enum db_status failover_fn(struct db_conn *conn, void *arg)
     snprintf(c->op_id, 40, "%s", PQgetvalue(res, 0, 0));
     PQclear(res);
     c->result = CLUSTER_FAILOVER_QUEUED;
-    return add_event(conn, c->id, c->op_id, "FailoverRequested", "info",
-                     "a planned failover was requested", NULL);
+    return cluster_add_event(conn, c->id, c->op_id, "FailoverRequested", "info",
+                             "a planned failover was requested", NULL);
 }
 
 enum cluster_failover_result cluster_failover(struct app *app, const char *cluster_id,
@@ -1037,7 +1163,7 @@ static enum db_status failover_done_fn(struct db_conn *conn, void *arg)
                              "\"planned\": true}",
                              c->previous, c->target, c->pause_ms);
     char *message = xasprintf("planned failover done; writes paused for %lld ms", c->pause_ms);
-    st = add_event(conn, c->id, c->op_id, "FailoverComplete", "info", message, detail);
+    st = cluster_add_event(conn, c->id, c->op_id, "FailoverComplete", "info", message, detail);
     free(detail);
     free(message);
     return st;
@@ -1162,7 +1288,8 @@ static enum db_status replace_fn(struct db_conn *conn, void *arg)
     json_t *detail = json_pack("{s:s, s:s, s:s, s:s}", "replaced", c->dead_id, "node_id",
                                out->new_id, "host_id", p.hosts[pick].id, "az", p.hosts[pick].az);
     char *text = json_dumps(detail, JSON_COMPACT);
-    st = add_event(conn, c->cluster_id, c->op_id, "NodeReplacing", "warning", message, text);
+    st =
+        cluster_add_event(conn, c->cluster_id, c->op_id, "NodeReplacing", "warning", message, text);
     free(text);
     json_decref(detail);
     free(message);
@@ -1210,7 +1337,7 @@ static enum db_status joined_fn(struct db_conn *conn, void *arg)
                               c->dead_id);
     json_t *detail = json_pack("{s:s, s:s}", "replaced", c->dead_id, "node_id", c->new_id);
     char *text = json_dumps(detail, JSON_COMPACT);
-    st = add_event(conn, c->cluster_id, c->op_id, "NodeReplaced", "info", message, text);
+    st = cluster_add_event(conn, c->cluster_id, c->op_id, "NodeReplaced", "info", message, text);
     free(text);
     json_decref(detail);
     free(message);

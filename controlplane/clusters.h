@@ -26,6 +26,8 @@ struct cluster_node {
     bool host_lost;
     char role[8]; /* "primary", "replica" or "" (not known yet) */
     char az[64];
+    char engine[16], engine_version[16]; /* desired: "valkey", "8.0" */
+    char running_version[32];            /* what its agent last saw running: "8.0.1" */
 };
 
 struct cluster_nodes {
@@ -41,6 +43,12 @@ bool cluster_nodes_load(struct app *app, const char *cluster_id, struct cluster_
 void cluster_nodes_free(struct cluster_nodes *nodes);
 /* The node with this id (NULL: none, or id NULL). */
 const struct cluster_node *cluster_nodes_find(const struct cluster_nodes *nodes, const char *id);
+
+/* Record an event of the cluster (op_id and detail, a JSON object's text,
+ * may be NULL), in the caller's transaction. */
+enum db_status cluster_add_event(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                                 const char *type, const char *severity, const char *message,
+                                 const char *detail);
 
 /* Seconds / milliseconds since the epoch, for time kept in a context. */
 long long cluster_now_s(void);
@@ -144,7 +152,16 @@ enum cluster_modify_result {
     CLUSTER_MODIFY_NOT_YET,   /* err names the fields a later version applies */
     CLUSTER_MODIFY_BUSY,      /* an operation runs on it */
     CLUSTER_MODIFY_PLACEMENT, /* multi_az asked of nodes that do not satisfy it: err says */
+    CLUSTER_MODIFY_UPGRADE,   /* an engine upgrade was queued or scheduled: op_id */
+    CLUSTER_MODIFY_COMBINED,  /* an upgrade with other changes: err names them */
+    CLUSTER_MODIFY_REFUSED,   /* an upgrade's checks failed: code says which, err why */
     CLUSTER_MODIFY_DB_ERROR,
+};
+
+/* What cluster_modify says beyond its result. */
+struct cluster_modify_out {
+    char op_id[40]; /* CLUSTER_MODIFY_UPGRADE (and parameters): the operation queued */
+    char code[40];  /* CLUSTER_MODIFY_REFUSED: a problem code */
 };
 
 /* Change a cluster's spec: body is a JSON merge patch of the spec (replace
@@ -153,11 +170,17 @@ enum cluster_modify_result {
  * tags, maintenance window, parameters) are stored; changed parameters also
  * queue an apply_parameters operation, which sets them live where the
  * engine allows (the rest wait for each node's next restart, said in
- * pending_changes), and every node's config carries them from then on. */
+ * pending_changes), and every node's config carries them from then on.
+ *
+ * A new engine or engine_version is an engine upgrade (upgrades.h): checked
+ * (the catalog's path, installed binaries, health, memory), then queued, or
+ * scheduled for the maintenance window when the body says
+ * "apply_immediately": false. Other changes in the same request are refused
+ * unless it says "allow_combined_changes": true. Neither flag is stored. */
 enum cluster_modify_result cluster_modify(struct app *app, const char *cluster_id,
                                           const json_t *body, bool replace, long long if_match,
                                           json_t *errors, enum db_status *db_status, char *err,
-                                          size_t errsize);
+                                          size_t errsize, struct cluster_modify_out *out);
 
 /* The engine password of a cluster, decrypted (caller frees; NULL when it
  * has none), with *status DB_OK; or NULL with *status DB_NOT_FOUND for an

@@ -36,6 +36,10 @@ static const struct setting settings[] = {
     {"replace-after", "CAIRN_REPLACE_AFTER", SET_INT, 1, 86400, AT(replace_after_s)},
     {"metrics-retention-days", "CAIRN_METRICS_RETENTION_DAYS", SET_INT, 1, 3650,
      AT(metrics_retention_days)},
+    {"upgrade-node-timeout", "CAIRN_UPGRADE_NODE_TIMEOUT", SET_INT, 5, 86400,
+     AT(upgrade_node_timeout_s)},
+    {"test-clock-offset", "CAIRN_TEST_CLOCK_OFFSET", SET_INT, -31622400, 31622400,
+     AT(test_clock_offset_s)},
 };
 
 bool config_parse_listen(struct config *cfg, const char *text)
@@ -136,6 +140,7 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->heartbeat_timeout_s = 6;
     cfg->replace_after_s = 60;
     cfg->metrics_retention_days = 15;
+    cfg->upgrade_node_timeout_s = 300;
     strcpy(cfg->sentinel_host, "127.0.0.1");
     cfg->sentinel_port = 26379;
     cfg->sync_wait_ms = -1; /* unset: derived from the heartbeat timeout */

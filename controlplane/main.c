@@ -13,6 +13,7 @@
 #include "monitor.h"
 #include "notify.h"
 #include "ops_cluster.h"
+#include "ops_upgrade.h"
 #include "runner.h"
 #include "secretbox.h"
 #include "sentinel.h"
@@ -26,7 +27,8 @@ static const char usage[] =
     "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
     "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
     "              [--sentinel-listen HOST:PORT|off] [--replace-after SECONDS]\n"
-    "              [--metrics-retention-days DAYS]\n"
+    "              [--metrics-retention-days DAYS] [--upgrade-node-timeout SECONDS]\n"
+    "              [--test-clock-offset SECONDS]\n"
     "       cairnd migrate [--database-url URL]\n"
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
     "       cairnd token list [--database-url URL]\n"
@@ -73,6 +75,8 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"sentinel-listen", required_argument, NULL, 0},
         {"replace-after", required_argument, NULL, 0},
         {"metrics-retention-days", required_argument, NULL, 0},
+        {"upgrade-node-timeout", required_argument, NULL, 0},
+        {"test-clock-offset", required_argument, NULL, 0},
         {"no-migrate", no_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},
         {"scope", required_argument, NULL, 's'},
@@ -210,9 +214,13 @@ static int cmd_serve(struct cli *cli)
         return fail("%s", err);
     }
     struct notify *notify = notify_start(app.cfg.database_url, server);
-    static const struct op_kind *const kinds[] = {
-        &op_cluster_create,   &op_cluster_delete,       &op_cluster_apply_parameters,
-        &op_cluster_failover, &op_cluster_replace_node, NULL};
+    static const struct op_kind *const kinds[] = {&op_cluster_create,
+                                                  &op_cluster_delete,
+                                                  &op_cluster_apply_parameters,
+                                                  &op_cluster_failover,
+                                                  &op_cluster_replace_node,
+                                                  &op_cluster_upgrade_engine,
+                                                  NULL};
     app.runner = runner_start(&app, kinds);
     struct sentinel *sentinel = NULL;
     if (app.cfg.sentinel_host[0] != '\0') {

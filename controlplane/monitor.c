@@ -11,6 +11,7 @@
 #include "ha.h"
 #include "log.h"
 #include "store.h"
+#include "upgrades.h"
 #include "xalloc.h"
 
 /* How often hosts are checked and failovers considered: a crashed primary
@@ -18,6 +19,7 @@
 #define MONITOR_PERIOD_MS 100
 
 struct monitor {
+    struct app *app;
     struct db_pool *pool;
     struct ha *ha;
     int timeout_s;
@@ -29,6 +31,7 @@ struct monitor {
     int retention_days;
     time_t housekeeping_at;
     time_t rollup_at;
+    time_t schedule_at;
 };
 
 static enum db_status check_fn(struct db_conn *conn, void *arg)
@@ -68,6 +71,9 @@ static enum db_status housekeeping_fn(struct db_conn *conn, void *arg)
     return DB_OK;
 }
 
+/* Scheduled engine upgrades start within a second of their window. */
+#define SCHEDULE_EVERY_S 1
+
 /* Rollups follow the samples a minute or so behind. */
 #define ROLLUP_EVERY_S 60
 
@@ -96,6 +102,10 @@ static void *monitor_main(void *arg)
                 m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
             if (time(NULL) >= m->rollup_at && db_run(m->pool, rollup_fn, m) == DB_OK)
                 m->rollup_at = time(NULL) + ROLLUP_EVERY_S;
+            if (time(NULL) >= m->schedule_at) {
+                upgrade_schedule_tick(m->app);
+                m->schedule_at = time(NULL) + SCHEDULE_EVERY_S;
+            }
         }
         pthread_mutex_lock(&m->lock);
         struct timespec until;
@@ -117,6 +127,7 @@ static void *monitor_main(void *arg)
 struct monitor *monitor_start(struct app *app, int timeout_s)
 {
     struct monitor *m = xcalloc(1, sizeof(*m));
+    m->app = app;
     m->pool = app->db;
     m->retention_days = app->cfg.metrics_retention_days;
     m->ha = ha_new(app);

@@ -580,8 +580,13 @@ static enum op_result start_failover(struct op_ctx *ctx)
     /* A rebalance names the AZ the primary should move to: its replicas
      * there come first. */
     const char *target_az = context_str(ctx, "target_az");
+    const char *engine = context_str(ctx, "engine"), *version = context_str(ctx, "engine_version");
     const struct observed *primary = NULL, *best = NULL;
     for (size_t i = 0; i < n; i++) {
+        if (!seen[i].repl.primary && engine != NULL && version != NULL &&
+            (strcmp(seen[i].node->engine, engine) != 0 ||
+             strcmp(seen[i].node->engine_version, version) != 0))
+            continue; /* an upgrade fails over only to a replica on the new version */
         bool there = target_az == NULL || strcmp(seen[i].node->az, target_az) == 0;
         bool best_there =
             best != NULL && (target_az == NULL || strcmp(best->node->az, target_az) == 0);
@@ -731,6 +736,22 @@ static const struct op_step failover_steps[] = {
 const struct op_kind op_cluster_failover = {"failover", failover_steps,
                                             sizeof(failover_steps) / sizeof(failover_steps[0]),
                                             failover_failed};
+
+enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub)
+{
+    json_t *outer = ctx->context;
+    enum op_result r = OP_NEXT;
+    int n = (int)(sizeof(failover_steps) / sizeof(failover_steps[0]));
+
+    ctx->context = sub;
+    for (int step = (int)json_integer_value(json_object_get(sub, "step")); step < n;) {
+        if ((r = failover_steps[step].run(ctx)) != OP_NEXT)
+            break;
+        json_object_set_new(sub, "step", json_integer(++step));
+    }
+    ctx->context = outer;
+    return r;
+}
 
 /* ---- node replacement ---------------------------------------------------------- */
 

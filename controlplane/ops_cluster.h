@@ -14,4 +14,12 @@ extern const struct op_kind op_cluster_apply_parameters;
 extern const struct op_kind op_cluster_failover;
 extern const struct op_kind op_cluster_replace_node;
 
+/* A planned failover of one shard as a part of another operation (an
+ * engine upgrade): the failover's steps, run on sub -- a JSON object in
+ * ctx->context holding "shard" and, to choose only replicas that run it,
+ * "engine" and "engine_version" -- as their context. OP_NEXT once the new
+ * roles are recorded and every replica follows the new primary; sub then
+ * holds "write_pause_ms", "previous" and "target". */
+enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub);
+
 #endif

@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <string.h>
 
 static const struct problem_info registry[PROBLEM_COUNT] = {
 #define PROBLEM_ROW(code, status, title) [PROBLEM_##code] = {#code, status, title, NULL},
@@ -36,4 +37,12 @@ const struct problem_info *problem_info(enum problem_code code)
     assert(code >= 0 && code < PROBLEM_COUNT);
     pthread_once(&once, build_types);
     return &infos[code];
+}
+
+enum problem_code problem_by_code(const char *name)
+{
+    for (int i = 0; i < PROBLEM_COUNT; i++)
+        if (strcmp(problem_info((enum problem_code)i)->code, name) == 0)
+            return (enum problem_code)i;
+    return PROBLEM_INTERNAL_ERROR;
 }

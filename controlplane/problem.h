@@ -9,6 +9,7 @@
 #define PROBLEM_CODES(X)                                                                           \
     X(MALFORMED_JSON, 400, "Request body is not valid JSON")                                       \
     X(VALIDATION_FAILED, 400, "Request body is invalid")                                           \
+    X(COMBINED_CHANGES, 400, "One change at a time")                                               \
     X(INVALID_QUERY_PARAMETER, 400, "Query parameter is invalid")                                  \
     X(INVALID_PAGE_TOKEN, 400, "Page token is invalid")                                            \
     X(UNAUTHENTICATED, 401, "Authentication required")                                             \
@@ -19,6 +20,7 @@
     X(TOKEN_NOT_FOUND, 404, "Token not found")                                                     \
     X(HOST_NOT_FOUND, 404, "Host not found")                                                       \
     X(CLUSTER_NOT_FOUND, 404, "Cluster not found")                                                 \
+    X(NO_PENDING_CHANGE, 404, "Nothing is pending")                                                \
     X(METHOD_NOT_ALLOWED, 405, "Method not allowed on this route")                                 \
     X(CLUSTER_ALREADY_EXISTS, 409, "A cluster with this id exists with another spec")              \
     X(INSUFFICIENT_CAPACITY, 409, "No placement satisfies the rules")                              \
@@ -26,6 +28,9 @@
     X(CHANGE_NOT_SUPPORTED_YET, 409, "This change is not supported yet")                           \
     X(NO_IN_SYNC_REPLICA, 409, "No replica is in sync")                                            \
     X(NOT_SUPPORTED_BY_ENGINE, 409, "The cluster's engine cannot do this")                         \
+    X(ENGINE_NOT_INSTALLED, 409, "The engine is not installed on every host")                      \
+    X(CLUSTER_UNHEALTHY, 409, "The cluster is not healthy enough for this")                        \
+    X(INSUFFICIENT_MEMORY, 409, "Too little free memory for a full sync")                          \
     X(PRECONDITION_FAILED, 412, "The resource changed since it was read")                          \
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json, plain or gzip")         \
@@ -50,5 +55,9 @@ struct problem_info {
 
 /* The registry entry for code; never NULL for a valid code. */
 const struct problem_info *problem_info(enum problem_code code);
+
+/* The code named name ("CLUSTER_UNHEALTHY"); PROBLEM_INTERNAL_ERROR for a
+ * name that is none. */
+enum problem_code problem_by_code(const char *name);
 
 #endif

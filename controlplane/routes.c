@@ -39,6 +39,8 @@ const struct route api_routes[] = {
     {"PATCH", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_patch, NULL, cspec_any_object},
     {"DELETE", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_delete, NULL, NULL},
     {"GET", "/v1/clusters/{id}/auth", SCOPE_ADMIN, api_clusters_auth, NULL, NULL},
+    {"DELETE", "/v1/clusters/{id}/pending-changes", SCOPE_ADMIN, api_clusters_cancel_pending, NULL,
+     NULL},
     {"POST", "/v1/clusters/{id}/failover", SCOPE_ADMIN, api_clusters_failover, NULL,
      api_failover_spec},
     {"POST", "/v1/agent/register", SCOPE_BOOTSTRAP, api_agent_register, NULL,

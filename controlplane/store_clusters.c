@@ -27,7 +27,8 @@
                         "n.id, 'role', n.role,"                                                    \
                         "          'host_id', n.host_id, 'az', h.az, 'address', h.address, "       \
                         "'port', n.port,"                                                          \
-                        "          'engine_version', n.running_version, 'status', "                \
+                        "          'engine', n.engine, 'engine_version', n.running_version, "      \
+                        "'status', "                                                               \
                         "coalesce(n.process_state,"                                                \
                         "          'pending')) ORDER BY n.ordinal)"                                \
                         "        FROM nodes n LEFT JOIN hosts h ON h.id = n.host_id WHERE "        \

@@ -524,6 +524,9 @@ class Api:
     def delete(self, path, **kw):
         return self.request("DELETE", path, **kw)
 
+    def patch(self, path, **kw):
+        return self.request("PATCH", path, **kw)
+
 
 class Instance:
     """A started cairnd with an admin and a read token and API clients for both."""

@@ -1061,6 +1061,31 @@ static void test_slots_match_valkey_cli(void **state)
     }
 }
 
+static void test_window_next_open(void **state)
+{
+    (void)state;
+    int start, end;
+    char msg[128];
+    /* 2026-11-29 was a Sunday; 05:00 UTC is 1795928400. */
+    const long long sun0500 = 1795928400;
+
+    assert_true(cspec_window_parse("sun:05:00-sun:06:00", &start, &end, msg, sizeof(msg)));
+    assert_int_equal(cspec_window_next_open(start, end, sun0500), sun0500); /* opens now */
+    assert_int_equal(cspec_window_next_open(start, end, sun0500 + 3599), sun0500 + 3599);
+    /* closed at 06:00: next Sunday */
+    assert_int_equal(cspec_window_next_open(start, end, sun0500 + 3600), sun0500 + 7 * 86400);
+    /* a minute before, with seconds: at 05:00:00 */
+    assert_int_equal(cspec_window_next_open(start, end, sun0500 - 61), sun0500);
+    /* Monday noon: six days less seventeen hours on */
+    assert_int_equal(cspec_window_next_open(start, end, sun0500 + 7 * 3600), sun0500 + 7 * 86400);
+    /* a window over the week's end, sun:23:00-mon:01:00, open at 00:30 Monday */
+    assert_true(cspec_window_parse("sun:23:00-mon:01:00", &start, &end, msg, sizeof(msg)));
+    long long mon0030 = sun0500 + 19 * 3600 + 1800;
+    assert_int_equal(cspec_window_next_open(start, end, mon0030), mon0030);
+    assert_int_equal(cspec_window_next_open(start, end, mon0030 + 1800),
+                     sun0500 + 18 * 3600 + 7 * 86400);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1112,6 +1137,7 @@ int main(void)
         cmocka_unit_test(test_diff_appends),
         cmocka_unit_test(test_field_change),
         cmocka_unit_test(test_patch_flow),
+        cmocka_unit_test(test_window_next_open),
         cmocka_unit_test(test_slots_small),
         cmocka_unit_test(test_slots_cover_exactly_once),
         cmocka_unit_test(test_slots_match_valkey_cli),

@@ -1,0 +1,392 @@
+/* ops_upgrade.c -- the in-place engine upgrade (ARCHITECTURE.md §6), shard
+ * by shard:
+ *
+ *   1. every replica in turn gets the new engine as its desired engine; its
+ *      agent stops it and starts the new binary on the same data directory
+ *      and port; done when the engine answers as the new version, has loaded
+ *      and is linked with its offset caught up with the primary's;
+ *   2. a lossless planned failover to an upgraded replica (the failover
+ *      operation's steps, ops_failover_run);
+ *   3. the old primary, now a replica, is upgraded like the others.
+ *   A shard without replicas restarts its only node on the new binary, from
+ *   its persistence: the downtime the precheck announced.
+ *
+ * A node that does not come up healthy on the new version within
+ * --upgrade-node-timeout, while its shard's primary still runs the old
+ * version, is rolled back to the old binary and the operation fails with
+ * the cause; the cluster is as it was. Once a shard's primary runs the new
+ * version there is no way back (the old engine cannot read what the new one
+ * wrote), and the operation says so if a node fails then.
+ *
+ * The context holds where the upgrade is: "shard", the node in flight
+ * ("node", "node_since"), a "rollback", or a "failover" in progress; every
+ * decision is made again from the nodes' desired and observed state, so a
+ * cairnd that resumes the operation after a crash picks up where it was. */
+#include "ops_upgrade.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clusters.h"
+#include "info.h"
+#include "log.h"
+#include "nodeio.h"
+#include "ops_cluster.h"
+#include "resp.h"
+#include "upgrades.h"
+#include "xalloc.h"
+
+#define POLL_MS 200
+
+struct topo {
+    struct cluster_nodes nodes;
+    char *password;
+    bool cluster_mode;
+};
+
+static bool topo_load(struct op_ctx *ctx, struct topo *t)
+{
+    char err[256];
+    memset(t, 0, sizeof(*t));
+    if (cluster_nodes_load(ctx->app, ctx->cluster_id, &t->nodes, &t->password, &t->cluster_mode,
+                           err, sizeof(err)))
+        return true;
+    log_warn("could not load the cluster's nodes", "cluster=%s error=\"%s\"", ctx->cluster_id, err);
+    return false;
+}
+
+static void topo_free(struct topo *t)
+{
+    cluster_nodes_free(&t->nodes);
+    free(t->password);
+}
+
+static const char *ctx_str(struct op_ctx *ctx, const char *object, const char *key)
+{
+    json_t *o = object != NULL ? json_object_get(ctx->context, object) : ctx->context;
+    return json_string_value(json_object_get(o, key));
+}
+
+static bool on(const struct cluster_node *n, const char *engine, const char *version)
+{
+    return strcmp(n->engine, engine) == 0 && strcmp(n->engine_version, version) == 0;
+}
+
+/* The shard's designated primary (cairnd's designation follows failovers). */
+static const struct cluster_node *primary_of(const struct topo *t, int shard)
+{
+    for (size_t i = 0; i < t->nodes.count; i++)
+        if (t->nodes.items[i].shard == shard && strcmp(t->nodes.items[i].role, "primary") == 0)
+            return &t->nodes.items[i];
+    return NULL;
+}
+
+static int shard_size(const struct topo *t, int shard)
+{
+    int n = 0;
+    for (size_t i = 0; i < t->nodes.count; i++)
+        n += t->nodes.items[i].shard == shard;
+    return n;
+}
+
+/* What the engine itself says it is: INFO server's valkey_version (Valkey
+ * also reports a redis_version for clients) or redis_version, as an engine
+ * and a line ("8.0" of "8.0.1"). */
+static bool engine_identity(const struct topo *t, const struct cluster_node *n, char *engine,
+                            char *line, size_t size, char *err, size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(n, t->password, NODEIO_QUICK, err, errsize);
+    struct engine_info *info = c != NULL ? resp_info(c, "server", err, errsize) : NULL;
+    resp_close(c);
+    if (info == NULL)
+        return false;
+    const char *v = engine_info_get(info, "server", "valkey_version");
+    snprintf(engine, size, "%s", v != NULL ? "valkey" : "redis");
+    if (v == NULL)
+        v = engine_info_get(info, "server", "redis_version");
+    const char *dot = v != NULL ? strchr(v, '.') : NULL;
+    dot = dot != NULL ? strchr(dot + 1, '.') : NULL;
+    snprintf(line, size, "%.*s", dot != NULL ? (int)(dot - v) : 0, v != NULL ? v : "");
+    engine_info_free(info);
+    return true;
+}
+
+/* A node is healthy on engine/version: it says so itself, has loaded, and
+ * (a replica) is linked to its primary with its offset where the primary's
+ * was a moment before. *why says what is missing. */
+static bool healthy_on(const struct topo *t, const struct cluster_node *n, const char *engine,
+                       const char *version, char *why, size_t whysize)
+{
+    char got_engine[16], got_line[16], err[256];
+    struct nodeio_repl repl, prepl;
+
+    if (n->host_lost || strcmp(n->process_state, "running") != 0) {
+        snprintf(why, whysize, "its agent reports it %s",
+                 n->host_lost          ? "on a lost host"
+                 : n->process_state[0] ? n->process_state
+                                       : "not started");
+        return false;
+    }
+    if (!engine_identity(t, n, got_engine, got_line, sizeof(got_engine), err, sizeof(err))) {
+        snprintf(why, whysize, "it does not answer: %s", err);
+        return false;
+    }
+    if (strcmp(got_engine, engine) != 0 || strcmp(got_line, version) != 0) {
+        snprintf(why, whysize, "it runs %s %s", got_engine, got_line);
+        return false;
+    }
+    if (!nodeio_replication(n, t->password, NODEIO_QUICK, &repl, err, sizeof(err))) {
+        snprintf(why, whysize, "%s", err);
+        return false;
+    }
+    if (repl.loading) {
+        snprintf(why, whysize, "it is loading its data");
+        return false;
+    }
+    if (strcmp(n->role, "primary") == 0)
+        return true;
+    const struct cluster_node *p = primary_of(t, n->shard);
+    if (p == NULL || !nodeio_replication(p, t->password, NODEIO_QUICK, &prepl, err, sizeof(err))) {
+        snprintf(why, whysize, "its primary cannot be asked");
+        return false;
+    }
+    /* The replica's offset, read after the primary's, has reached it. */
+    if (!nodeio_replication(n, t->password, NODEIO_QUICK, &repl, err, sizeof(err)) ||
+        !repl.in_sync) {
+        snprintf(why, whysize, "it is not linked and in sync with its primary yet");
+        return false;
+    }
+    if (repl.offset < prepl.offset) {
+        snprintf(why, whysize, "it is %lld bytes behind its primary", prepl.offset - repl.offset);
+        return false;
+    }
+    return true;
+}
+
+static bool set_engine(struct op_ctx *ctx, const struct cluster_node *n, const char *which)
+{
+    return upgrade_node_set_engine(ctx->app, n->id, ctx_str(ctx, which, "engine"),
+                                   ctx_str(ctx, which, "engine_version"));
+}
+
+static long long since_s(struct op_ctx *ctx, const char *key)
+{
+    return cluster_now_s() - json_integer_value(json_object_get(ctx->context, key));
+}
+
+static void start_node(struct op_ctx *ctx, const char *node_id, const char *key)
+{
+    json_object_set_new(ctx->context, key, json_string(node_id));
+    json_object_set_new(ctx->context, "node_since", json_integer(cluster_now_s()));
+}
+
+static int timeout_s(struct op_ctx *ctx)
+{
+    return ctx->app->cfg.upgrade_node_timeout_s;
+}
+
+/* ---- steps ----------------------------------------------------------------- */
+
+struct precheck_call {
+    const char *cluster_id, *engine, *version;
+    struct upgrade_refusal refusal;
+};
+
+static enum db_status precheck_fn(struct db_conn *conn, void *arg)
+{
+    struct precheck_call *c = arg;
+    return upgrade_check(conn, c->cluster_id, c->engine, c->version, &c->refusal, NULL);
+}
+
+/* Things change between a request and its window: the checks again. */
+static enum op_result precheck(struct op_ctx *ctx)
+{
+    struct precheck_call c = {ctx->cluster_id,
+                              ctx_str(ctx, "to", "engine"),
+                              ctx_str(ctx, "to", "engine_version"),
+                              {{0}, {0}}};
+    if (!json_is_true(json_object_get(ctx->context, "checked"))) {
+        if (db_run(ctx->app->db, precheck_fn, &c) != DB_OK)
+            return op_wait(ctx, POLL_MS);
+        if (c.refusal.code[0] != '\0')
+            return op_fail(ctx, c.refusal.code, "%s", c.refusal.detail);
+        json_object_set_new(ctx->context, "checked", json_true());
+        json_object_set_new(ctx->context, "started_ms", json_integer(cluster_now_ms()));
+    }
+    return upgrade_started(ctx->app, ctx->cluster_id, ctx->op_id, ctx->context)
+               ? OP_NEXT
+               : op_wait(ctx, POLL_MS);
+}
+
+/* The node in flight: healthy on the new version, or rolled back. */
+static enum op_result node_in_flight(struct op_ctx *ctx, struct topo *t)
+{
+    const struct cluster_node *n = cluster_nodes_find(&t->nodes, ctx_str(ctx, NULL, "node"));
+    char why[320];
+
+    if (n == NULL) { /* replaced meanwhile: the replacement is placed with the spec's engine */
+        json_object_del(ctx->context, "node");
+        return op_wait(ctx, 0);
+    }
+    if (healthy_on(t, n, ctx_str(ctx, "to", "engine"), ctx_str(ctx, "to", "engine_version"), why,
+                   sizeof(why))) {
+        upgrade_node_done(ctx->app, ctx->cluster_id, ctx->op_id, n->id, n->running_version,
+                          since_s(ctx, "node_since"));
+        json_object_set_new(
+            ctx->context, "nodes_done",
+            json_integer(json_integer_value(json_object_get(ctx->context, "nodes_done")) + 1));
+        json_object_del(ctx->context, "node");
+        return op_wait(ctx, 0);
+    }
+    if (since_s(ctx, "node_since") <= timeout_s(ctx))
+        return op_wait(ctx, POLL_MS);
+    const struct cluster_node *p = primary_of(t, n->shard);
+    if (p != NULL && p != n &&
+        on(p, ctx_str(ctx, "to", "engine"), ctx_str(ctx, "to", "engine_version")))
+        return op_fail(ctx, "NODE_UPGRADE_FAILED",
+                       "node %s (%s:%d) did not come up healthy on %s %s within %d s: %s. Its "
+                       "shard's primary already runs %s %s, so the upgrade cannot roll back; "
+                       "the node stays on the new version for its agent to retry or for cairnd "
+                       "to replace",
+                       n->id, n->address, n->port, ctx_str(ctx, "to", "engine"),
+                       ctx_str(ctx, "to", "engine_version"), timeout_s(ctx), why,
+                       ctx_str(ctx, "to", "engine"), ctx_str(ctx, "to", "engine_version"));
+    /* Roll it back: the old binary on the same data. */
+    if (!set_engine(ctx, n, "from"))
+        return op_wait(ctx, POLL_MS);
+    json_object_set_new(ctx->context, "cause", json_string_nocheck(why));
+    json_object_del(ctx->context, "node");
+    start_node(ctx, n->id, "rollback");
+    return op_wait(ctx, POLL_MS);
+}
+
+static enum op_result rollback_in_flight(struct op_ctx *ctx, struct topo *t)
+{
+    const struct cluster_node *n = cluster_nodes_find(&t->nodes, ctx_str(ctx, NULL, "rollback"));
+    char why[320] = "";
+    bool back = n == NULL || healthy_on(t, n, ctx_str(ctx, "from", "engine"),
+                                        ctx_str(ctx, "from", "engine_version"), why, sizeof(why));
+    if (!back && since_s(ctx, "node_since") <= timeout_s(ctx))
+        return op_wait(ctx, POLL_MS);
+    return op_fail(ctx, "ENGINE_UPGRADE_ROLLED_BACK",
+                   "node %s did not come up healthy on %s %s within %d s (%s); it was %s to %s %s "
+                   "and the upgrade stopped, the cluster runs %s %s as before",
+                   ctx_str(ctx, NULL, "rollback"), ctx_str(ctx, "to", "engine"),
+                   ctx_str(ctx, "to", "engine_version"), timeout_s(ctx),
+                   ctx_str(ctx, NULL, "cause"),
+                   back ? "restarted" : "being restarted (not healthy yet)",
+                   ctx_str(ctx, "from", "engine"), ctx_str(ctx, "from", "engine_version"),
+                   ctx_str(ctx, "from", "engine"), ctx_str(ctx, "from", "engine_version"));
+}
+
+static enum op_result failover_in_flight(struct op_ctx *ctx)
+{
+    json_t *sub = json_object_get(ctx->context, "failover");
+    enum op_result r = ops_failover_run(ctx, sub);
+    if (r != OP_NEXT)
+        return r;
+    json_t *pauses = json_object_get(ctx->context, "write_pauses");
+    if (pauses == NULL) {
+        pauses = json_array();
+        json_object_set_new(ctx->context, "write_pauses", pauses);
+    }
+    json_array_append_new(
+        pauses, json_pack("{s:I, s:O, s:O, s:O}", "shard",
+                          json_integer_value(json_object_get(sub, "shard")), "write_pause_ms",
+                          json_object_get(sub, "write_pause_ms"), "from",
+                          json_object_get(sub, "previous"), "to", json_object_get(sub, "target")));
+    json_object_del(ctx->context, "failover");
+    return op_wait(ctx, 0);
+}
+
+/* One shard at a time: its replicas, a failover, its old primary. */
+static enum op_result upgrade_shards(struct op_ctx *ctx)
+{
+    const char *engine = ctx_str(ctx, "to", "engine"),
+               *version = ctx_str(ctx, "to", "engine_version");
+    struct topo t;
+    enum op_result r;
+    char why[320];
+
+    if (json_object_get(ctx->context, "failover") != NULL)
+        return failover_in_flight(ctx);
+    if (!topo_load(ctx, &t))
+        return op_wait(ctx, POLL_MS);
+    if (json_object_get(ctx->context, "rollback") != NULL) {
+        r = rollback_in_flight(ctx, &t);
+        goto out;
+    }
+    if (json_object_get(ctx->context, "node") != NULL) {
+        r = node_in_flight(ctx, &t);
+        goto out;
+    }
+    int last = -1;
+    for (size_t i = 0; i < t.nodes.count; i++)
+        last = t.nodes.items[i].shard > last ? t.nodes.items[i].shard : last;
+    r = OP_NEXT; /* past the last shard */
+    for (int shard = (int)json_integer_value(json_object_get(ctx->context, "shard")); shard <= last;
+         shard++) {
+        json_object_set_new(ctx->context, "shard", json_integer(shard));
+        const struct cluster_node *primary = primary_of(&t, shard), *next = NULL;
+        /* The replicas first; one that already has the new engine as its
+         * desired one but was never seen healthy (a cairnd that crashed
+         * right after asking) is waited for again. */
+        for (size_t i = 0; i < t.nodes.count && next == NULL; i++) {
+            const struct cluster_node *n = &t.nodes.items[i];
+            if (n->shard != shard || n == primary)
+                continue;
+            if (!on(n, engine, version) || !healthy_on(&t, n, engine, version, why, sizeof(why)))
+                next = n;
+        }
+        if (next == NULL && primary != NULL && !on(primary, engine, version)) {
+            if (shard_size(&t, shard) > 1) {
+                json_t *sub = json_pack("{s:i, s:s, s:s}", "shard", shard, "engine", engine,
+                                        "engine_version", version);
+                json_object_set_new(ctx->context, "failover", sub);
+                r = op_wait(ctx, 0);
+                goto out;
+            }
+            next = primary; /* alone: a restart from persistence */
+        }
+        if (next == NULL)
+            continue; /* this shard is done */
+        if (!on(next, engine, version) && !set_engine(ctx, next, "to")) {
+            r = op_wait(ctx, POLL_MS);
+            goto out;
+        }
+        start_node(ctx, next->id, "node");
+        r = op_wait(ctx, POLL_MS);
+        goto out;
+    }
+out:
+    topo_free(&t);
+    return r;
+}
+
+static enum op_result finish(struct op_ctx *ctx)
+{
+    long long took =
+        cluster_now_ms() - json_integer_value(json_object_get(ctx->context, "started_ms"));
+    json_object_set_new(ctx->context, "duration_ms", json_integer(took));
+    return upgrade_done(ctx->app, ctx->cluster_id, ctx->op_id, ctx->context)
+               ? OP_NEXT
+               : op_wait(ctx, POLL_MS);
+}
+
+/* Nothing upgraded yet (a failed check, the first node rolled back): the
+ * spec goes back to what runs, so the cluster is as it was. */
+static void failed(struct op_ctx *ctx)
+{
+    upgrade_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, ctx->context,
+                   json_integer_value(json_object_get(ctx->context, "nodes_done")) == 0);
+}
+
+static const struct op_step upgrade_steps[] = {
+    {"precheck", precheck},
+    {"upgrade_shards", upgrade_shards},
+    {"finish", finish},
+};
+
+const struct op_kind op_cluster_upgrade_engine = {
+    "upgrade_engine", upgrade_steps, sizeof(upgrade_steps) / sizeof(upgrade_steps[0]), failed};

@@ -1,0 +1,551 @@
+/* upgrades.c -- see upgrades.h. */
+#define _GNU_SOURCE
+#include "upgrades.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster_spec.h"
+#include "clusters.h"
+#include "log.h"
+#include "metrics.h"
+#include "runner.h"
+#include "store.h"
+#include "xalloc.h"
+
+/* ---- checks ------------------------------------------------------------------ */
+
+static const struct db_stmt path_allowed = {
+    "SELECT EXISTS (SELECT 1 FROM engine_upgrade_paths WHERE from_engine = $1"
+    "   AND from_version = $2 AND to_engine = $3 AND to_version = $4),"
+    " coalesce((SELECT string_agg(to_engine || ' ' || to_version, ', '"
+    "   ORDER BY to_engine, to_version) FROM engine_upgrade_paths"
+    "   WHERE from_engine = $1 AND from_version = $2), '')"};
+
+enum db_status upgrade_path_allowed(struct db_conn *conn, const char *from_engine,
+                                    const char *from_version, const char *to_engine,
+                                    const char *to_version, bool *ok, char *allowed,
+                                    size_t allowed_size)
+{
+    const char *params[4] = {from_engine, from_version, to_engine, to_version};
+    enum db_status st;
+    PGresult *res = db_query(conn, &path_allowed, 4, params, &st);
+    if (res == NULL)
+        return st;
+    *ok = PQgetvalue(res, 0, 0)[0] == 't';
+    snprintf(allowed, allowed_size, "%s", PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return DB_OK;
+}
+
+static const struct db_stmt hosts_without = {
+    "SELECT string_agg(DISTINCT h.name, ', ') FROM nodes n JOIN hosts h ON h.id = n.host_id"
+    " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
+    "   AND NOT EXISTS (SELECT 1 FROM host_engines e WHERE e.host_id = h.id"
+    "     AND e.engine = $2 AND e.version = $3)"};
+
+/* The first node that is not healthy enough, and why. */
+static const struct db_stmt unhealthy = {
+    "SELECT n.id, s.name, CASE"
+    "   WHEN h.state IS DISTINCT FROM 'healthy' THEN 'its host is ' || coalesce(h.state, 'unknown')"
+    "   WHEN n.process_state IS DISTINCT FROM 'running' THEN"
+    "     'it is ' || coalesce(n.process_state, 'not reported yet')"
+    "   WHEN n.role = 'replica' AND n.master_link_status IS DISTINCT FROM 'up' THEN"
+    "     'it is not linked to its primary'"
+    "   WHEN coalesce(n.loading, false) THEN 'it is loading its data'"
+    "   WHEN coalesce(n.sync_in_progress, false) THEN 'it is in a full sync'"
+    "   ELSE 'it is ' || (p.replication_offset - n.replication_offset) || ' bytes behind its'"
+    "     || ' primary' END"
+    " FROM nodes n JOIN shards s ON s.id = n.shard_id LEFT JOIN hosts h ON h.id = n.host_id"
+    " LEFT JOIN nodes p ON p.shard_id = n.shard_id AND p.role = 'primary'"
+    "   AND p.desired_state <> 'deleted' AND n.role = 'replica'"
+    " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted' AND ("
+    "   h.state IS DISTINCT FROM 'healthy' OR n.process_state IS DISTINCT FROM 'running'"
+    "   OR (n.role = 'replica' AND n.master_link_status IS DISTINCT FROM 'up')"
+    "   OR coalesce(n.loading, false) OR coalesce(n.sync_in_progress, false)"
+    "   OR p.replication_offset - n.replication_offset > $2::bigint)"
+    " ORDER BY s.index, n.ordinal LIMIT 1"};
+
+/* Primaries whose host had less memory free than their data in their
+ * newest sample of the last quarter hour. */
+static const struct db_stmt short_of_memory = {
+    "SELECT x.id, x.name, x.free, x.used FROM ("
+    "   SELECT DISTINCT ON (n.id) n.id, s.name, m.vals[$2::int] AS free, m.vals[$3::int] AS used"
+    "   FROM nodes n JOIN shards s ON s.id = n.shard_id"
+    "   JOIN metric_samples m ON m.cluster_id = n.cluster_id AND m.node_id = n.id"
+    "   WHERE n.cluster_id = $1 AND n.role = 'primary' AND n.desired_state <> 'deleted'"
+    "     AND m.at > now() - interval '15 minutes'"
+    "   ORDER BY n.id, m.at DESC) x"
+    " WHERE x.free < x.used LIMIT 1"};
+
+static const struct db_stmt lone_nodes = {
+    "SELECT coalesce(jsonb_agg(jsonb_build_object('shard_id', s.name, 'node_id', n.id,"
+    "   'reason', 'no replica: the node restarts on the new engine from its persistence and the"
+    " shard is down until it has loaded') ORDER BY s.index), '[]')"
+    " FROM shards s JOIN nodes n ON n.shard_id = s.id AND n.desired_state <> 'deleted'"
+    " WHERE s.cluster_id = $1 AND (SELECT count(*) FROM nodes o WHERE o.shard_id = s.id"
+    "   AND o.desired_state <> 'deleted') = 1"};
+
+static void refuse(struct upgrade_refusal *r, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void refuse(struct upgrade_refusal *r, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    snprintf(r->code, sizeof(r->code), "%s", code);
+    va_start(ap, fmt);
+    vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+    va_end(ap);
+}
+
+enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const char *engine,
+                             const char *version, struct upgrade_refusal *refusal,
+                             json_t **downtime)
+{
+    const char *params[3] = {cluster_id, engine, version};
+    char lag[24], free_at[16], used_at[16];
+    enum db_status st;
+    PGresult *res;
+
+    refusal->code[0] = '\0';
+    if ((res = db_query(conn, &hosts_without, 3, params, &st)) == NULL)
+        return st;
+    if (!PQgetisnull(res, 0, 0))
+        refuse(refusal, "ENGINE_NOT_INSTALLED",
+               "%s %s is not installed on host(s) %s; install it there (the agent reports it on "
+               "its next sync) and ask again",
+               engine, version, PQgetvalue(res, 0, 0));
+    PQclear(res);
+    if (refusal->code[0] != '\0')
+        return DB_OK;
+
+    snprintf(lag, sizeof(lag), "%lld", UPGRADE_MAX_LAG_BYTES);
+    const char *hp[2] = {cluster_id, lag};
+    if ((res = db_query(conn, &unhealthy, 2, hp, &st)) == NULL)
+        return st;
+    if (PQntuples(res) > 0)
+        refuse(refusal, "CLUSTER_UNHEALTHY",
+               "node %s of shard %s is not healthy: %s; an upgrade needs every node running and "
+               "every replica linked and in sync",
+               PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
+    PQclear(res);
+    if (refusal->code[0] != '\0')
+        return DB_OK;
+
+    snprintf(free_at, sizeof(free_at), "%d", metric_index("FreeableMemory") + 1);
+    snprintf(used_at, sizeof(used_at), "%d", metric_index("BytesUsedForCache") + 1);
+    const char *mp[3] = {cluster_id, free_at, used_at};
+    if ((res = db_query(conn, &short_of_memory, 3, mp, &st)) == NULL)
+        return st;
+    if (PQntuples(res) > 0)
+        refuse(refusal, "INSUFFICIENT_MEMORY",
+               "the host of primary %s (shard %s) has %s bytes free and its data takes %s: a full "
+               "sync of an upgraded replica forks the primary and may need as much again; free "
+               "memory or use a larger node type first",
+               PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
+               PQgetvalue(res, 0, 3));
+    PQclear(res);
+    if (refusal->code[0] != '\0' || downtime == NULL)
+        return DB_OK;
+
+    if ((res = db_query(conn, &lone_nodes, 1, params, &st)) == NULL)
+        return st;
+    *downtime = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+    PQclear(res);
+    return DB_OK;
+}
+
+/* ---- queueing and scheduling -------------------------------------------------- */
+
+static const struct db_stmt cancel_scheduled = {
+    "UPDATE operations SET state = 'cancelled', finished_at = now(), updated_at = now()"
+    " WHERE cluster_id = $1 AND kind = 'upgrade_engine' AND state = 'scheduled'"};
+
+static const struct db_stmt insert_upgrade = {
+    "INSERT INTO operations (cluster_id, kind, state, context)"
+    " VALUES ($1, 'upgrade_engine', CASE WHEN $2::boolean THEN 'pending' ELSE 'scheduled' END,"
+    "   jsonb_build_object('from', $3::jsonb, 'to', $4::jsonb, 'downtime', $5::jsonb,"
+    "     'apply', CASE WHEN $2::boolean THEN 'immediately' ELSE 'maintenance_window' END))"
+    " RETURNING id"};
+
+static const struct db_stmt set_pending = {
+    "UPDATE clusters SET pending_changes = pending_changes || jsonb_build_object('engine_upgrade',"
+    "   $2::jsonb || jsonb_build_object('operation_id', $3::text,"
+    "     'apply', CASE WHEN $4::boolean THEN 'immediately' ELSE 'maintenance_window' END,"
+    "     'starts_at', CASE WHEN $4::boolean THEN NULL ELSE to_char(to_timestamp($5::bigint)"
+    "       AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') END,"
+    "     'downtime', $6::jsonb)),"
+    "   updated_at = now() WHERE id = $1"};
+
+static const struct db_stmt window_of = {
+    "SELECT coalesce(spec ->> 'maintenance_window', '" CSPEC_WINDOW_DEFAULT "')"
+    " FROM clusters WHERE id = $1"};
+
+static long long clock_now(const struct app *app)
+{
+    return (long long)time(NULL) + app->cfg.test_clock_offset_s;
+}
+
+/* When the window opens next, by the real clock (the offset removed), so
+ * users read a real time. */
+static long long window_next_open(const struct app *app, const char *window)
+{
+    int start = 0, end = 0;
+    char msg[128];
+    if (!cspec_window_parse(window, &start, &end, msg, sizeof(msg)))
+        return -1;
+    return cspec_window_next_open(start, end, clock_now(app)) - app->cfg.test_clock_offset_s;
+}
+
+enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *cluster_id,
+                             const json_t *from, const json_t *to, bool apply_now, json_t *downtime,
+                             char *op_id)
+{
+    char *from_text = json_dumps(from, JSON_COMPACT), *to_text = json_dumps(to, JSON_COMPACT);
+    char *down_text = json_dumps(downtime, JSON_COMPACT);
+    char starts[24] = "0";
+    const char *params[6] = {
+        cluster_id, apply_now ? "true" : "false", from_text, to_text, down_text, NULL};
+    enum db_status st;
+    PGresult *res;
+
+    PQclear(db_query(conn, &cancel_scheduled, 1, params, &st));
+    if (st == DB_OK && !apply_now && (res = db_query(conn, &window_of, 1, params, &st)) != NULL) {
+        snprintf(starts, sizeof(starts), "%lld", window_next_open(app, PQgetvalue(res, 0, 0)));
+        PQclear(res);
+    }
+    if (st == DB_OK && (res = db_query(conn, &insert_upgrade, 5, params, &st)) != NULL) {
+        snprintf(op_id, 40, "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+        const char *pp[6] = {cluster_id, to_text, op_id, params[1], starts, down_text};
+        PQclear(db_query(conn, &set_pending, 6, pp, &st));
+    }
+    if (st == DB_OK) {
+        char *detail = xasprintf("{\"from\": %s, \"to\": %s, \"apply\": \"%s\"}", from_text,
+                                 to_text, apply_now ? "immediately" : "maintenance_window");
+        st = cluster_add_event(conn, cluster_id, op_id,
+                               apply_now ? "EngineUpgradeRequested" : "EngineUpgradeScheduled",
+                               "info",
+                               apply_now ? "an engine upgrade was requested"
+                                         : "an engine upgrade waits for the maintenance window",
+                               detail);
+        free(detail);
+    }
+    free(from_text);
+    free(to_text);
+    free(down_text);
+    return st;
+}
+
+static const struct db_stmt scheduled_of = {
+    "SELECT id, state, context::text FROM operations WHERE cluster_id = $1"
+    "   AND kind = 'upgrade_engine' AND state IN ('scheduled', 'pending', 'running')"
+    " ORDER BY created_at DESC LIMIT 1 FOR UPDATE"};
+
+static const struct db_stmt cancel_op = {
+    "UPDATE operations SET state = 'cancelled', finished_at = now(), updated_at = now()"
+    " WHERE id = $1::uuid"};
+
+/* The spec back to what runs, and nothing pending. */
+static const struct db_stmt revert_spec = {
+    "UPDATE clusters SET spec = spec || jsonb_build_object('engine', $2::text,"
+    "   'engine_version', $3::text), generation = generation + 1,"
+    "   pending_changes = pending_changes - 'engine_upgrade', updated_at = now() WHERE id = $1"};
+
+struct cancel_call {
+    const char *id;
+    bool started;
+};
+
+static enum db_status cancel_fn(struct db_conn *conn, void *arg)
+{
+    struct cancel_call *c = arg;
+    const char *params[3] = {c->id, NULL, NULL};
+    enum db_status st;
+    PGresult *res = db_query(conn, &scheduled_of, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    if (PQntuples(res) == 0 || strcmp(PQgetvalue(res, 0, 1), "scheduled") != 0) {
+        c->started = PQntuples(res) > 0;
+        PQclear(res);
+        return DB_NOT_FOUND;
+    }
+    char op_id[40];
+    snprintf(op_id, sizeof(op_id), "%s", PQgetvalue(res, 0, 0));
+    json_t *context = json_loads(PQgetvalue(res, 0, 2), 0, NULL);
+    PQclear(res);
+    params[1] = json_string_value(json_object_get(json_object_get(context, "from"), "engine"));
+    params[2] =
+        json_string_value(json_object_get(json_object_get(context, "from"), "engine_version"));
+    const char *op[1] = {op_id};
+    PQclear(db_query(conn, &cancel_op, 1, op, &st));
+    if (st == DB_OK)
+        PQclear(db_query(conn, &revert_spec, 3, params, &st));
+    if (st == DB_OK)
+        st = cluster_add_event(conn, c->id, op_id, "EngineUpgradeCancelled", "info",
+                               "the scheduled engine upgrade was cancelled", NULL);
+    json_decref(context);
+    return st;
+}
+
+enum db_status upgrade_cancel(struct app *app, const char *cluster_id, bool *started)
+{
+    struct cancel_call c = {cluster_id, false};
+    enum db_status st = db_tx(app->db, DB_READ_COMMITTED, cancel_fn, &c);
+    *started = c.started;
+    return st;
+}
+
+static const struct db_stmt scheduled = {
+    "SELECT o.id, o.cluster_id, coalesce(c.spec ->> 'maintenance_window', '" CSPEC_WINDOW_DEFAULT
+    "'),"
+    "   EXISTS (SELECT 1 FROM operations a WHERE a.cluster_id = o.cluster_id"
+    "     AND a.state IN ('pending', 'running'))"
+    " FROM operations o JOIN clusters c ON c.id = o.cluster_id"
+    " WHERE o.kind = 'upgrade_engine' AND o.state = 'scheduled' ORDER BY o.created_at"};
+
+static const struct db_stmt start_scheduled = {
+    "UPDATE operations SET state = 'pending', updated_at = now(),"
+    "   context = context || jsonb_build_object('window_opened_at',"
+    "     to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'window', $2::text)"
+    " WHERE id = $1::uuid AND state = 'scheduled'"};
+
+static const struct db_stmt starts_at = {
+    "UPDATE clusters SET pending_changes = jsonb_set(pending_changes,"
+    "   '{engine_upgrade,starts_at}', to_jsonb(to_char(to_timestamp($2::bigint) AT TIME ZONE"
+    "   'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))"
+    " WHERE id = $1 AND pending_changes #>> '{engine_upgrade,operation_id}' = $3"
+    "   AND pending_changes #>> '{engine_upgrade,starts_at}' IS DISTINCT FROM"
+    "     to_char(to_timestamp($2::bigint) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"};
+
+struct tick_call {
+    struct app *app;
+    int started;
+};
+
+static enum db_status tick_fn(struct db_conn *conn, void *arg)
+{
+    struct tick_call *c = arg;
+    enum db_status st;
+    PGresult *res = db_query(conn, &scheduled, 0, NULL, &st);
+
+    if (res == NULL)
+        return st;
+    long long now = (long long)time(NULL);
+    for (int r = 0; r < PQntuples(res) && st == DB_OK; r++) {
+        const char *op_id = PQgetvalue(res, r, 0), *cluster_id = PQgetvalue(res, r, 1);
+        const char *window = PQgetvalue(res, r, 2);
+        bool busy = PQgetvalue(res, r, 3)[0] == 't';
+        long long opens = window_next_open(c->app, window);
+        char when[24];
+        snprintf(when, sizeof(when), "%lld", opens);
+        if (opens > now || busy) {
+            const char *sp[3] = {cluster_id, when, op_id};
+            PQclear(db_query(conn, &starts_at, 3, sp, &st));
+            continue;
+        }
+        const char *params[2] = {op_id, window};
+        PGresult *u = db_query(conn, &start_scheduled, 2, params, &st);
+        if (u != NULL && atoi(PQcmdTuples(u)) == 1) {
+            c->started++;
+            log_info("maintenance window open: engine upgrade starts", "cluster=%s operation=%s",
+                     cluster_id, op_id);
+        }
+        PQclear(u);
+    }
+    PQclear(res);
+    return st;
+}
+
+int upgrade_schedule_tick(struct app *app)
+{
+    struct tick_call c = {app, 0};
+    if (db_run(app->db, tick_fn, &c) != DB_OK)
+        return 0;
+    if (c.started > 0 && app->runner != NULL)
+        runner_poke(app->runner);
+    return c.started;
+}
+
+/* ---- milestones ------------------------------------------------------------------ */
+
+static const struct db_stmt set_modifying = {
+    "UPDATE clusters SET status = 'modifying', updated_at = now() WHERE id = $1"};
+
+struct milestone_call {
+    const char *cluster_id, *op_id;
+    const json_t *context;
+    const char *code, *error;
+    bool rolled_back;
+};
+
+static char *from_to(const json_t *context)
+{
+    const json_t *from = json_object_get(context, "from"), *to = json_object_get(context, "to");
+    return xasprintf("%s %s to %s %s", json_string_value(json_object_get(from, "engine")),
+                     json_string_value(json_object_get(from, "engine_version")),
+                     json_string_value(json_object_get(to, "engine")),
+                     json_string_value(json_object_get(to, "engine_version")));
+}
+
+static enum db_status started_fn(struct db_conn *conn, void *arg)
+{
+    struct milestone_call *c = arg;
+    const char *params[1] = {c->cluster_id};
+    enum db_status st;
+    PQclear(db_query(conn, &set_modifying, 1, params, &st));
+    if (st != DB_OK)
+        return st;
+    char *what = from_to(c->context), *message = xasprintf("engine upgrade from %s", what);
+    json_t *d = json_pack("{s:O, s:O, s:O?}", "from", json_object_get(c->context, "from"), "to",
+                          json_object_get(c->context, "to"), "downtime",
+                          json_object_get(c->context, "downtime"));
+    char *detail = json_dumps(d, JSON_COMPACT);
+    st = cluster_add_event(conn, c->cluster_id, c->op_id, "EngineUpgradeStarted", "info", message,
+                           detail);
+    free(detail);
+    json_decref(d);
+    free(message);
+    free(what);
+    return st;
+}
+
+bool upgrade_started(struct app *app, const char *cluster_id, const char *op_id, json_t *context)
+{
+    if (json_is_true(json_object_get(context, "announced")))
+        return true;
+    struct milestone_call c = {cluster_id, op_id, context, NULL, NULL, false};
+    if (db_tx(app->db, DB_READ_COMMITTED, started_fn, &c) != DB_OK)
+        return false;
+    json_object_set_new(context, "announced", json_true());
+    return true;
+}
+
+static const struct db_stmt node_engine = {
+    "UPDATE nodes SET engine = $2, engine_version = $3 WHERE id = $1::uuid"};
+
+struct engine_call {
+    const char *node_id, *engine, *version;
+};
+
+static enum db_status engine_fn(struct db_conn *conn, void *arg)
+{
+    struct engine_call *c = arg;
+    const char *params[3] = {c->node_id, c->engine, c->version};
+    enum db_status st;
+    PQclear(db_query(conn, &node_engine, 3, params, &st));
+    return st;
+}
+
+bool upgrade_node_set_engine(struct app *app, const char *node_id, const char *engine,
+                             const char *version)
+{
+    struct engine_call c = {node_id, engine, version};
+    return db_run(app->db, engine_fn, &c) == DB_OK;
+}
+
+struct node_done_call {
+    const char *cluster_id, *op_id, *node_id, *running;
+    long long seconds;
+};
+
+static enum db_status node_done_fn(struct db_conn *conn, void *arg)
+{
+    struct node_done_call *c = arg;
+    char *message = xasprintf("node %s runs %s (%llds)", c->node_id, c->running, c->seconds);
+    char *detail =
+        xasprintf("{\"node_id\": \"%s\", \"running_version\": \"%s\", \"seconds\": %lld}",
+                  c->node_id, c->running, c->seconds);
+    enum db_status st =
+        cluster_add_event(conn, c->cluster_id, c->op_id, "NodeUpgraded", "info", message, detail);
+    free(message);
+    free(detail);
+    return st;
+}
+
+void upgrade_node_done(struct app *app, const char *cluster_id, const char *op_id,
+                       const char *node_id, const char *running, long long seconds)
+{
+    struct node_done_call c = {cluster_id, op_id, node_id, running, seconds};
+    if (db_run(app->db, node_done_fn, &c) != DB_OK)
+        log_warn("could not record a NodeUpgraded event", "node=%s", node_id);
+}
+
+static const struct db_stmt set_done = {
+    "UPDATE clusters SET status = 'available', observed_generation = generation,"
+    "  engine_version_actual = (SELECT min(running_version) FROM nodes WHERE cluster_id = $1"
+    "    AND desired_state <> 'deleted'),"
+    "  pending_changes = pending_changes - 'engine_upgrade', updated_at = now() WHERE id = $1"};
+
+static enum db_status done_fn(struct db_conn *conn, void *arg)
+{
+    struct milestone_call *c = arg;
+    const char *params[1] = {c->cluster_id};
+    enum db_status st;
+    PQclear(db_query(conn, &set_done, 1, params, &st));
+    if (st != DB_OK)
+        return st;
+    json_t *d =
+        json_pack("{s:O, s:O, s:O?, s:O?, s:O?}", "from", json_object_get(c->context, "from"), "to",
+                  json_object_get(c->context, "to"), "duration_ms",
+                  json_object_get(c->context, "duration_ms"), "write_pauses",
+                  json_object_get(c->context, "write_pauses"), "nodes_upgraded",
+                  json_object_get(c->context, "nodes_done"));
+    char *detail = json_dumps(d, JSON_COMPACT), *what = from_to(c->context);
+    char *message =
+        xasprintf("engine upgraded from %s in %.1f s", what,
+                  (double)json_integer_value(json_object_get(c->context, "duration_ms")) / 1000.0);
+    st = cluster_add_event(conn, c->cluster_id, c->op_id, "EngineUpgradeComplete", "info", message,
+                           detail);
+    free(message);
+    free(what);
+    free(detail);
+    json_decref(d);
+    return st;
+}
+
+bool upgrade_done(struct app *app, const char *cluster_id, const char *op_id, const json_t *context)
+{
+    struct milestone_call c = {cluster_id, op_id, context, NULL, NULL, false};
+    return db_tx(app->db, DB_READ_COMMITTED, done_fn, &c) == DB_OK;
+}
+
+static const struct db_stmt set_failed = {
+    "UPDATE clusters SET status = 'available', updated_at = now(),"
+    "  engine_version_actual = (SELECT min(running_version) FROM nodes WHERE cluster_id = $1"
+    "    AND desired_state <> 'deleted'),"
+    "  pending_changes = pending_changes - 'engine_upgrade' WHERE id = $1"};
+
+static enum db_status failed_fn(struct db_conn *conn, void *arg)
+{
+    struct milestone_call *c = arg;
+    const json_t *from = json_object_get(c->context, "from");
+    const char *params[3] = {c->cluster_id, json_string_value(json_object_get(from, "engine")),
+                             json_string_value(json_object_get(from, "engine_version"))};
+    enum db_status st;
+    PQclear(db_query(conn, &set_failed, 1, params, &st));
+    if (st == DB_OK && c->rolled_back && params[1] != NULL && params[2] != NULL)
+        PQclear(db_query(conn, &revert_spec, 3, params, &st));
+    if (st != DB_OK)
+        return st;
+    json_t *d = json_pack("{s:s, s:s, s:b}", "code", c->code, "error", c->error, "rolled_back",
+                          c->rolled_back);
+    char *detail = json_dumps(d, JSON_COMPACT);
+    st = cluster_add_event(conn, c->cluster_id, c->op_id, "EngineUpgradeFailed", "error", c->error,
+                           detail);
+    free(detail);
+    json_decref(d);
+    return st;
+}
+
+void upgrade_failed(struct app *app, const char *cluster_id, const char *op_id, const char *code,
+                    const char *error, const json_t *context, bool rolled_back)
+{
+    struct milestone_call c = {cluster_id, op_id, context, code, error, rolled_back};
+    if (db_tx(app->db, DB_READ_COMMITTED, failed_fn, &c) != DB_OK)
+        log_warn("could not record the end of a failed upgrade", "cluster=%s", cluster_id);
+}

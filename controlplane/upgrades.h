@@ -1,0 +1,77 @@
+/* upgrades.h -- engine upgrades above the store: the checks a request and
+ * the operation's start both make, queueing or scheduling the operation,
+ * its milestones (each with its event), cancelling a scheduled one, and the
+ * scheduler that starts scheduled upgrades when the cluster's maintenance
+ * window opens. The operation itself is ops_upgrade.c. */
+#ifndef CAIRN_UPGRADES_H
+#define CAIRN_UPGRADES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "app.h"
+#include "db.h"
+
+/* A replica further behind its primary than this (by the offsets its agent
+ * reports) is lagging: an upgrade would wait on it, or lose it. */
+#define UPGRADE_MAX_LAG_BYTES (64LL << 20)
+
+/* Why an upgrade cannot start now; code is a problem code. */
+struct upgrade_refusal {
+    char code[40];
+    char detail[512];
+};
+
+/* The checks, in a transaction of the caller's (conn): every host of the
+ * cluster has engine/version installed; every node runs, every replica is
+ * linked, loaded and within UPGRADE_MAX_LAG_BYTES; each primary's host has
+ * at least the memory its data takes free (a full sync forks it). False
+ * with the refusal filled; *downtime (when not NULL) gets the shards that
+ * have no replica and will be down while their node restarts, a JSON array
+ * of {shard_id, node_id, reason}. */
+enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const char *engine,
+                             const char *version, struct upgrade_refusal *refusal,
+                             json_t **downtime);
+
+/* Whether the catalog allows from -> to (an upgrade path); the allowed
+ * targets, comma-separated, in allowed (for the message). */
+enum db_status upgrade_path_allowed(struct db_conn *conn, const char *from_engine,
+                                    const char *from_version, const char *to_engine,
+                                    const char *to_version, bool *ok, char *allowed,
+                                    size_t allowed_size);
+
+/* Queue (apply_now) or schedule for the maintenance window the upgrade
+ * operation, in the caller's transaction; pending_changes.engine_upgrade
+ * says what comes and, scheduled, when. A scheduled upgrade of the cluster
+ * already waiting is cancelled: the newer request replaces it. *op_id: 40
+ * bytes. */
+enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *cluster_id,
+                             const json_t *from, const json_t *to, bool apply_now, json_t *downtime,
+                             char *op_id);
+
+/* Cancel the cluster's scheduled upgrade: the spec's engine and version go
+ * back to what runs. DB_NOT_FOUND: there is none (*started: it has started
+ * already, and runs). */
+enum db_status upgrade_cancel(struct app *app, const char *cluster_id, bool *started);
+
+/* The scheduler: start every scheduled upgrade whose cluster's window is
+ * open (by the clock plus --test-clock-offset) and has no other operation
+ * running; keep pending_changes' starts_at current. Returns how many
+ * started. */
+int upgrade_schedule_tick(struct app *app);
+
+/* Operation milestones. */
+bool upgrade_started(struct app *app, const char *cluster_id, const char *op_id, json_t *context);
+bool upgrade_node_set_engine(struct app *app, const char *node_id, const char *engine,
+                             const char *version);
+void upgrade_node_done(struct app *app, const char *cluster_id, const char *op_id,
+                       const char *node_id, const char *running, long long seconds);
+bool upgrade_done(struct app *app, const char *cluster_id, const char *op_id,
+                  const json_t *context);
+/* A failed upgrade: the cluster is available; rolled_back puts the spec's
+ * engine and version back to context's "from". */
+void upgrade_failed(struct app *app, const char *cluster_id, const char *op_id, const char *code,
+                    const char *error, const json_t *context, bool rolled_back);
+
+#endif
