@@ -223,6 +223,7 @@ class Agent:
         self.log = harness.LogSource(f"cairn-agent[{name}]", self.log_path)
         self.proc = None
         self.start_offset = 0  # where the log of the current run begins
+        self.env = {}          # variables the next start adds to the environment
         _agents.append(self)
         _data_dirs.add(str(self.data_dir))
 
@@ -238,7 +239,7 @@ class Agent:
         assert self.proc is None or not self.proc.alive(), f"{self.name} is already running"
         self.start_offset = self.log.size()
         self.proc = harness.ManagedProcess(self.log.name, self.argv(), self.log_path,
-                                           env=harness.clean_env())
+                                           env=harness.clean_env(**self.env))
         return self
 
     @property

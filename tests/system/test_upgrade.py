@@ -22,7 +22,7 @@ from expect import eq
 from test_ha import HEALING, ClusterClient, Writer, sentinel_master
 
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures(
-    "upgrade", cairnd_args=["--upgrade-node-timeout", "20"])
+    "upgrade", cairnd_args=["--upgrade-node-timeout", "10"])
 
 VALKEY_80 = {"engine": "valkey", "engine_version": "8.0"}
 
@@ -224,3 +224,135 @@ def test_refusals(stack, cleanup):
     finally:
         os.kill(pid, signal.SIGCONT)
     eq(clusters.get(api, "up-sick")["engine"], "redis", "the spec unchanged")
+
+
+def iso_epoch(ts):
+    import calendar
+    return calendar.timegm(time.strptime(ts, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def restart_cairnd(stack, offset_s):
+    """kill -9 cairnd and start it again with its clock moved offset_s
+    seconds on (only maintenance windows read it)."""
+    stack.cairnd_args = [a for a in stack.cairnd_args if not a.startswith("--test-clock")]
+    if offset_s:
+        stack.cairnd_args.append(f"--test-clock-offset={offset_s}")
+    stack.kill9_cairnd()
+    stack.restart_cairnd()
+
+
+def test_scheduled_upgrade_starts_in_its_window_and_survives_kill9(stack, cleanup):
+    """apply_immediately false: the upgrade waits for the window (cancel
+    and ask again on the way); cairnd's clock moved into the window starts
+    it; cairnd killed with -9 halfway and restarted finishes it."""
+    days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    day = days[(time.gmtime().tm_wday + 2) % 7]  # two days on: never open now
+    window = f"{day}:03:00-{day}:04:00"
+    body, pw = create(stack, cleanup, clusters.redis_group("up-window",
+                                                           maintenance_window=window))
+    before = ports(body)
+    api = stack.api
+    op_id, patched = upgrade(stack, "up-window", apply_immediately=False)
+    up = patched["pending_changes"]["engine_upgrade"]
+    eq((up["apply"], up["engine"], up["engine_version"]),
+       ("maintenance_window", "valkey", "8.0"), "pending_changes")
+    opens = iso_epoch(up["starts_at"])
+    gm = time.gmtime(opens)
+    eq((days[gm.tm_wday], gm.tm_hour, gm.tm_min), (day, 3, 0), "starts_at is the window's start")
+    assert 86400 < opens - time.time() < 3 * 86400, up
+    eq(operation(stack, op_id)["state"], "scheduled", "waits for the window")
+
+    # Cancelled, the spec is back to what runs; asked again.
+    r = api.delete("/v1/clusters/up-window/pending-changes")
+    after = expect.json_ok(r)
+    eq((after["engine"], after["engine_version"]), ("redis", "7.0"), "the spec reverted")
+    assert "engine_upgrade" not in after["pending_changes"], after["pending_changes"]
+    eq(operation(stack, op_id)["state"], "cancelled", "the cancelled operation")
+    expect.problem(api.delete("/v1/clusters/up-window/pending-changes"), "NO_PENDING_CHANGE")
+    op_id, patched = upgrade(stack, "up-window", apply_immediately=False)
+    time.sleep(2.5)  # the scheduler looks every second
+    eq(operation(stack, op_id)["state"], "scheduled", "still waiting outside the window")
+    eq({n["engine_version"][:3] for n in nodes(clusters.get(api, "up-window"))}, {"7.0"},
+       "nothing upgraded before the window")
+
+    # cairnd's clock six seconds before the window opens: not yet, then yes.
+    restart_cairnd(stack, int(opens - time.time()) - 6)
+    try:
+        time.sleep(2.5)
+        eq(operation(stack, op_id)["state"], "scheduled", "not before the window")
+        wait_until(lambda: operation(stack, op_id)["state"] in ("pending", "running"), 20,
+                   "the upgrade started in the window")
+        wait_until(lambda: any(e["type"] == "NodeUpgraded" and e["operation_id"] == op_id
+                               for e in events(api, "up-window")), 60,
+                   "the first node upgraded")
+        restart_cairnd(stack, int(opens - time.time()) - 6)
+        op = wait_operation(stack, op_id)
+    finally:
+        restart_cairnd(stack, 0)
+    eq(op["state"], "succeeded", f"the upgrade after kill -9: {op}")
+    check_upgraded(stack, "up-window", pw, before)
+    kinds = [e["type"] for e in upgrade_events(stack, "up-window")]
+    for k in ("EngineUpgradeScheduled", "EngineUpgradeCancelled", "EngineUpgradeStarted",
+              "EngineUpgradeComplete"):
+        assert k in kinds, f"{k} in {kinds}"
+    upgraded = {e["detail"]["node_id"] for e in upgrade_events(stack, "up-window")
+                if e["type"] == "NodeUpgraded"}
+    eq(upgraded, set(before), "every node upgraded")
+
+
+BROKEN_VALKEY = """#!/bin/sh
+# Says it is Valkey 8.0.1, and fails to start.
+if [ "$1" = "--version" ]; then
+    echo "Valkey server v=8.0.1 sha=00000000:0 malloc=libc bits=64 build=0"
+    exit 0
+fi
+echo "this valkey-server cannot start" >&2
+exit 1
+"""
+
+
+def test_rollback_when_the_new_engine_does_not_start(stack, cleanup, tmp_path):
+    """One host's valkey-server is broken: the first replica to be upgraded
+    does not come up on it within --upgrade-node-timeout (10 s here), goes
+    back to redis 7.0 on the same data, and the operation fails saying why.
+    The cluster is as it was, and served writes throughout."""
+    body, pw = create(stack, cleanup, clusters.redis_group("up-back"))
+    before = ports(body)
+    first = nodes(body)[1]  # ordinal 1: the first replica the upgrade takes
+    eq(first["role"], "replica", "the first replica")
+    agent = stack.agent_of(first["host_id"])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "valkey-server").write_text(BROKEN_VALKEY)
+    (bin_dir / "valkey-server").chmod(0o755)
+    (bin_dir / "redis-server").symlink_to("/usr/bin/redis-server")
+    agent.stop()
+    agent.env = {"PATH": str(bin_dir)}
+    agent.start()
+    try:
+        w = Writer(lambda: sentinel_master(stack, "up-back", pw)[1]).start()
+        try:
+            op_id, _ = upgrade(stack, "up-back")
+            op = wait_operation(stack, op_id, timeout=120)
+        finally:
+            w.stop()
+        eq((op["state"], op["error"]["code"]), ("failed", "ENGINE_UPGRADE_ROLLED_BACK"),
+           f"the upgrade: {op}")
+        assert first["id"] in op["error"]["message"], op["error"]
+        after = wait_available(stack.api, "up-back")
+        eq((after["engine"], after["engine_version"]), ("redis", "7.0"), "the spec as it was")
+        eq(ports(after), before, "same nodes and ports")
+        wait_until(lambda: all(n["status"] == "running" for n in nodes(
+            clusters.get(stack.api, "up-back"))), 30, "every node running")
+        for n in nodes(clusters.get(stack.api, "up-back")):
+            eq(engine_version(n, pw), "redis 7.0.15", f"node {n['id']} on redis 7.0")
+        _, master = sentinel_master(stack, "up-back", pw)
+        eq([k for k, _ in w.acked if master.get(k) is None], [], "acknowledged writes lost")
+        failed = [e for e in upgrade_events(stack, "up-back") if e["type"] == "EngineUpgradeFailed"]
+        eq(len(failed), 1, "one EngineUpgradeFailed")
+        assert failed[0]["detail"]["rolled_back"], failed[0]
+    finally:
+        agent.stop()
+        agent.env = {}
+        agent.start()
+        agent.wait_registered(15)
