@@ -1,6 +1,7 @@
 /* api_operations.c -- GET /v1/operations and /v1/operations/{id}: the
  * durable workflows that move clusters toward their spec, newest first. */
 #include "api.h"
+#include "upgrades.h"
 
 static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
                                  char **items, char *next_key)
@@ -34,5 +35,5 @@ void api_operations_get(struct http_request *req)
         http_reply_problem(req, PROBLEM_OPERATION_NOT_FOUND, NULL, "%s does not exist", id);
         return;
     }
-    api_reply_get(req, store_operation_get, id, PROBLEM_OPERATION_NOT_FOUND);
+    api_reply_get(req, upgrade_operation_get, id, PROBLEM_OPERATION_NOT_FOUND);
 }

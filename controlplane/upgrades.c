@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "upgrades.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -548,4 +549,153 @@ void upgrade_failed(struct app *app, const char *cluster_id, const char *op_id, 
     struct milestone_call c = {cluster_id, op_id, context, code, error, rolled_back};
     if (db_tx(app->db, DB_READ_COMMITTED, failed_fn, &c) != DB_OK)
         log_warn("could not record the end of a failed upgrade", "cluster=%s", cluster_id);
+}
+
+/* ---- the upgrade report ------------------------------------------------------------ */
+
+/* The metrics the report compares, cluster averages over the hour before
+ * and the hour after. */
+static const char *const report_metrics[] = {
+    "EngineCPUUtilization",     "CPUUtilization",     "BytesUsedForCache",
+    "MemoryFragmentationRatio", "GetTypeCmdsLatency", "SetTypeCmdsLatency",
+    "CurrConnections",          "Evictions",          "ReplicationLag"};
+#define REPORT_METRICS  (sizeof(report_metrics) / sizeof(report_metrics[0]))
+#define REPORT_WINDOW_S 3600
+
+static const struct db_stmt report_source = {
+    "SELECT o.cluster_id, o.context::text, extract(epoch FROM o.started_at)::bigint,"
+    "  extract(epoch FROM o.finished_at)::bigint, extract(epoch FROM now())::bigint,"
+    "  coalesce((SELECT period_s FROM metric_samples m WHERE m.cluster_id = o.cluster_id"
+    "    ORDER BY m.at DESC LIMIT 1), 60)"
+    " FROM operations o WHERE o.id = $1::uuid AND o.kind = 'upgrade_engine'"
+    "   AND o.state IN ('succeeded', 'failed') AND o.started_at IS NOT NULL"};
+
+/* The mean of each series' points (NAN without points), in metrics' order;
+ * stat as store_metric_stats. */
+static enum db_status means(struct db_conn *conn, const char *cluster_id, long long start,
+                            long long end, int stat, const int *metrics, int n, double *out)
+{
+    char s[24], e[24];
+    snprintf(s, sizeof(s), "%lld", start);
+    snprintf(e, sizeof(e), "%lld", end);
+    struct store_metric_query q = {.cluster_id = cluster_id,
+                                   .start = s,
+                                   .end = e,
+                                   .period_s = 60,
+                                   .stat = stat,
+                                   .metrics = metrics,
+                                   .nmetrics = n,
+                                   .max_points = REPORT_WINDOW_S / 60 + 1};
+    json_t *res = NULL;
+    char err[256];
+    for (int i = 0; i < n; i++)
+        out[i] = NAN;
+    if (end <= start)
+        return DB_OK;
+    enum db_status st = store_metric_query(conn, &q, &res, err, sizeof(err));
+    if (st != DB_OK)
+        return st == DB_NOT_FOUND ? DB_OK : st;
+    json_t *series = json_object_get(res, "series");
+    for (int i = 0; i < n && i < (int)json_array_size(series); i++) {
+        json_t *points = json_object_get(json_array_get(series, (size_t)i), "points"), *p;
+        size_t k;
+        double sum = 0;
+        json_array_foreach (points, k, p) {
+            sum += json_number_value(json_object_get(p, "value"));
+        }
+        if (json_array_size(points) > 0)
+            out[i] = stat == 3 ? sum : sum / (double)json_array_size(points); /* 3: Sum */
+    }
+    json_decref(res);
+    return DB_OK;
+}
+
+static json_t *compare(double before, double after)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "before", isnan(before) ? json_null() : json_real(before));
+    json_object_set_new(o, "after", isnan(after) ? json_null() : json_real(after));
+    json_object_set_new(o, "change_percent",
+                        isnan(before) || isnan(after) || before == 0
+                            ? json_null()
+                            : json_real((after - before) / fabs(before) * 100.0));
+    return o;
+}
+
+/* Engine CPU seconds per million commands over [start, end): the engines'
+ * CPU time (EngineCPUUtilization, percent of a core, over each sample's
+ * period) over every command they ran (KeyBasedCmds + NonKeyTypeCmds), so
+ * that more or less traffic does not pass for a faster or slower engine. */
+static enum db_status cpu_per_million(struct db_conn *conn, const char *cluster_id, long long start,
+                                      long long end, int period_s, double *out)
+{
+    const int which[3] = {metric_index("EngineCPUUtilization"), metric_index("KeyBasedCmds"),
+                          metric_index("NonKeyTypeCmds")};
+    double sums[3];
+    enum db_status st = means(conn, cluster_id, start, end, 3, which, 3, sums);
+    double commands = sums[1] + sums[2];
+    *out = st == DB_OK && !isnan(sums[0]) && !isnan(commands) && commands > 0
+               ? sums[0] / 100.0 * period_s / commands * 1e6
+               : NAN;
+    return st;
+}
+
+enum db_status upgrade_operation_get(struct db_conn *conn, const char *id, char **out)
+{
+    const char *params[1] = {id};
+    enum db_status st = store_operation_get(conn, id, out);
+    if (st != DB_OK)
+        return st;
+    PGresult *res = db_query(conn, &report_source, 1, params, &st);
+    if (res == NULL || PQntuples(res) == 0) {
+        PQclear(res);
+        return st == DB_OK || res == NULL ? DB_OK : st;
+    }
+    char cluster_id[64];
+    snprintf(cluster_id, sizeof(cluster_id), "%s", PQgetvalue(res, 0, 0));
+    json_t *context = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
+    long long started = atoll(PQgetvalue(res, 0, 2)), finished = atoll(PQgetvalue(res, 0, 3));
+    long long now = atoll(PQgetvalue(res, 0, 4));
+    int period_s = atoi(PQgetvalue(res, 0, 5));
+    PQclear(res);
+
+    long long after_end = finished + REPORT_WINDOW_S < now ? finished + REPORT_WINDOW_S : now;
+    int which[REPORT_METRICS];
+    double before[REPORT_METRICS], after[REPORT_METRICS], cpu_before = NAN, cpu_after = NAN;
+    for (size_t i = 0; i < REPORT_METRICS; i++)
+        which[i] = metric_index(report_metrics[i]);
+    if ((st = means(conn, cluster_id, started - REPORT_WINDOW_S, started, 0, which, REPORT_METRICS,
+                    before)) == DB_OK &&
+        (st = means(conn, cluster_id, finished, after_end, 0, which, REPORT_METRICS, after)) ==
+            DB_OK &&
+        (st = cpu_per_million(conn, cluster_id, started - REPORT_WINDOW_S, started, period_s,
+                              &cpu_before)) == DB_OK)
+        st = cpu_per_million(conn, cluster_id, finished, after_end, period_s, &cpu_after);
+    if (st != DB_OK) {
+        json_decref(context);
+        return st;
+    }
+    json_t *metrics = json_object();
+    for (size_t i = 0; i < REPORT_METRICS; i++)
+        json_object_set_new(metrics, report_metrics[i], compare(before[i], after[i]));
+    json_object_set_new(metrics, "EngineCPUSecondsPerMillionCommands",
+                        compare(cpu_before, cpu_after));
+    json_t *op = json_loads(*out, 0, NULL);
+    json_t *report = json_pack(
+        "{s:O?, s:O?, s:O?, s:O?, s:O?, s:{s:I, s:I}, s:{s:I, s:I}, s:o}", "from",
+        json_object_get(context, "from"), "to", json_object_get(context, "to"), "duration_ms",
+        json_object_get(context, "duration_ms"), "write_pauses",
+        json_object_get(context, "write_pauses"), "downtime", json_object_get(context, "downtime"),
+        "before", "start", (json_int_t)(started - REPORT_WINDOW_S), "end", (json_int_t)started,
+        "after", "start", (json_int_t)finished, "end", (json_int_t)after_end, "metrics", metrics);
+    if (op != NULL && report != NULL) {
+        json_object_set_new(op, "report", report);
+        free(*out);
+        *out = json_dumps(op, JSON_COMPACT);
+    } else {
+        json_decref(report);
+    }
+    json_decref(op);
+    json_decref(context);
+    return DB_OK;
 }

@@ -74,4 +74,10 @@ bool upgrade_done(struct app *app, const char *cluster_id, const char *op_id,
 void upgrade_failed(struct app *app, const char *cluster_id, const char *op_id, const char *code,
                     const char *error, const json_t *context, bool rolled_back);
 
+/* GET /v1/operations/{id}: the operation, and for an upgrade that has
+ * ended its report: the duration, each failover's write pause, and the
+ * cluster's metrics over the hour before it started and the hour after it
+ * ended (as much of it as has passed), with the change in percent. */
+enum db_status upgrade_operation_get(struct db_conn *conn, const char *id, char **out);
+
 #endif

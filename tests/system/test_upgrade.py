@@ -22,7 +22,8 @@ from expect import eq
 from test_ha import HEALING, ClusterClient, Writer, sentinel_master
 
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures(
-    "upgrade", cairnd_args=["--upgrade-node-timeout", "10"])
+    "upgrade", cairnd_args=["--upgrade-node-timeout", "10"],
+    agent_args=["--metrics-interval", "1", "--metrics-period", "2"])
 
 VALKEY_80 = {"engine": "valkey", "engine_version": "8.0"}
 
@@ -95,12 +96,24 @@ def test_disabled_mode_group_upgrades_without_losing_a_write(stack, cleanup):
             p.set(f"pre{i}", i)
         p.execute()
     w = Writer(lambda: sentinel_master(stack, "up-group", pw)[1]).start()
+    time.sleep(4)  # two metric periods under the writer, for the report's "before"
     try:
         op_id, _ = upgrade(stack, "up-group")
         op = wait_operation(stack, op_id)
+        eq(op["state"], "succeeded", f"the upgrade: {op}")
+
+        # The report: the same metrics before and after, once samples after
+        # exist (the writer goes on meanwhile, as traffic would).
+        def report_after():
+            r = operation(stack, op_id).get("report")
+            m = r["metrics"] if r else {}
+            return r if m and all(m[k]["after"] is not None for k in (
+                "EngineCPUUtilization", "SetTypeCmdsLatency",
+                "EngineCPUSecondsPerMillionCommands")) else None
+        report = wait_until(report_after, 15, "the report with metrics after the upgrade",
+                            interval=0.5)
     finally:
         w.stop()
-    eq(op["state"], "succeeded", f"the upgrade: {op}")
     check_upgraded(stack, "up-group", pw, before)
     _, master = sentinel_master(stack, "up-group", pw)
     missing = [k for k, _ in w.acked if master.get(k) is None]
@@ -117,6 +130,22 @@ def test_disabled_mode_group_upgrades_without_losing_a_write(stack, cleanup):
     pauses = done["detail"]["write_pauses"]
     eq(len(pauses), 1, f"one failover: {pauses}")
     assert 0 <= pauses[0]["write_pause_ms"] < 1000, pauses
+    eq((report["from"], report["to"]), ({"engine": "redis", "engine_version": "7.0"}, VALKEY_80),
+       "the report's versions")
+    eq(report["write_pauses"], pauses, "the report's write pauses")
+    eq(report["duration_ms"], done["detail"]["duration_ms"], "the report's duration")
+    for name in ("EngineCPUUtilization", "CPUUtilization", "BytesUsedForCache",
+                 "MemoryFragmentationRatio", "SetTypeCmdsLatency", "CurrConnections",
+                 "EngineCPUSecondsPerMillionCommands"):
+        m = report["metrics"][name]
+        assert m["before"] is not None and m["after"] is not None, (name, m)
+        if m["before"]:
+            assert abs(m["change_percent"] - (m["after"] - m["before"]) / abs(m["before"]) * 100) \
+                < 1e-6, (name, m)
+    assert report["metrics"]["SetTypeCmdsLatency"]["before"] > 0, report["metrics"]
+    assert report["before"]["end"] <= report["after"]["start"] <= int(time.time()), report
+    print("report:", {k: (v["before"], v["after"], v["change_percent"])
+                      for k, v in report["metrics"].items()})
     print(f"group upgrade: {done['detail']['duration_ms']} ms, write pause "
           f"{pauses[0]['write_pause_ms']} ms, {len(w.acked)} writes acknowledged, "
           f"{len(w.errors)} failed and retried")
