@@ -233,9 +233,24 @@ def test_refusals(stack, cleanup):
     after = clusters.get(api, "up-no")
     eq((after["engine_version"], after["generation"]), ("8.0", gen), "nothing changed")
 
+    grp, pw = create(stack, cleanup, clusters.redis_group("up-sick", replicas_per_shard=1))
+    # A primary whose host has less memory free than its data takes (its
+    # newest sample says so).
+    names = [m["name"] for m in expect.json_ok(api.get("/v1/metrics/catalog"))["metrics"]]
+    vals = ["NULL"] * len(names)
+    vals[names.index("FreeableMemory")] = "1000000"
+    vals[names.index("BytesUsedForCache")] = "5000000"
+    primary = next(n for n in nodes(grp) if n["role"] == "primary")
+    stack.db.psql("INSERT INTO metric_samples (cluster_id, node_id, at, period_s, vals)"
+                  f" VALUES ('up-sick', '{primary['id']}', now() + interval '1 hour', 60,"
+                  f" ARRAY[{','.join(vals)}]::real[])")
+    r = api.patch("/v1/clusters/up-sick", json=VALKEY_80)
+    expect.problem(r, "INSUFFICIENT_MEMORY")
+    assert primary["id"] in r.json()["detail"], r.json()
+    stack.db.psql(f"DELETE FROM metric_samples WHERE node_id = '{primary['id']}'"
+                  " AND at > now() + interval '30 minutes'")
     # An unhealthy cluster: a replica's engine frozen (its agent reports it
     # unresponsive).
-    grp, pw = create(stack, cleanup, clusters.redis_group("up-sick", replicas_per_shard=1))
     replica = next(n for n in nodes(grp) if n["role"] == "replica")
     agent = stack.agent_of(replica["host_id"])
     pid = agent.pidfile(replica["id"])
@@ -385,3 +400,26 @@ def test_rollback_when_the_new_engine_does_not_start(stack, cleanup, tmp_path):
         agent.env = {}
         agent.start()
         agent.wait_registered(15)
+
+
+def test_shard_without_replica_is_restarted_from_persistence(stack, cleanup):
+    """A single node: its downtime is announced in the answer to the PATCH,
+    and its data comes back from its append-only file on valkey 8.0."""
+    body, pw = create(stack, cleanup, clusters.redis_group(
+        "up-alone", replicas_per_shard=0, automatic_failover=False, multi_az=False))
+    node = nodes(body)[0]
+    with clusters.client(node["address"], node["port"], pw) as c:
+        with c.pipeline(transaction=False) as p:
+            for i in range(5000):
+                p.set(f"k{i}", i)
+            p.execute()
+    op_id, patched = upgrade(stack, "up-alone")
+    down = patched["pending_changes"]["engine_upgrade"]["downtime"]
+    eq([(d["shard_id"], d["node_id"]) for d in down], [("0001", node["id"])],
+       "the downtime announced up front")
+    op = wait_operation(stack, op_id)
+    eq(op["state"], "succeeded", f"the upgrade: {op}")
+    check_upgraded(stack, "up-alone", pw, ports(body))
+    with clusters.client(node["address"], node["port"], pw) as c:
+        eq(c.dbsize(), 5000, "every key, from the append-only file")
+    eq(op["report"]["downtime"], down, "the report's downtime")
