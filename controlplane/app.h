@@ -19,13 +19,14 @@ struct config {
     const char *secret_key_file;       /* seals engine passwords; NULL: clusters refused */
     char sentinel_host[64];            /* Sentinel-compatible discovery; "" when off */
     int sentinel_port;
-    int heartbeat_timeout_s;    /* a host silent this long is lost */
-    int sync_wait_ms;           /* longest an agent's sync is held; -1 until set */
-    int replace_after_s;        /* a node lost (or crashed) this long is replaced */
-    int metrics_retention_days; /* 60-second samples are kept this long */
-    int upgrade_node_timeout_s; /* an upgraded node not healthy by then: rollback */
-    int test_clock_offset_s;    /* tests only: seconds added to the clock maintenance
-                                   windows are read by */
+    int heartbeat_timeout_s;     /* a host silent this long is lost */
+    int sync_wait_ms;            /* longest an agent's sync is held; -1 until set */
+    int replace_after_s;         /* a node lost (or crashed) this long is replaced */
+    int metrics_retention_days;  /* 60-second samples are kept this long */
+    int upgrade_node_timeout_s;  /* an upgraded node not healthy by then: rollback */
+    int upgrade_parallel_shards; /* shards an engine upgrade takes at once */
+    int test_clock_offset_s;     /* tests only: seconds added to the clock maintenance
+                                    windows are read by */
 };
 
 struct runner;

@@ -38,6 +38,8 @@ static const struct setting settings[] = {
      AT(metrics_retention_days)},
     {"upgrade-node-timeout", "CAIRN_UPGRADE_NODE_TIMEOUT", SET_INT, 5, 86400,
      AT(upgrade_node_timeout_s)},
+    {"upgrade-parallel-shards", "CAIRN_UPGRADE_PARALLEL_SHARDS", SET_INT, 1, 500,
+     AT(upgrade_parallel_shards)},
     {"test-clock-offset", "CAIRN_TEST_CLOCK_OFFSET", SET_INT, -31622400, 31622400,
      AT(test_clock_offset_s)},
 };
@@ -141,6 +143,7 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->replace_after_s = 60;
     cfg->metrics_retention_days = 15;
     cfg->upgrade_node_timeout_s = 300;
+    cfg->upgrade_parallel_shards = 1;
     strcpy(cfg->sentinel_host, "127.0.0.1");
     cfg->sentinel_port = 26379;
     cfg->sync_wait_ms = -1; /* unset: derived from the heartbeat timeout */

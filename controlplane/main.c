@@ -28,6 +28,7 @@ static const char usage[] =
     "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
     "              [--sentinel-listen HOST:PORT|off] [--replace-after SECONDS]\n"
     "              [--metrics-retention-days DAYS] [--upgrade-node-timeout SECONDS]\n"
+    "              [--upgrade-parallel-shards N]\n"
     "              [--test-clock-offset SECONDS]\n"
     "       cairnd migrate [--database-url URL]\n"
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
@@ -76,6 +77,7 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"replace-after", required_argument, NULL, 0},
         {"metrics-retention-days", required_argument, NULL, 0},
         {"upgrade-node-timeout", required_argument, NULL, 0},
+        {"upgrade-parallel-shards", required_argument, NULL, 0},
         {"test-clock-offset", required_argument, NULL, 0},
         {"no-migrate", no_argument, NULL, 'M'},
         {"name", required_argument, NULL, 'n'},

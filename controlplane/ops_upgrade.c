@@ -300,68 +300,122 @@ static enum op_result failover_in_flight(struct op_ctx *ctx)
     return op_wait(ctx, 0);
 }
 
-/* One shard at a time: its replicas, a failover, its old primary. */
-static enum op_result upgrade_shards(struct op_ctx *ctx)
+/* One step of a shard's upgrade, ctx->context being its lane: the node in
+ * flight, a rollback, a failover, or the next node. *done when the shard
+ * has every node on the new engine, healthy. */
+static enum op_result lane_step(struct op_ctx *ctx, struct topo *t, int shard, bool *done)
 {
     const char *engine = ctx_str(ctx, "to", "engine"),
                *version = ctx_str(ctx, "to", "engine_version");
-    struct topo t;
-    enum op_result r;
     char why[320];
 
+    *done = false;
     if (json_object_get(ctx->context, "failover") != NULL)
         return failover_in_flight(ctx);
+    if (json_object_get(ctx->context, "rollback") != NULL)
+        return rollback_in_flight(ctx, t);
+    if (json_object_get(ctx->context, "node") != NULL)
+        return node_in_flight(ctx, t);
+
+    const struct cluster_node *primary = primary_of(t, shard), *next = NULL;
+    /* The replicas first; one that already has the new engine as its
+     * desired one but was never seen healthy (a cairnd that crashed right
+     * after asking) is waited for again. */
+    for (size_t i = 0; i < t->nodes.count && next == NULL; i++) {
+        const struct cluster_node *n = &t->nodes.items[i];
+        if (n->shard != shard || n == primary)
+            continue;
+        if (!on(n, engine, version) || !healthy_on(t, n, engine, version, why, sizeof(why)))
+            next = n;
+    }
+    if (next == NULL && primary != NULL && !on(primary, engine, version)) {
+        if (shard_size(t, shard) > 1) {
+            json_object_set_new(ctx->context, "failover",
+                                json_pack("{s:i, s:s, s:s}", "shard", shard, "engine", engine,
+                                          "engine_version", version));
+            return op_wait(ctx, 0);
+        }
+        next = primary; /* alone: a restart from persistence */
+    }
+    if (next == NULL) {
+        *done = true;
+        return OP_NEXT;
+    }
+    if (!on(next, engine, version) && !set_engine(ctx, next, "to"))
+        return op_wait(ctx, POLL_MS);
+    start_node(ctx, next->id, "node");
+    return op_wait(ctx, POLL_MS);
+}
+
+/* What a finished lane adds to the operation's totals. */
+static void lane_totals(json_t *into, const json_t *lane)
+{
+    json_object_set_new(into, "nodes_done",
+                        json_integer(json_integer_value(json_object_get(into, "nodes_done")) +
+                                     json_integer_value(json_object_get(lane, "nodes_done"))));
+    json_t *pauses = json_object_get(into, "write_pauses");
+    if (pauses == NULL) {
+        pauses = json_array();
+        json_object_set_new(into, "write_pauses", pauses);
+    }
+    json_array_extend(pauses, json_object_get(lane, "write_pauses"));
+}
+
+/* Shards in lanes, up to --upgrade-parallel-shards at once (1: one shard
+ * after the other), each lane one node at a time: its replicas, a
+ * failover, its old primary. context.lanes holds a lane per shard in
+ * progress by its index; context.next_shard the next to start. */
+static enum op_result upgrade_shards(struct op_ctx *ctx)
+{
+    json_t *outer = ctx->context, *lanes = json_object_get(outer, "lanes");
+    struct topo t;
+
     if (!topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
-    if (json_object_get(ctx->context, "rollback") != NULL) {
-        r = rollback_in_flight(ctx, &t);
-        goto out;
+    if (lanes == NULL) {
+        lanes = json_object();
+        json_object_set_new(outer, "lanes", lanes);
     }
-    if (json_object_get(ctx->context, "node") != NULL) {
-        r = node_in_flight(ctx, &t);
-        goto out;
-    }
-    int last = -1;
+    int last = -1, next = (int)json_integer_value(json_object_get(outer, "next_shard"));
     for (size_t i = 0; i < t.nodes.count; i++)
         last = t.nodes.items[i].shard > last ? t.nodes.items[i].shard : last;
-    r = OP_NEXT; /* past the last shard */
-    for (int shard = (int)json_integer_value(json_object_get(ctx->context, "shard")); shard <= last;
-         shard++) {
-        json_object_set_new(ctx->context, "shard", json_integer(shard));
-        const struct cluster_node *primary = primary_of(&t, shard), *next = NULL;
-        /* The replicas first; one that already has the new engine as its
-         * desired one but was never seen healthy (a cairnd that crashed
-         * right after asking) is waited for again. */
-        for (size_t i = 0; i < t.nodes.count && next == NULL; i++) {
-            const struct cluster_node *n = &t.nodes.items[i];
-            if (n->shard != shard || n == primary)
-                continue;
-            if (!on(n, engine, version) || !healthy_on(&t, n, engine, version, why, sizeof(why)))
-                next = n;
-        }
-        if (next == NULL && primary != NULL && !on(primary, engine, version)) {
-            if (shard_size(&t, shard) > 1) {
-                json_t *sub = json_pack("{s:i, s:s, s:s}", "shard", shard, "engine", engine,
-                                        "engine_version", version);
-                json_object_set_new(ctx->context, "failover", sub);
-                r = op_wait(ctx, 0);
-                goto out;
-            }
-            next = primary; /* alone: a restart from persistence */
-        }
-        if (next == NULL)
-            continue; /* this shard is done */
-        if (!on(next, engine, version) && !set_engine(ctx, next, "to")) {
-            r = op_wait(ctx, POLL_MS);
-            goto out;
-        }
-        start_node(ctx, next->id, "node");
-        r = op_wait(ctx, POLL_MS);
-        goto out;
+    while ((int)json_object_size(lanes) < ctx->app->cfg.upgrade_parallel_shards && next <= last) {
+        char key[16];
+        snprintf(key, sizeof(key), "%d", next++);
+        json_object_set_new(lanes, key,
+                            json_pack("{s:O, s:O}", "from", json_object_get(outer, "from"), "to",
+                                      json_object_get(outer, "to")));
+        json_object_set_new(outer, "next_shard", json_integer(next));
     }
-out:
+
+    enum op_result r = OP_NEXT;
+    int wait = -1;
+    const char *key;
+    json_t *lane, *tmp;
+    json_object_foreach_safe(lanes, tmp, key, lane)
+    {
+        bool done = false;
+        ctx->context = lane;
+        enum op_result lr = lane_step(ctx, &t, atoi(key), &done);
+        ctx->context = outer;
+        if (lr == OP_FAILED) {
+            r = OP_FAILED;
+            break;
+        }
+        if (done) {
+            lane_totals(outer, lane);
+            json_object_del(lanes, key);
+            wait = 0; /* the next shard can start */
+        } else if (lr == OP_WAIT && (wait < 0 || ctx->wait_ms < wait)) {
+            wait = ctx->wait_ms;
+        }
+    }
     topo_free(&t);
-    return r;
+    if (r == OP_FAILED)
+        return r;
+    if (json_object_size(lanes) == 0 && next > last)
+        return OP_NEXT;
+    return op_wait(ctx, wait < 0 ? 0 : wait);
 }
 
 static enum op_result finish(struct op_ctx *ctx)
@@ -378,8 +432,14 @@ static enum op_result finish(struct op_ctx *ctx)
  * spec goes back to what runs, so the cluster is as it was. */
 static void failed(struct op_ctx *ctx)
 {
+    json_int_t upgraded = json_integer_value(json_object_get(ctx->context, "nodes_done"));
+    const char *key;
+    json_t *lane;
+    json_object_foreach (json_object_get(ctx->context, "lanes"), key, lane) {
+        upgraded += json_integer_value(json_object_get(lane, "nodes_done"));
+    }
     upgrade_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, ctx->context,
-                   json_integer_value(json_object_get(ctx->context, "nodes_done")) == 0);
+                   upgraded == 0);
 }
 
 static const struct op_step upgrade_steps[] = {

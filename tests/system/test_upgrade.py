@@ -22,7 +22,8 @@ from expect import eq
 from test_ha import HEALING, ClusterClient, Writer, sentinel_master
 
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures(
-    "upgrade", cairnd_args=["--upgrade-node-timeout", "10"],
+    "upgrade",
+    cairnd_args=["--upgrade-node-timeout", "10", "--upgrade-parallel-shards", "2"],
     agent_args=["--metrics-interval", "1", "--metrics-period", "2"])
 
 VALKEY_80 = {"engine": "valkey", "engine_version": "8.0"}
@@ -153,7 +154,8 @@ def test_disabled_mode_group_upgrades_without_losing_a_write(stack, cleanup):
 
 def test_cluster_mode_upgrades_without_losing_a_write(stack, cleanup):
     """redis 7.0 cluster mode, 3 shards x (1 + 1), 100,000 keys, a writer
-    through the cluster client."""
+    through the cluster client; two shards at a time (--upgrade-parallel-shards
+    2), so the third starts when one of them is done."""
     body, pw = create(stack, cleanup, clusters.valkey_cluster(
         "up-sharded", engine="redis", engine_version="7.0"))
     before = ports(body)
