@@ -42,6 +42,9 @@ enum db_status upgrade_path_allowed(struct db_conn *conn, const char *from_engin
     return DB_OK;
 }
 
+static const struct db_stmt cluster_live = {
+    "SELECT count(*) FROM clusters WHERE id = $1 AND status <> 'deleting'"};
+
 static const struct db_stmt hosts_without = {
     "SELECT string_agg(DISTINCT h.name, ', ') FROM nodes n JOIN hosts h ON h.id = n.host_id"
     " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
@@ -112,6 +115,14 @@ enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const
     PGresult *res;
 
     refusal->code[0] = '\0';
+    long long live = 0;
+    if ((st = store_get_int64(conn, &cluster_live, 1, params, &live)) != DB_OK)
+        return st;
+    if (live == 0) {
+        refuse(refusal, "CLUSTER_NOT_FOUND", "cluster %s does not exist or is being deleted",
+               cluster_id != NULL ? cluster_id : "(none)");
+        return DB_OK;
+    }
     if ((res = db_query(conn, &hosts_without, 3, params, &st)) == NULL)
         return st;
     if (!PQgetisnull(res, 0, 0))

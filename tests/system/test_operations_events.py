@@ -21,7 +21,7 @@ OPS = [
      "2026-01-02 10:00:00.5+00", "2026-01-02 10:00:01+00", "2026-01-02 10:01:00+00"),
     ("00000000-0000-4000-8000-00000000000c", CL_B, "create", "running", 1, "place_nodes", 10, None,
      "2026-01-03 12:00:00+02", "2026-01-03 10:00:02+00", None),
-    ("00000000-0000-4000-8000-00000000000d", None, "upgrade_engine", "pending", 0, None, 0, None,
+    ("00000000-0000-4000-8000-00000000000d", None, "change_node_type", "pending", 0, None, 0, None,
      "2026-01-04 10:00:00+00", None, None),
     ("00000000-0000-4000-8000-00000000000e", CL_B, "failover", "cancelled", 0, None, 0, None,
      "2026-01-05 10:00:00.123456+00", None, "2026-01-05 10:00:03+00"),
@@ -96,7 +96,7 @@ def test_get_operation_exact(ops):
 def test_get_operation_with_nulls_and_utc_conversion(ops):
     body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[3][0]}"))
     eq(body, {
-        "id": OPS[3][0], "cluster_id": None, "kind": "upgrade_engine", "state": "pending",
+        "id": OPS[3][0], "cluster_id": None, "kind": "change_node_type", "state": "pending",
         "step": 0, "step_name": None, "steps": [], "progress": 0, "error": None,
         "created_at": "2026-01-04T10:00:00.000000Z", "started_at": None, "finished_at": None,
         "updated_at": "2026-01-04T10:01:00.000000Z",
