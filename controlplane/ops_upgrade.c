@@ -91,10 +91,14 @@ static int shard_size(const struct topo *t, int shard)
 }
 
 /* What the engine itself says it is: INFO server's valkey_version (Valkey
- * also reports a redis_version for clients) or redis_version, as an engine
- * and a line ("8.0" of "8.0.1"). */
-static bool engine_identity(const struct topo *t, const struct cluster_node *n, char *engine,
-                            char *line, size_t size, char *err, size_t errsize)
+ * also reports a redis_version for clients) or redis_version, as an engine,
+ * a version ("8.0.1") and its line ("8.0"). */
+struct identity {
+    char engine[16], version[32], line[16];
+};
+
+static bool engine_identity(const struct topo *t, const struct cluster_node *n, struct identity *id,
+                            char *err, size_t errsize)
 {
     struct resp_conn *c = nodeio_connect(n, t->password, NODEIO_QUICK, err, errsize);
     struct engine_info *info = c != NULL ? resp_info(c, "server", err, errsize) : NULL;
@@ -102,23 +106,27 @@ static bool engine_identity(const struct topo *t, const struct cluster_node *n, 
     if (info == NULL)
         return false;
     const char *v = engine_info_get(info, "server", "valkey_version");
-    snprintf(engine, size, "%s", v != NULL ? "valkey" : "redis");
+    snprintf(id->engine, sizeof(id->engine), "%s", v != NULL ? "valkey" : "redis");
     if (v == NULL)
         v = engine_info_get(info, "server", "redis_version");
-    const char *dot = v != NULL ? strchr(v, '.') : NULL;
+    snprintf(id->version, sizeof(id->version), "%s", v != NULL ? v : "");
+    const char *dot = strchr(id->version, '.');
     dot = dot != NULL ? strchr(dot + 1, '.') : NULL;
-    snprintf(line, size, "%.*s", dot != NULL ? (int)(dot - v) : 0, v != NULL ? v : "");
+    snprintf(id->line, sizeof(id->line), "%.*s", dot != NULL ? (int)(dot - id->version) : 0,
+             id->version);
     engine_info_free(info);
     return true;
 }
 
 /* A node is healthy on engine/version: it says so itself, has loaded, and
  * (a replica) is linked to its primary with its offset where the primary's
- * was a moment before. *why says what is missing. */
+ * was a moment before. *why says what is missing; id (may be NULL) gets
+ * what it said it is. */
 static bool healthy_on(const struct topo *t, const struct cluster_node *n, const char *engine,
-                       const char *version, char *why, size_t whysize)
+                       const char *version, char *why, size_t whysize, struct identity *id)
 {
-    char got_engine[16], got_line[16], err[256];
+    struct identity got;
+    char err[256];
     struct nodeio_repl repl, prepl;
 
     if (n->host_lost || strcmp(n->process_state, "running") != 0) {
@@ -128,12 +136,14 @@ static bool healthy_on(const struct topo *t, const struct cluster_node *n, const
                                        : "not started");
         return false;
     }
-    if (!engine_identity(t, n, got_engine, got_line, sizeof(got_engine), err, sizeof(err))) {
+    if (!engine_identity(t, n, &got, err, sizeof(err))) {
         snprintf(why, whysize, "it does not answer: %s", err);
         return false;
     }
-    if (strcmp(got_engine, engine) != 0 || strcmp(got_line, version) != 0) {
-        snprintf(why, whysize, "it runs %s %s", got_engine, got_line);
+    if (id != NULL)
+        *id = got;
+    if (strcmp(got.engine, engine) != 0 || strcmp(got.line, version) != 0) {
+        snprintf(why, whysize, "it runs %s %s", got.engine, got.version);
         return false;
     }
     if (!nodeio_replication(n, t->password, NODEIO_QUICK, &repl, err, sizeof(err))) {
@@ -223,6 +233,7 @@ static enum op_result precheck(struct op_ctx *ctx)
 static enum op_result node_in_flight(struct op_ctx *ctx, struct topo *t)
 {
     const struct cluster_node *n = cluster_nodes_find(&t->nodes, ctx_str(ctx, NULL, "node"));
+    struct identity id;
     char why[320];
 
     if (n == NULL) { /* replaced meanwhile: the replacement is placed with the spec's engine */
@@ -230,8 +241,8 @@ static enum op_result node_in_flight(struct op_ctx *ctx, struct topo *t)
         return op_wait(ctx, 0);
     }
     if (healthy_on(t, n, ctx_str(ctx, "to", "engine"), ctx_str(ctx, "to", "engine_version"), why,
-                   sizeof(why))) {
-        upgrade_node_done(ctx->app, ctx->cluster_id, ctx->op_id, n->id, n->running_version,
+                   sizeof(why), &id)) {
+        upgrade_node_done(ctx->app, ctx->cluster_id, ctx->op_id, n->id, id.version,
                           since_s(ctx, "node_since"));
         json_object_set_new(
             ctx->context, "nodes_done",
@@ -265,8 +276,9 @@ static enum op_result rollback_in_flight(struct op_ctx *ctx, struct topo *t)
 {
     const struct cluster_node *n = cluster_nodes_find(&t->nodes, ctx_str(ctx, NULL, "rollback"));
     char why[320] = "";
-    bool back = n == NULL || healthy_on(t, n, ctx_str(ctx, "from", "engine"),
-                                        ctx_str(ctx, "from", "engine_version"), why, sizeof(why));
+    bool back =
+        n == NULL || healthy_on(t, n, ctx_str(ctx, "from", "engine"),
+                                ctx_str(ctx, "from", "engine_version"), why, sizeof(why), NULL);
     if (!back && since_s(ctx, "node_since") <= timeout_s(ctx))
         return op_wait(ctx, POLL_MS);
     return op_fail(ctx, "ENGINE_UPGRADE_ROLLED_BACK",
@@ -325,7 +337,7 @@ static enum op_result lane_step(struct op_ctx *ctx, struct topo *t, int shard, b
         const struct cluster_node *n = &t->nodes.items[i];
         if (n->shard != shard || n == primary)
             continue;
-        if (!on(n, engine, version) || !healthy_on(t, n, engine, version, why, sizeof(why)))
+        if (!on(n, engine, version) || !healthy_on(t, n, engine, version, why, sizeof(why), NULL))
             next = n;
     }
     if (next == NULL && primary != NULL && !on(primary, engine, version)) {

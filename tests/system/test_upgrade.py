@@ -126,6 +126,8 @@ def test_disabled_mode_group_upgrades_without_losing_a_write(stack, cleanup):
               "EngineUpgradeComplete"):
         assert k in kinds, f"{k} in {kinds}"
     eq(kinds.count("NodeUpgraded"), 3, f"one NodeUpgraded a node: {kinds}")
+    eq({e["detail"]["running_version"] for e in upgrade_events(stack, "up-group")
+        if e["type"] == "NodeUpgraded"}, {"8.0.1"}, "NodeUpgraded says what the engine runs")
     done = next(e for e in upgrade_events(stack, "up-group")
                 if e["type"] == "EngineUpgradeComplete")
     pauses = done["detail"]["write_pauses"]
