@@ -69,15 +69,21 @@ def next_period():
     return (time.time() // PERIOD_S) * PERIOD_S + PERIOD_S
 
 
-def test_known_load_is_counted(stack, cleanup):
-    cid = "metered"
+def primary_and_replica(stack, cleanup, cid):
+    """A valkey 8.0 group of a primary and a replica, available: (body,
+    password, primary, replica)."""
     cleanup.append(cid)
     expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
         cid, engine="valkey", engine_version="8.0", replicas_per_shard=1)), 202)
     body = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
-    primary = next(n for n in nodes(body) if n["role"] == "primary")
-    replica = next(n for n in nodes(body) if n["role"] == "replica")
+    ns = nodes(body)
+    return (body, password(stack.api, cid), next(n for n in ns if n["role"] == "primary"),
+            next(n for n in ns if n["role"] == "replica"))
+
+
+def test_known_load_is_counted(stack, cleanup):
+    cid = "metered"
+    body, pw, primary, replica = primary_and_replica(stack, cleanup, cid)
     # The agents' first samples carry no counts (nothing to subtract from):
     # start the load once both nodes have reported a full period.
     wait_until(lambda: newest(stack.api, cid, "CurrConnections", primary["id"]) is not None
@@ -189,13 +195,7 @@ def wait_values(api, cid, node_id, start, end, what):
 
 def test_replication_lag(stack, cleanup):
     cid = "lagging"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
-        cid, engine="valkey", engine_version="8.0", replicas_per_shard=1)), 202)
-    body = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
-    primary = next(n for n in nodes(body) if n["role"] == "primary")
-    replica = next(n for n in nodes(body) if n["role"] == "replica")
+    body, pw, primary, replica = primary_and_replica(stack, cleanup, cid)
     writer = SteadyWriter((primary["address"], primary["port"]), pw)
     try:
         # Keeping up: the primary's offset is read before the replica's, so
@@ -254,13 +254,7 @@ def test_replication_lag(stack, cleanup):
 
 def test_hung_primary_delays_no_sample(stack, cleanup):
     cid = "hung"
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
-        cid, engine="valkey", engine_version="8.0", replicas_per_shard=1)), 202)
-    body = wait_available(stack.api, cid)
-    pw = password(stack.api, cid)
-    primary = next(n for n in nodes(body) if n["role"] == "primary")
-    replica = next(n for n in nodes(body) if n["role"] == "replica")
+    body, pw, primary, replica = primary_and_replica(stack, cleanup, cid)
     agent = stack.agent_of(replica["host_id"])
     wait_until(lambda: newest(stack.api, cid, "ReplicationLag", replica["id"]) == 0.0, 30,
                "the replica's ReplicationLag")
