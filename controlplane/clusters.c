@@ -923,7 +923,9 @@ static enum db_status modify_fn(struct db_conn *conn, void *arg)
                                  "engine_version", json_object_get(stored, "engine_version"));
         json_t *to = json_pack("{s:O, s:O}", "engine", json_object_get(next, "engine"),
                                "engine_version", json_object_get(next, "engine_version"));
-        st = upgrade_queue(c->app, conn, c->id, from, to, c->apply_now, downtime, c->out->op_id);
+        st = upgrade_queue(c->app, conn, c->id, from, to, c->apply_now,
+                           json_string_value(json_object_get(next, "maintenance_window")), downtime,
+                           c->out->op_id);
         json_decref(from);
         json_decref(to);
         c->queued = c->apply_now;

@@ -29,39 +29,33 @@
 
 /* ---- what the steps work on -------------------------------------------- */
 
-struct topo {
-    struct cluster_nodes nodes; /* clusters.h: placement and state of every node */
-    char *password;             /* NULL without AUTH */
-    bool cluster_mode;
-};
-
-static bool topo_load(struct op_ctx *ctx, struct topo *t)
+bool ops_topo_load(struct op_ctx *ctx, struct ops_topo *t)
 {
     memset(t, 0, sizeof(*t));
     return cluster_nodes_load(ctx->app, ctx->cluster_id, &t->nodes, &t->password, &t->cluster_mode,
                               ctx->error, sizeof(ctx->error));
 }
 
-static void topo_free(struct topo *t)
+void ops_topo_free(struct ops_topo *t)
 {
     cluster_nodes_free(&t->nodes);
     free(t->password);
 }
 
-static struct resp_conn *connect_node(const struct topo *t, const struct cluster_node *n, char *err,
-                                      size_t errsize)
+static struct resp_conn *connect_node(const struct ops_topo *t, const struct cluster_node *n,
+                                      char *err, size_t errsize)
 {
     return nodeio_connect(n, t->password, NODEIO_PATIENT, err, errsize);
 }
 
 /* Run fmt on node n; true when the engine answered without an error. */
-static bool node_command(const struct topo *t, const struct cluster_node *n, char *err,
+static bool node_command(const struct ops_topo *t, const struct cluster_node *n, char *err,
                          size_t errsize, const char *fmt, const char *a, int b)
 {
     return nodeio_command(n, t->password, NODEIO_PATIENT, err, errsize, fmt, a, b);
 }
 
-static bool answers_ping(const struct topo *t, const struct cluster_node *n)
+static bool answers_ping(const struct ops_topo *t, const struct cluster_node *n)
 {
     char err[256];
     struct resp_conn *c = connect_node(t, n, err, sizeof(err));
@@ -71,7 +65,7 @@ static bool answers_ping(const struct topo *t, const struct cluster_node *n)
 }
 
 /* A node's own view of the cluster, parsed; false with err when not had. */
-static bool node_view(const struct topo *t, const struct cluster_node *n,
+static bool node_view(const struct ops_topo *t, const struct cluster_node *n,
                       struct engine_cluster_nodes *view, char *err, size_t errsize)
 {
     struct resp_conn *c = connect_node(t, n, err, errsize);
@@ -86,7 +80,7 @@ static bool node_view(const struct topo *t, const struct cluster_node *n,
 }
 
 /* Whether the node says cluster_state:ok. */
-static bool node_cluster_ok(const struct topo *t, const struct cluster_node *n)
+static bool node_cluster_ok(const struct ops_topo *t, const struct cluster_node *n)
 {
     char err[256];
     struct resp_conn *c = connect_node(t, n, err, sizeof(err));
@@ -113,10 +107,10 @@ static long long elapsed_s(struct op_ctx *ctx, const char *key)
 /* Every engine reported running by its agent and answering PING here. */
 static enum op_result wait_engines(struct op_ctx *ctx)
 {
-    struct topo t;
+    struct ops_topo t;
     enum op_result res = OP_NEXT;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     for (size_t i = 0; i < t.nodes.count && res == OP_NEXT; i++) {
         const struct cluster_node *n = &t.nodes.items[i];
@@ -129,7 +123,7 @@ static enum op_result wait_engines(struct op_ctx *ctx)
             res = OP_WAIT;
         }
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     if (res == OP_WAIT && elapsed_s(ctx, "engines_since") > ENGINE_WAIT_LIMIT_S)
         return op_fail(ctx, "ENGINE_START_FAILED",
                        "engines did not start within %d s; see the hosts' agent logs",
@@ -140,14 +134,14 @@ static enum op_result wait_engines(struct op_ctx *ctx)
 /* Cluster mode: every node meets the first; done when each knows them all. */
 static enum op_result meet(struct op_ctx *ctx)
 {
-    struct topo t;
+    struct ops_topo t;
     char err[256];
     enum op_result res = OP_NEXT;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     if (!t.cluster_mode || t.nodes.count < 2) {
-        topo_free(&t);
+        ops_topo_free(&t);
         return OP_NEXT;
     }
     const struct cluster_node *first = &t.nodes.items[0];
@@ -169,7 +163,7 @@ static enum op_result meet(struct op_ctx *ctx)
                                    first->port))
             log_warn("CLUSTER MEET failed", "node=%s error=\"%s\"", n->id, err);
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     if (res == OP_WAIT && elapsed_s(ctx, "meet_since") > FORM_WAIT_LIMIT_S)
         return op_fail(ctx, "CLUSTER_FORMATION_FAILED", "the nodes did not all meet within %d s",
                        FORM_WAIT_LIMIT_S);
@@ -179,10 +173,10 @@ static enum op_result meet(struct op_ctx *ctx)
 /* Cluster mode: each shard's placed primary serves its slot range. */
 static enum op_result assign_slots(struct op_ctx *ctx)
 {
-    struct topo t;
+    struct ops_topo t;
     char err[256];
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     for (size_t i = 0; i < t.nodes.count && t.cluster_mode; i++) {
         const struct cluster_node *n = &t.nodes.items[i];
@@ -190,7 +184,7 @@ static enum op_result assign_slots(struct op_ctx *ctx)
         if (n->ordinal != 0 || n->slot_first < 0)
             continue;
         if (!node_view(&t, n, &view, err, sizeof(err))) {
-            topo_free(&t);
+            ops_topo_free(&t);
             return op_wait(ctx, POLL_MS);
         }
         const struct engine_cluster_node *me = engine_cluster_nodes_myself(&view);
@@ -207,18 +201,18 @@ static enum op_result assign_slots(struct op_ctx *ctx)
         resp_reply_free(r);
         resp_close(c);
         if (r == NULL) {
-            topo_free(&t);
+            ops_topo_free(&t);
             return op_fail(ctx, "CLUSTER_FORMATION_FAILED", "ADDSLOTSRANGE %s on node %s: %s",
                            range, n->id, err);
         }
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     return OP_NEXT;
 }
 
 /* The engine node id of node n, from its own view. */
-static bool engine_id_of(const struct topo *t, const struct cluster_node *n, char *id, char *err,
-                         size_t errsize)
+static bool engine_id_of(const struct ops_topo *t, const struct cluster_node *n, char *id,
+                         char *err, size_t errsize)
 {
     struct engine_cluster_nodes view = {0};
     if (!node_view(t, n, &view, err, errsize))
@@ -232,7 +226,8 @@ static bool engine_id_of(const struct topo *t, const struct cluster_node *n, cha
 }
 
 /* The engine node id of shard s's placed primary, from its own view. */
-static bool primary_engine_id(const struct topo *t, int shard, char *id, char *err, size_t errsize)
+static bool primary_engine_id(const struct ops_topo *t, int shard, char *id, char *err,
+                              size_t errsize)
 {
     for (size_t i = 0; i < t->nodes.count; i++) {
         const struct cluster_node *n = &t->nodes.items[i];
@@ -243,7 +238,7 @@ static bool primary_engine_id(const struct topo *t, int shard, char *id, char *e
     return false;
 }
 
-static const struct cluster_node *placed_primary(const struct topo *t, int shard)
+static const struct cluster_node *placed_primary(const struct ops_topo *t, int shard)
 {
     for (size_t i = 0; i < t->nodes.count; i++) {
         if (t->nodes.items[i].shard == shard && t->nodes.items[i].ordinal == 0)
@@ -256,11 +251,11 @@ static const struct cluster_node *placed_primary(const struct topo *t, int shard
  * mode, REPLICAOF otherwise), unless it already does. */
 static enum op_result replicate(struct op_ctx *ctx)
 {
-    struct topo t;
+    struct ops_topo t;
     char err[256];
     enum op_result res = OP_NEXT;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     for (size_t i = 0; i < t.nodes.count && res == OP_NEXT; i++) {
         const struct cluster_node *n = &t.nodes.items[i];
@@ -286,7 +281,7 @@ static enum op_result replicate(struct op_ctx *ctx)
             res = op_fail(ctx, "REPLICATION_FAILED", "REPLICAOF on node %s: %s", n->id, err);
         }
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     return res == OP_WAIT ? op_wait(ctx, POLL_MS) : res;
 }
 
@@ -294,11 +289,11 @@ static enum op_result replicate(struct op_ctx *ctx)
  * up with its initial sync done. */
 static enum op_result wait_ready(struct op_ctx *ctx)
 {
-    struct topo t;
+    struct ops_topo t;
     char err[256];
     bool ready = true;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     for (size_t i = 0; i < t.nodes.count && ready; i++) {
         const struct cluster_node *n = &t.nodes.items[i];
@@ -312,7 +307,7 @@ static enum op_result wait_ready(struct op_ctx *ctx)
      * at the agents' next report. */
     if (ready && !cluster_roles_observed(ctx->app, &t.nodes))
         ready = false;
-    topo_free(&t);
+    ops_topo_free(&t);
     if (ready)
         return OP_NEXT;
     if (elapsed_s(ctx, "ready_since") > FORM_WAIT_LIMIT_S)
@@ -427,11 +422,11 @@ static enum op_result config_set(struct op_ctx *ctx)
     json_t *params = json_object_get(ctx->context, "parameters");
     json_t *later = json_array(), *value, *removed;
     const char *name;
-    struct topo t;
+    struct ops_topo t;
     char err[256];
     size_t i;
 
-    if (!topo_load(ctx, &t)) {
+    if (!ops_topo_load(ctx, &t)) {
         json_decref(later);
         return op_wait(ctx, POLL_MS);
     }
@@ -444,7 +439,7 @@ static enum op_result config_set(struct op_ctx *ctx)
         if (c == NULL) {
             char node[sizeof(t.nodes.items[k].id)];
             snprintf(node, sizeof(node), "%s", t.nodes.items[k].id);
-            topo_free(&t);
+            ops_topo_free(&t);
             json_decref(later);
             if (elapsed_s(ctx, "config_since") > FORM_WAIT_LIMIT_S)
                 return op_fail(ctx, "NODE_UNREACHABLE", "node %s: %s", node, err);
@@ -463,7 +458,7 @@ static enum op_result config_set(struct op_ctx *ctx)
         }
         resp_close(c);
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     json_object_set_new(ctx->context, "restart_needed", later);
     return OP_NEXT;
 }
@@ -504,7 +499,7 @@ struct observed {
 };
 
 /* Ask each node of shard what it is; false when one cannot be asked. */
-static bool observe_shard(const struct topo *t, int shard, struct observed *out, size_t *n,
+static bool observe_shard(const struct ops_topo *t, int shard, struct observed *out, size_t *n,
                           char *err, size_t errsize)
 {
     *n = 0;
@@ -536,7 +531,7 @@ static int context_shard(struct op_ctx *ctx)
  * so left alone the pause lasts up to a second. Asking the target for its
  * acknowledgement right away (again until the primary stops waiting, since
  * the last writes may still be on their way) makes it a few milliseconds. */
-static void hurry_failover(const struct topo *t, const struct cluster_node *primary,
+static void hurry_failover(const struct ops_topo *t, const struct cluster_node *primary,
                            const struct cluster_node *target)
 {
     char err[256];
@@ -566,15 +561,15 @@ static enum op_result start_failover(struct op_ctx *ctx)
 {
     struct observed seen[OBSERVE_MAX];
     size_t n = 0;
-    struct topo t;
+    struct ops_topo t;
     char err[256];
 
     if (json_object_get(ctx->context, "target") != NULL)
         return OP_NEXT; /* already sent: a resumed runner must not send it twice */
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     if (!observe_shard(&t, context_shard(ctx), seen, &n, err, sizeof(err))) {
-        topo_free(&t);
+        ops_topo_free(&t);
         return op_fail(ctx, "NODE_UNREACHABLE", "%s", err);
     }
     /* A rebalance names the AZ the primary should move to: its replicas
@@ -598,7 +593,7 @@ static enum op_result start_failover(struct op_ctx *ctx)
             best = &seen[i];
     }
     if (primary == NULL || best == NULL) {
-        topo_free(&t);
+        ops_topo_free(&t);
         return op_fail(ctx, "NO_IN_SYNC_REPLICA",
                        "shard %04d has %s; a planned failover needs a primary and an in-sync "
                        "replica",
@@ -620,7 +615,7 @@ static enum op_result start_failover(struct op_ctx *ctx)
         resp_close(c);
     }
     if (!ok) {
-        topo_free(&t);
+        ops_topo_free(&t);
         return op_fail(ctx, "FAILOVER_REFUSED", "the engine refused the failover: %s", err);
     }
     if (!t.cluster_mode)
@@ -628,7 +623,7 @@ static enum op_result start_failover(struct op_ctx *ctx)
     json_object_set_new(ctx->context, "target", json_string(best->node->id));
     json_object_set_new(ctx->context, "previous", json_string(primary->node->id));
     json_object_set_new(ctx->context, "started_ms", json_integer(started));
-    topo_free(&t);
+    ops_topo_free(&t);
     return OP_NEXT;
 }
 
@@ -639,11 +634,11 @@ static enum op_result wait_switch(struct op_ctx *ctx)
     const char *target = json_string_value(json_object_get(ctx->context, "target"));
     struct observed seen[OBSERVE_MAX];
     size_t n = 0;
-    struct topo t;
+    struct ops_topo t;
     char err[256];
     bool switched = false;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, 20);
     const struct cluster_node *to = cluster_nodes_find(&t.nodes, target);
     if (to != NULL && observe_shard(&t, context_shard(ctx), seen, &n, err, sizeof(err))) {
@@ -658,7 +653,7 @@ static enum op_result wait_switch(struct op_ctx *ctx)
                 switched = node_cluster_ok(&t, seen[i].node);
         }
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     if (switched) {
         if (json_object_get(ctx->context, "switched_ms") == NULL)
             json_object_set_new(ctx->context, "switched_ms", json_integer(cluster_now_ms()));
@@ -678,11 +673,11 @@ static enum op_result repoint_replicas(struct op_ctx *ctx)
     const char *target = json_string_value(json_object_get(ctx->context, "target"));
     struct observed seen[OBSERVE_MAX];
     size_t n = 0;
-    struct topo t;
+    struct ops_topo t;
     char err[256];
     bool done = false;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     const struct cluster_node *to = cluster_nodes_find(&t.nodes, target);
     if (t.cluster_mode || to == NULL) {
@@ -699,7 +694,7 @@ static enum op_result repoint_replicas(struct op_ctx *ctx)
                 log_warn("REPLICAOF failed", "node=%s error=\"%s\"", seen[i].node->id, err);
         }
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     if (done)
         return OP_NEXT;
     if (elapsed_s(ctx, "repoint_since") > FORM_WAIT_LIMIT_S)
@@ -756,7 +751,7 @@ enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub)
 /* ---- node replacement ---------------------------------------------------------- */
 
 /* The shard's primary as cairnd knows it, running on a healthy host. */
-static const struct cluster_node *shard_primary(const struct topo *t, int shard)
+static const struct cluster_node *shard_primary(const struct ops_topo *t, int shard)
 {
     for (size_t i = 0; i < t->nodes.count; i++) {
         const struct cluster_node *n = &t->nodes.items[i];
@@ -787,10 +782,10 @@ static enum op_result place_replacement(struct op_ctx *ctx)
 /* The new engine runs and answers. */
 static enum op_result wait_new_engine(struct op_ctx *ctx)
 {
-    struct topo t;
+    struct ops_topo t;
     enum op_result res = OP_WAIT;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     const struct cluster_node *n = cluster_nodes_find(&t.nodes, context_str(ctx, "new"));
     if (n != NULL && n->host_lost) {
@@ -799,7 +794,7 @@ static enum op_result wait_new_engine(struct op_ctx *ctx)
                answers_ping(&t, n)) {
         res = OP_NEXT;
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     if (res == OP_WAIT && elapsed_s(ctx, "engine_since") > ENGINE_WAIT_LIMIT_S)
         return op_fail(ctx, "ENGINE_START_FAILED", "the replacement did not start within %d s",
                        ENGINE_WAIT_LIMIT_S);
@@ -812,12 +807,12 @@ static enum op_result wait_new_engine(struct op_ctx *ctx)
  * is in sync. */
 static enum op_result join_replacement(struct op_ctx *ctx)
 {
-    struct topo t;
+    struct ops_topo t;
     char err[256], primary_id[ENGINE_CLUSTER_ID_LEN + 1];
     struct nodeio_repl repl;
     enum op_result res = OP_WAIT;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     const struct cluster_node *n = cluster_nodes_find(&t.nodes, context_str(ctx, "new"));
     const struct cluster_node *p = shard_primary(&t, context_shard(ctx));
@@ -847,7 +842,7 @@ static enum op_result join_replacement(struct op_ctx *ctx)
             log_warn("CLUSTER REPLICATE failed", "node=%s error=\"%s\"", n->id, err);
         engine_cluster_nodes_free(&view);
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     if (res == OP_WAIT && elapsed_s(ctx, "join_since") > FORM_WAIT_LIMIT_S)
         return op_fail(ctx, "REPLICATION_FAILED",
                        "the replacement was not in sync with its primary within %d s",
@@ -864,12 +859,12 @@ static enum op_result forget_dead(struct op_ctx *ctx)
     int port = (int)json_integer_value(json_object_get(ctx->context, "dead_port"));
     char dead[ENGINE_CLUSTER_ID_LEN + 1] = "", err[256];
     bool blocked = false, ok = true;
-    struct topo t;
+    struct ops_topo t;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     if (!t.cluster_mode || address == NULL || port <= 0) {
-        topo_free(&t);
+        ops_topo_free(&t);
         return OP_NEXT;
     }
     for (size_t i = 0; i < t.nodes.count && ok; i++) {
@@ -903,7 +898,7 @@ static enum op_result forget_dead(struct op_ctx *ctx)
         /* "Unknown node" from one that forgot it already is fine. */
         (void)node_command(&t, n, err, sizeof(err), "CLUSTER FORGET %s", dead, 0);
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     if (ok && !blocked && dead[0] == '\0')
         return OP_NEXT; /* nobody knows it any more */
     if (elapsed_s(ctx, "forget_since") > FORM_WAIT_LIMIT_S)

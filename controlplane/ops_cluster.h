@@ -6,6 +6,7 @@
 #ifndef CAIRN_OPS_CLUSTER_H
 #define CAIRN_OPS_CLUSTER_H
 
+#include "clusters.h"
 #include "runner.h"
 
 extern const struct op_kind op_cluster_create;
@@ -13,6 +14,18 @@ extern const struct op_kind op_cluster_delete;
 extern const struct op_kind op_cluster_apply_parameters;
 extern const struct op_kind op_cluster_failover;
 extern const struct op_kind op_cluster_replace_node;
+
+/* What an operation's steps work on: the cluster's nodes (placement and
+ * last reported state), its engine password (NULL without AUTH) and
+ * whether it runs in cluster mode. Loaded afresh by each step; false (with
+ * ctx->error) when the database cannot say. */
+struct ops_topo {
+    struct cluster_nodes nodes;
+    char *password;
+    bool cluster_mode;
+};
+bool ops_topo_load(struct op_ctx *ctx, struct ops_topo *t);
+void ops_topo_free(struct ops_topo *t);
 
 /* A planned failover of one shard as a part of another operation (an
  * engine upgrade): the failover's steps, run on sub -- a JSON object in

@@ -39,29 +39,6 @@
 
 #define POLL_MS 200
 
-struct topo {
-    struct cluster_nodes nodes;
-    char *password;
-    bool cluster_mode;
-};
-
-static bool topo_load(struct op_ctx *ctx, struct topo *t)
-{
-    char err[256];
-    memset(t, 0, sizeof(*t));
-    if (cluster_nodes_load(ctx->app, ctx->cluster_id, &t->nodes, &t->password, &t->cluster_mode,
-                           err, sizeof(err)))
-        return true;
-    log_warn("could not load the cluster's nodes", "cluster=%s error=\"%s\"", ctx->cluster_id, err);
-    return false;
-}
-
-static void topo_free(struct topo *t)
-{
-    cluster_nodes_free(&t->nodes);
-    free(t->password);
-}
-
 static const char *ctx_str(struct op_ctx *ctx, const char *object, const char *key)
 {
     json_t *o = object != NULL ? json_object_get(ctx->context, object) : ctx->context;
@@ -74,7 +51,7 @@ static bool on(const struct cluster_node *n, const char *engine, const char *ver
 }
 
 /* The shard's designated primary (cairnd's designation follows failovers). */
-static const struct cluster_node *primary_of(const struct topo *t, int shard)
+static const struct cluster_node *primary_of(const struct ops_topo *t, int shard)
 {
     for (size_t i = 0; i < t->nodes.count; i++)
         if (t->nodes.items[i].shard == shard && strcmp(t->nodes.items[i].role, "primary") == 0)
@@ -82,7 +59,7 @@ static const struct cluster_node *primary_of(const struct topo *t, int shard)
     return NULL;
 }
 
-static int shard_size(const struct topo *t, int shard)
+static int shard_size(const struct ops_topo *t, int shard)
 {
     int n = 0;
     for (size_t i = 0; i < t->nodes.count; i++)
@@ -97,8 +74,8 @@ struct identity {
     char engine[16], version[32], line[16];
 };
 
-static bool engine_identity(const struct topo *t, const struct cluster_node *n, struct identity *id,
-                            char *err, size_t errsize)
+static bool engine_identity(const struct ops_topo *t, const struct cluster_node *n,
+                            struct identity *id, char *err, size_t errsize)
 {
     struct resp_conn *c = nodeio_connect(n, t->password, NODEIO_QUICK, err, errsize);
     struct engine_info *info = c != NULL ? resp_info(c, "server", err, errsize) : NULL;
@@ -122,7 +99,7 @@ static bool engine_identity(const struct topo *t, const struct cluster_node *n, 
  * (a replica) is linked to its primary with its offset where the primary's
  * was a moment before. *why says what is missing; id (may be NULL) gets
  * what it said it is. */
-static bool healthy_on(const struct topo *t, const struct cluster_node *n, const char *engine,
+static bool healthy_on(const struct ops_topo *t, const struct cluster_node *n, const char *engine,
                        const char *version, char *why, size_t whysize, struct identity *id)
 {
     struct identity got;
@@ -146,6 +123,15 @@ static bool healthy_on(const struct topo *t, const struct cluster_node *n, const
         snprintf(why, whysize, "it runs %s %s", got.engine, got.version);
         return false;
     }
+    /* A replica's offset is read after its primary's, so that reaching it
+     * means the replica has everything the primary had a moment ago. */
+    bool replica = strcmp(n->role, "primary") != 0;
+    const struct cluster_node *p = replica ? primary_of(t, n->shard) : NULL;
+    if (replica && (p == NULL ||
+                    !nodeio_replication(p, t->password, NODEIO_QUICK, &prepl, err, sizeof(err)))) {
+        snprintf(why, whysize, "its primary cannot be asked");
+        return false;
+    }
     if (!nodeio_replication(n, t->password, NODEIO_QUICK, &repl, err, sizeof(err))) {
         snprintf(why, whysize, "%s", err);
         return false;
@@ -154,16 +140,9 @@ static bool healthy_on(const struct topo *t, const struct cluster_node *n, const
         snprintf(why, whysize, "it is loading its data");
         return false;
     }
-    if (strcmp(n->role, "primary") == 0)
+    if (!replica)
         return true;
-    const struct cluster_node *p = primary_of(t, n->shard);
-    if (p == NULL || !nodeio_replication(p, t->password, NODEIO_QUICK, &prepl, err, sizeof(err))) {
-        snprintf(why, whysize, "its primary cannot be asked");
-        return false;
-    }
-    /* The replica's offset, read after the primary's, has reached it. */
-    if (!nodeio_replication(n, t->password, NODEIO_QUICK, &repl, err, sizeof(err)) ||
-        !repl.in_sync) {
+    if (!repl.in_sync) {
         snprintf(why, whysize, "it is not linked and in sync with its primary yet");
         return false;
     }
@@ -230,7 +209,7 @@ static enum op_result precheck(struct op_ctx *ctx)
 }
 
 /* The node in flight: healthy on the new version, or rolled back. */
-static enum op_result node_in_flight(struct op_ctx *ctx, struct topo *t)
+static enum op_result node_in_flight(struct op_ctx *ctx, struct ops_topo *t)
 {
     const struct cluster_node *n = cluster_nodes_find(&t->nodes, ctx_str(ctx, NULL, "node"));
     struct identity id;
@@ -272,7 +251,7 @@ static enum op_result node_in_flight(struct op_ctx *ctx, struct topo *t)
     return op_wait(ctx, POLL_MS);
 }
 
-static enum op_result rollback_in_flight(struct op_ctx *ctx, struct topo *t)
+static enum op_result rollback_in_flight(struct op_ctx *ctx, struct ops_topo *t)
 {
     const struct cluster_node *n = cluster_nodes_find(&t->nodes, ctx_str(ctx, NULL, "rollback"));
     char why[320] = "";
@@ -315,7 +294,7 @@ static enum op_result failover_in_flight(struct op_ctx *ctx)
 /* One step of a shard's upgrade, ctx->context being its lane: the node in
  * flight, a rollback, a failover, or the next node. *done when the shard
  * has every node on the new engine, healthy. */
-static enum op_result lane_step(struct op_ctx *ctx, struct topo *t, int shard, bool *done)
+static enum op_result lane_step(struct op_ctx *ctx, struct ops_topo *t, int shard, bool *done)
 {
     const char *engine = ctx_str(ctx, "to", "engine"),
                *version = ctx_str(ctx, "to", "engine_version");
@@ -380,9 +359,9 @@ static void lane_totals(json_t *into, const json_t *lane)
 static enum op_result upgrade_shards(struct op_ctx *ctx)
 {
     json_t *outer = ctx->context, *lanes = json_object_get(outer, "lanes");
-    struct topo t;
+    struct ops_topo t;
 
-    if (!topo_load(ctx, &t))
+    if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     if (lanes == NULL) {
         lanes = json_object();
@@ -422,7 +401,7 @@ static enum op_result upgrade_shards(struct op_ctx *ctx)
             wait = ctx->wait_ms;
         }
     }
-    topo_free(&t);
+    ops_topo_free(&t);
     if (r == OP_FAILED)
         return r;
     if (json_object_size(lanes) == 0 && next > last)

@@ -188,8 +188,19 @@ enum db_status store_metric_series_points(struct db_conn *conn, const struct sto
  * *dropped says how many. */
 enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long long *dropped);
 
-/* The statistics a query answers, NULL-terminated; stat indexes it. */
+/* The statistics a query answers, NULL-terminated; stat indexes it in the
+ * order of this enum. */
 extern const char *const store_metric_stats[];
+enum store_metric_stat {
+    STORE_STAT_AVERAGE,
+    STORE_STAT_MINIMUM,
+    STORE_STAT_MAXIMUM,
+    STORE_STAT_SUM,
+    STORE_STAT_SAMPLE_COUNT,
+    STORE_STAT_P50, /* the first percentile */
+    STORE_STAT_P90,
+    STORE_STAT_P99,
+};
 
 struct store_metric_query {
     const char *cluster_id;

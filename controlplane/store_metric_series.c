@@ -255,6 +255,22 @@ enum db_status store_metric_compact(struct db_conn *conn, long long *series)
     return st;
 }
 
+/* A day's series from column col of row r (bytea, as PostgreSQL prints it)
+ * into values and present; one that does not decode is logged and leaves
+ * every slot absent. */
+static void decode_cell(const PGresult *res, int r, int col, const char *node_id, float *values,
+                        bool *present)
+{
+    size_t len = 0;
+    unsigned char *data = PQunescapeBytea((const unsigned char *)PQgetvalue(res, r, col), &len);
+    if (data == NULL || series_decode(data, len, values, present, DAY_SLOTS) < 0) {
+        log_error("a compacted metric series does not decode; its values are left out",
+                  "node_id=%s bytes=%zu", node_id, len);
+        memset(present, 0, DAY_SLOTS * sizeof(bool));
+    }
+    PQfreemem(data);
+}
+
 /* ---- late samples ---------------------------------------------------------- */
 
 /* The compacted series of the host's nodes named in rows, for the days
@@ -342,17 +358,12 @@ enum db_status store_metric_uncompact(struct db_conn *conn, const char *host_id,
             node_day_reset(&d, PQgetvalue(res, k, 0), PQgetvalue(res, k, 1));
         }
         int metric = atoi(PQgetvalue(res, k, 3));
-        size_t len = 0;
-        unsigned char *data = PQunescapeBytea((const unsigned char *)PQgetvalue(res, k, 4), &len);
-        if (metric >= 1 && (size_t)metric <= d.ncat && data != NULL) {
+        if (metric >= 1 && (size_t)metric <= d.ncat) {
             size_t base = (size_t)(metric - 1) * DAY_SLOTS;
-            if (series_decode(data, len, d.values + base, d.present + base, DAY_SLOTS) < 0)
-                log_error("a compacted metric series does not decode; its values are lost",
-                          "node_id=%s day=%lld metric=%d", d.node_id, day, metric);
+            decode_cell(res, k, 4, d.node_id, d.values + base, d.present + base);
             for (size_t s = 0; s < DAY_SLOTS; s++)
                 d.any |= d.present[base + s];
         }
-        PQfreemem(data);
     }
     node_day_free(&d);
     PQclear(res);
@@ -440,14 +451,7 @@ enum db_status store_metric_series_points(struct db_conn *conn, const struct sto
     fputc('{', days);
     for (int r = 0; r < n; r++) {
         long long day = atoll(PQgetvalue(res, r, 1));
-        size_t len = 0;
-        unsigned char *data = PQunescapeBytea((const unsigned char *)PQgetvalue(res, r, 2), &len);
-        if (data == NULL || series_decode(data, len, v, present, DAY_SLOTS) < 0) {
-            log_error("a compacted metric series does not decode; left out of the answer",
-                      "node_id=%s day=%lld metric=%s", PQgetvalue(res, r, 0), day, ask->metric);
-            memset(present, 0, sizeof(present));
-        }
-        PQfreemem(data);
+        decode_cell(res, r, 2, PQgetvalue(res, r, 0), v, present);
         fprintf(nodes, "%s%s", r > 0 ? "," : "", PQgetvalue(res, r, 0));
         fprintf(days, "%s%lld", r > 0 ? "," : "", day);
         for (int k = 0; k < DAY_SLOTS; k++) {

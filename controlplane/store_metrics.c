@@ -79,8 +79,15 @@ enum db_status store_metric_retention(struct db_conn *conn, int keep_days, long 
 /* ---- queries ------------------------------------------------------------- */
 
 /* In the order of the aggregate's statistic columns. */
-const char *const store_metric_stats[] = {"Average", "Minimum", "Maximum", "Sum", "SampleCount",
-                                          "p50",     "p90",     "p99",     NULL};
+const char *const store_metric_stats[] = {[STORE_STAT_AVERAGE] = "Average",
+                                          [STORE_STAT_MINIMUM] = "Minimum",
+                                          [STORE_STAT_MAXIMUM] = "Maximum",
+                                          [STORE_STAT_SUM] = "Sum",
+                                          [STORE_STAT_SAMPLE_COUNT] = "SampleCount",
+                                          [STORE_STAT_P50] = "p50",
+                                          [STORE_STAT_P90] = "p90",
+                                          [STORE_STAT_P99] = "p99",
+                                          [STORE_STAT_P99 + 1] = NULL};
 
 /* start and end as epoch seconds, end defaulting to now and start to
  * default_range before end; NULL when the cluster does not exist. */
@@ -136,15 +143,13 @@ static const struct db_stmt aggregate = {
     AGGREGATE("per_node", "percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY s / c)")};
 static const struct db_stmt aggregate_no_percentiles = {AGGREGATE("parts", "NULL::float8[]")};
 
-#define FIRST_PERCENTILE 5 /* store_metric_stats[5] is p50 */
-
 /* The value of statistic stat in row r of the aggregate. */
 static double stat_value(const PGresult *res, int r, int stat)
 {
-    if (stat < FIRST_PERCENTILE)
+    if (stat < STORE_STAT_P50)
         return strtod(PQgetvalue(res, r, 2 + stat), NULL);
-    const char *p = PQgetvalue(res, r, 2 + FIRST_PERCENTILE); /* {p50,p90,p99} */
-    for (int k = FIRST_PERCENTILE; k < stat && p != NULL; k++)
+    const char *p = PQgetvalue(res, r, 2 + STORE_STAT_P50); /* {p50,p90,p99} */
+    for (int k = STORE_STAT_P50; k < stat && p != NULL; k++)
         p = strchr(p, ',');
     return p != NULL ? strtod(p + 1, NULL) : 0;
 }
@@ -269,7 +274,7 @@ enum db_status store_metric_query(struct db_conn *conn, struct store_metric_quer
                               pts.days,
                               pts.values};
         const struct db_stmt *stmt =
-            q->stat >= FIRST_PERCENTILE ? &aggregate : &aggregate_no_percentiles;
+            q->stat >= STORE_STAT_P50 ? &aggregate : &aggregate_no_percentiles;
         const int lengths[11] = {[10] = (int)pts.values_len}, formats[11] = {[10] = 1};
         res = st == DB_OK ? db_query_formats(conn, stmt, 11, ap, lengths, formats, &st) : NULL;
         free(pts.nodes);

@@ -187,14 +187,10 @@ static const struct db_stmt set_pending = {
     "UPDATE clusters SET pending_changes = pending_changes || jsonb_build_object('engine_upgrade',"
     "   $2::jsonb || jsonb_build_object('operation_id', $3::text,"
     "     'apply', CASE WHEN $4::boolean THEN 'immediately' ELSE 'maintenance_window' END,"
-    "     'starts_at', CASE WHEN $4::boolean THEN NULL ELSE to_char(to_timestamp($5::bigint)"
-    "       AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') END,"
-    "     'downtime', $6::jsonb)),"
-    "   updated_at = now() WHERE id = $1"};
-
-static const struct db_stmt window_of = {
-    "SELECT coalesce(spec ->> 'maintenance_window', '" CSPEC_WINDOW_DEFAULT "')"
-    " FROM clusters WHERE id = $1"};
+    "     'starts_at', CASE WHEN $4::boolean THEN NULL ELSE " STORE_TS(
+        "to_timestamp($5::bigint)") " END,"
+                                    "     'downtime', $6::jsonb)),"
+                                    "   updated_at = now() WHERE id = $1"};
 
 static long long clock_now(const struct app *app)
 {
@@ -213,8 +209,8 @@ static long long window_next_open(const struct app *app, const char *window)
 }
 
 enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *cluster_id,
-                             const json_t *from, const json_t *to, bool apply_now, json_t *downtime,
-                             char *op_id)
+                             const json_t *from, const json_t *to, bool apply_now,
+                             const char *window, json_t *downtime, char *op_id)
 {
     char *from_text = json_dumps(from, JSON_COMPACT), *to_text = json_dumps(to, JSON_COMPACT);
     char *down_text = json_dumps(downtime, JSON_COMPACT);
@@ -224,11 +220,9 @@ enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *
     enum db_status st;
     PGresult *res;
 
+    if (!apply_now)
+        snprintf(starts, sizeof(starts), "%lld", window_next_open(app, window));
     PQclear(db_query(conn, &cancel_scheduled, 1, params, &st));
-    if (st == DB_OK && !apply_now && (res = db_query(conn, &window_of, 1, params, &st)) != NULL) {
-        snprintf(starts, sizeof(starts), "%lld", window_next_open(app, PQgetvalue(res, 0, 0)));
-        PQclear(res);
-    }
     if (st == DB_OK && (res = db_query(conn, &insert_upgrade, 5, params, &st)) != NULL) {
         snprintf(op_id, 40, "%s", PQgetvalue(res, 0, 0));
         PQclear(res);
@@ -323,16 +317,18 @@ static const struct db_stmt scheduled = {
 static const struct db_stmt start_scheduled = {
     "UPDATE operations SET state = 'pending', updated_at = now(),"
     "   context = context || jsonb_build_object('window_opened_at',"
-    "     to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'window', $2::text)"
-    " WHERE id = $1::uuid AND state = 'scheduled'"};
+    "     " STORE_TS("now()") ", 'window', $2::text)"
+                              " WHERE id = $1::uuid AND state = 'scheduled'"};
 
 static const struct db_stmt starts_at = {
     "UPDATE clusters SET pending_changes = jsonb_set(pending_changes,"
-    "   '{engine_upgrade,starts_at}', to_jsonb(to_char(to_timestamp($2::bigint) AT TIME ZONE"
-    "   'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))"
-    " WHERE id = $1 AND pending_changes #>> '{engine_upgrade,operation_id}' = $3"
-    "   AND pending_changes #>> '{engine_upgrade,starts_at}' IS DISTINCT FROM"
-    "     to_char(to_timestamp($2::bigint) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"};
+    "   '{engine_upgrade,starts_at}', to_jsonb(" STORE_TS(
+        "to_timestamp($2::bigint)") "))"
+                                    " WHERE id = $1 AND pending_changes #>> "
+                                    "'{engine_upgrade,operation_id}' = $3"
+                                    "   AND pending_changes #>> '{engine_upgrade,starts_at}' IS "
+                                    "DISTINCT FROM"
+                                    "     " STORE_TS("to_timestamp($2::bigint)") ""};
 
 struct tick_call {
     struct app *app;
@@ -489,8 +485,6 @@ void upgrade_node_done(struct app *app, const char *cluster_id, const char *op_i
 
 static const struct db_stmt set_done = {
     "UPDATE clusters SET status = 'available', observed_generation = generation,"
-    "  engine_version_actual = (SELECT min(running_version) FROM nodes WHERE cluster_id = $1"
-    "    AND desired_state <> 'deleted'),"
     "  pending_changes = pending_changes - 'engine_upgrade', updated_at = now() WHERE id = $1"};
 
 static enum db_status done_fn(struct db_conn *conn, void *arg)
@@ -528,8 +522,6 @@ bool upgrade_done(struct app *app, const char *cluster_id, const char *op_id, co
 
 static const struct db_stmt set_failed = {
     "UPDATE clusters SET status = 'available', updated_at = now(),"
-    "  engine_version_actual = (SELECT min(running_version) FROM nodes WHERE cluster_id = $1"
-    "    AND desired_state <> 'deleted'),"
     "  pending_changes = pending_changes - 'engine_upgrade' WHERE id = $1"};
 
 static enum db_status failed_fn(struct db_conn *conn, void *arg)
@@ -582,9 +574,10 @@ static const struct db_stmt report_source = {
     "   AND o.state IN ('succeeded', 'failed') AND o.started_at IS NOT NULL"};
 
 /* The mean of each series' points (NAN without points), in metrics' order;
- * stat as store_metric_stats. */
+ * with STORE_STAT_SUM, the sum of their points. */
 static enum db_status means(struct db_conn *conn, const char *cluster_id, long long start,
-                            long long end, int stat, const int *metrics, int n, double *out)
+                            long long end, enum store_metric_stat stat, const int *metrics, int n,
+                            double *out)
 {
     char s[24], e[24];
     snprintf(s, sizeof(s), "%lld", start);
@@ -615,7 +608,7 @@ static enum db_status means(struct db_conn *conn, const char *cluster_id, long l
             sum += json_number_value(json_object_get(p, "value"));
         }
         if (json_array_size(points) > 0)
-            out[i] = stat == 3 ? sum : sum / (double)json_array_size(points); /* 3: Sum */
+            out[i] = stat == STORE_STAT_SUM ? sum : sum / (double)json_array_size(points);
     }
     json_decref(res);
     return DB_OK;
@@ -643,7 +636,7 @@ static enum db_status cpu_per_million(struct db_conn *conn, const char *cluster_
     const int which[3] = {metric_index("EngineCPUUtilization"), metric_index("KeyBasedCmds"),
                           metric_index("NonKeyTypeCmds")};
     double sums[3];
-    enum db_status st = means(conn, cluster_id, start, end, 3, which, 3, sums);
+    enum db_status st = means(conn, cluster_id, start, end, STORE_STAT_SUM, which, 3, sums);
     double commands = sums[1] + sums[2];
     *out = st == DB_OK && !isnan(sums[0]) && !isnan(commands) && commands > 0
                ? sums[0] / 100.0 * period_s / commands * 1e6
@@ -675,10 +668,10 @@ enum db_status upgrade_operation_get(struct db_conn *conn, const char *id, char 
     double before[REPORT_METRICS], after[REPORT_METRICS], cpu_before = NAN, cpu_after = NAN;
     for (size_t i = 0; i < REPORT_METRICS; i++)
         which[i] = metric_index(report_metrics[i]);
-    if ((st = means(conn, cluster_id, started - REPORT_WINDOW_S, started, 0, which, REPORT_METRICS,
-                    before)) == DB_OK &&
-        (st = means(conn, cluster_id, finished, after_end, 0, which, REPORT_METRICS, after)) ==
-            DB_OK &&
+    if ((st = means(conn, cluster_id, started - REPORT_WINDOW_S, started, STORE_STAT_AVERAGE, which,
+                    REPORT_METRICS, before)) == DB_OK &&
+        (st = means(conn, cluster_id, finished, after_end, STORE_STAT_AVERAGE, which,
+                    REPORT_METRICS, after)) == DB_OK &&
         (st = cpu_per_million(conn, cluster_id, started - REPORT_WINDOW_S, started, period_s,
                               &cpu_before)) == DB_OK)
         st = cpu_per_million(conn, cluster_id, finished, after_end, period_s, &cpu_after);

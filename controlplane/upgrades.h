@@ -41,14 +41,15 @@ enum db_status upgrade_path_allowed(struct db_conn *conn, const char *from_engin
                                     const char *to_version, bool *ok, char *allowed,
                                     size_t allowed_size);
 
-/* Queue (apply_now) or schedule for the maintenance window the upgrade
- * operation, in the caller's transaction; pending_changes.engine_upgrade
+/* Queue (apply_now) or schedule for the maintenance window (the spec's,
+ * "ddd:hh24:mi-ddd:hh24:mi") the upgrade operation, in the caller's
+ * transaction; pending_changes.engine_upgrade
  * says what comes and, scheduled, when. A scheduled upgrade of the cluster
  * already waiting is cancelled: the newer request replaces it. *op_id: 40
  * bytes. */
 enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *cluster_id,
-                             const json_t *from, const json_t *to, bool apply_now, json_t *downtime,
-                             char *op_id);
+                             const json_t *from, const json_t *to, bool apply_now,
+                             const char *window, json_t *downtime, char *op_id);
 
 /* Cancel the cluster's scheduled upgrade: the spec's engine and version go
  * back to what runs. DB_NOT_FOUND: there is none (*started: it has started

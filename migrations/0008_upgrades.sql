@@ -5,3 +5,5 @@
 ALTER TABLE operations DROP CONSTRAINT operations_state_check;
 ALTER TABLE operations ADD CONSTRAINT operations_state_check
     CHECK (state IN ('scheduled', 'pending', 'running', 'succeeded', 'failed', 'cancelled'));
+-- cairnd's scheduler looks for them every second.
+CREATE INDEX operations_scheduled ON operations (created_at) WHERE state = 'scheduled';
