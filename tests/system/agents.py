@@ -165,6 +165,19 @@ def kill_engines_under(data_dirs, timeout=10.0):
     return pids
 
 
+def shut_down(agent_list, failed=False):
+    """Stop the agents (they would restart killed engines), kill every
+    engine they started, and remove their data; a failed test's agent logs
+    are printed first."""
+    for a in agent_list:
+        a.stop()
+    kill_engines_under([a.data_dir for a in agent_list])
+    for a in agent_list:
+        if failed:
+            a.dump()
+        a.cleanup()
+
+
 # --------------------------------------------------------------------------
 # Ports
 

@@ -246,13 +246,7 @@ class ClusterStack:
         return [c.log for c in self.cairnds] + [a.log for a in self.agents]
 
     def close(self, failed=False):
-        for a in self.agents:
-            a.stop()
-        agents.kill_engines_under([a.data_dir for a in self.agents])
-        for a in self.agents:
-            if failed:
-                a.dump()
-            a.cleanup()
+        agents.shut_down(self.agents, failed)
         for c in reversed(self.cairnds):
             c.stop(timeout=10)
             if failed:

@@ -98,13 +98,7 @@ class Stack:
             timeout, f"node {node_id} running{' with a new pid' if other_than else ''}")
 
     def teardown(self, failed):
-        for a in self.agents:
-            a.stop()
-        agents.kill_engines_under([a.data_dir for a in self.agents])
-        for a in self.agents:
-            if failed:
-                a.dump()
-            a.cleanup()
+        agents.shut_down(self.agents, failed)
 
 
 @pytest.fixture

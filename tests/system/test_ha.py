@@ -142,6 +142,16 @@ def create(stack, cleanup, body):
     return wait_available(stack.api, body["id"]), password(stack.api, body["id"])
 
 
+def wait_promoted(stack, cid, pw, old, seen, timeout):
+    """The cluster once a node other than old is its one published primary,
+    checking on the way that two are never published."""
+    def promoted():
+        b = check_one_primary(stack, cid, pw, seen)
+        p = [n for n in nodes(b) if n["role"] == "primary"]
+        return b if p and p[0]["id"] != old["id"] else None
+    return wait_until(promoted, timeout, "a replica promoted", interval=0.05)
+
+
 def count_keys(address, port, pw):
     with clusters.client(address, port, pw) as c:
         return c.dbsize()
@@ -241,11 +251,7 @@ def test_frozen_primary_host_fails_over_and_is_fenced_on_return(stack, cleanup):
     os.kill(pid, signal.SIGSTOP)
     frozen_at = time.monotonic()
     try:
-        def promoted():
-            b = check_one_primary(stack, cid, pw, seen)
-            p = [n for n in nodes(b) if n["role"] == "primary"]
-            return b if p and p[0]["id"] != old["id"] else None
-        after = wait_until(promoted, HEARTBEAT_S + 15, "a replica promoted", interval=0.05)
+        after = wait_promoted(stack, cid, pw, old, seen, HEARTBEAT_S + 15)
         took = time.monotonic() - frozen_at
         wait_until(lambda: w.first_ack_after(frozen_at + took), 10, "writes to resume")
     finally:
@@ -616,11 +622,7 @@ def test_hung_primary_engine_fails_over_and_is_demoted(stack, cleanup):
     os.kill(pid, signal.SIGSTOP)
     hung_at = time.monotonic()
     try:
-        def promoted():
-            b = check_one_primary(stack, cid, pw, seen)
-            p = [n for n in nodes(b) if n["role"] == "primary"]
-            return b if p and p[0]["id"] != old["id"] else None
-        wait_until(promoted, 15, "a replica promoted", interval=0.05)
+        wait_promoted(stack, cid, pw, old, seen, 15)
         took = time.monotonic() - hung_at
         wait_until(lambda: w.first_ack_after(hung_at + took), 10, "writes to resume")
     finally:

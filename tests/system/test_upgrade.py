@@ -276,7 +276,7 @@ def test_refusals(stack, cleanup):
 
 def iso_epoch(ts):
     import calendar
-    return calendar.timegm(time.strptime(ts, "%Y-%m-%dT%H:%M:%SZ"))
+    return calendar.timegm(time.strptime(ts.split(".")[0], "%Y-%m-%dT%H:%M:%S"))
 
 
 def restart_cairnd(stack, offset_s):

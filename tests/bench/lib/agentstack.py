@@ -88,11 +88,7 @@ class AgentStack:
     def close(self):
         """Agents first (they would restart killed engines), then the
         engines, cairnd and PostgreSQL."""
-        for a in self.agents:
-            a.stop()
-        agents.kill_engines_under([a.data_dir for a in self.agents])
-        for a in self.agents:
-            a.cleanup()
+        agents.shut_down(self.agents)
         self.cairnd.cleanup()
         self.pg.destroy()
 
