@@ -7,6 +7,8 @@
 #   make unit       C unit tests        make asan   unit tests under ASan+UBSan
 #   make system     pytest system tests make lint   clang-format + cppcheck
 #   make bench      benchmarks under tests/bench
+#   make fuzz       every fuzz target for FUZZ_SECONDS (default 3600), corpus merged back
+#   make fuzz-check every fuzz target for 60 s in all (part of make check)
 
 BUILD   ?= build
 CC      ?= cc
@@ -36,7 +38,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
-.PHONY: all deps check unit asan system contract lint format bench demo demo-down clean
+.PHONY: all deps check unit asan system contract lint format bench demo demo-down clean \
+	fuzz fuzz-check fuzz-build fuzz-targets
 .DEFAULT_GOAL := all
 
 all: bin/cairnd bin/cairn-agent
@@ -115,6 +118,30 @@ $(BUILD)/tests/bench/%: tests/bench/%.c $(BUILD)/libcairnd.a $(BUILD)/libcairnen
 	@echo "CC $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 
+# Fuzz targets (tests/fuzz/fuzz_*.c): libFuzzer with ASan and UBSan, every
+# library rebuilt by clang under build-fuzz/ with coverage instrumentation.
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_SECONDS ?= 3600
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT="-O1 -g" \
+		SANITIZE="-fsanitize=fuzzer-no-link $(FUZZ_SANITIZE)" fuzz-targets
+
+fuzz-targets: $(FUZZ_BIN)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(BUILD)/libcairnd.a $(BUILD)/libcairnagent.a $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
+	@mkdir -p $(@D)
+	@echo "CC $<"
+	@$(CC) $(CPPFLAGS) -iquote tests/fuzz $(CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(LDLIBS)
+
+fuzz-check: fuzz-build
+	tests/fuzz/run 60
+
+fuzz: deps fuzz-build
+	FUZZ_MERGE=1 tests/fuzz/run $(FUZZ_SECONDS)
+
 system: all $(TOOL_BIN)
 	$(PYTHON) -m pytest -q tests/system
 
@@ -133,6 +160,7 @@ check: deps
 	$(MAKE) lint
 	$(MAKE) unit
 	$(MAKE) asan
+	$(MAKE) fuzz-check
 	$(MAKE) contract
 	$(MAKE) system
 
@@ -147,4 +175,4 @@ demo-down:
 	scripts/demo down
 
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-fuzz bin
