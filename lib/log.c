@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "utf8.h"
+
 static enum log_level min_level = LOG_INFO;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
@@ -31,7 +33,8 @@ int log_parse_level(const char *s, enum log_level *out)
 
 const char *log_quote(char *buf, size_t size, const char *s)
 {
-    size_t o = 0;
+    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    size_t n = strlen((const char *)p), o = 0;
 
     if (size < 3) {
         if (size)
@@ -39,16 +42,26 @@ const char *log_quote(char *buf, size_t size, const char *s)
         return buf;
     }
     buf[o++] = '"';
-    for (; s != NULL && *s != '\0' && o + 3 < size; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            buf[o++] = '\\';
-            buf[o++] = (char)c;
-        } else if (c < 0x20) {
-            buf[o++] = ' ';
-        } else {
-            buf[o++] = (char)c;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_sequence(p + i, n - i);
+        char esc[5];
+        const char *out = (const char *)p + i;
+        size_t take = len;
+        if (p[i] == '"' || p[i] == '\\') {
+            snprintf(esc, sizeof(esc), "\\%c", p[i]);
+            out = esc;
+            take = 2;
+        } else if (len == 0 || p[i] < 0x20 || p[i] == 0x7f) {
+            snprintf(esc, sizeof(esc), "\\x%02x", p[i]);
+            out = esc;
+            take = 4;
+            len = 1;
         }
+        if (o + take + 2 > size)
+            break;
+        memcpy(buf + o, out, take);
+        o += take;
+        i += len;
     }
     buf[o++] = '"';
     buf[o] = '\0';

@@ -27,7 +27,10 @@ void log_write(enum log_level level, const char *msg, const char *fmt, ...)
 #define log_error(msg, ...) log_write(LOG_ERROR, msg, __VA_ARGS__)
 
 /* Quote s for a logfmt value into buf (always NUL-terminated, truncated to
- * size). Returns buf, so it can be used inline in a log call. */
+ * size at a character boundary). '"' and '\\' are escaped with a backslash;
+ * control characters and bytes that are not UTF-8 become \xNN, so a line
+ * always shows what was sent and is always UTF-8. Returns buf, so it can be
+ * used inline in a log call. */
 const char *log_quote(char *buf, size_t size, const char *s);
 
 #endif
