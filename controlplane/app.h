@@ -13,6 +13,8 @@ struct config {
     int http_threads;
     int db_pool_size;
     size_t max_body_bytes;
+    int max_connections;             /* HTTP connections served beyond agents and probes */
+    int max_connections_per_address; /* from one client address; 0: no cap */
     bool no_migrate;
     int shutdown_timeout_s;
     const char *agent_bootstrap_token; /* NULL: agent registration disabled */

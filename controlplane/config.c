@@ -26,6 +26,9 @@ static const struct setting settings[] = {
     {"http-threads", "CAIRN_HTTP_THREADS", SET_INT, 1, 256, AT(http_threads)},
     {"db-pool-size", "CAIRN_DB_POOL_SIZE", SET_INT, 1, 1024, AT(db_pool_size)},
     {"max-body-bytes", "CAIRN_MAX_BODY_BYTES", SET_SIZE, 64, 64L << 20, AT(max_body_bytes)},
+    {"max-connections", "CAIRN_MAX_CONNECTIONS", SET_INT, 16, 1000000, AT(max_connections)},
+    {"max-connections-per-address", "CAIRN_MAX_CONNECTIONS_PER_ADDRESS", SET_INT, 0, 1000000,
+     AT(max_connections_per_address)},
     {"shutdown-timeout", "CAIRN_SHUTDOWN_TIMEOUT", SET_INT, 0, 3600, AT(shutdown_timeout_s)},
     {"agent-bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", SET_SECRET, 16, 256,
      AT(agent_bootstrap_token)},
@@ -138,6 +141,8 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->listen_port = 8080;
     cfg->http_threads = 4;
     cfg->max_body_bytes = 1 << 20;
+    cfg->max_connections = 4096;
+    cfg->max_connections_per_address = 512;
     cfg->shutdown_timeout_s = 10;
     cfg->heartbeat_timeout_s = 6;
     cfg->replace_after_s = 60;

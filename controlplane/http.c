@@ -19,11 +19,16 @@
 
 #include "crypto.h"
 #include "gzip.h"
+#include "http_check.h"
 #include "log.h"
 #include "timeutil.h"
+#include "utf8.h"
 #include "xalloc.h"
 
 #define CONNECTION_TIMEOUT_S 30
+
+/* Seconds a client refused for want of connections is told to wait. */
+#define BUSY_RETRY_AFTER_S "1"
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -40,6 +45,8 @@ struct http_server {
     bool stopping;
     pthread_cond_t park_changed;
     pthread_t park_timer;
+
+    _Atomic int connections; /* open now, counted by on_connection */
 };
 
 /* ---- replies ---------------------------------------------------------- */
@@ -71,14 +78,23 @@ void http_add_header(struct http_request *req, const char *name, const char *val
     req->nheaders++;
 }
 
+/* What is sent when a document cannot be encoded: a bug of ours (a string
+ * that is not UTF-8 reached jansson), answered as one, never an abort. */
+static const char unencodable[] =
+    "{\"type\":\"urn:cairn:problem:internal-error\",\"title\":\"Internal error\","
+    "\"status\":500,\"code\":\"INTERNAL_ERROR\","
+    "\"detail\":\"the reply could not be encoded; see the server log\"}";
+
 static void reply_document(struct http_request *req, int status, json_t *doc,
                            const char *content_type)
 {
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    char *text = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(doc);
     if (text == NULL) {
-        fprintf(stderr, "cairn: out of memory encoding JSON\n");
-        abort();
+        log_error("reply could not be encoded", "request_id=%s status=%d", req->request_id, status);
+        set_reply(req, 500, xstrdup(unencodable), sizeof(unencodable) - 1,
+                  "application/problem+json");
+        return;
     }
     set_reply(req, status, text, strlen(text), content_type);
 }
@@ -118,15 +134,19 @@ void http_reply_problem(struct http_request *req, enum problem_code code, json_t
                         const char *detail_fmt, ...)
 {
     const struct problem_info *info = problem_info(code);
-    char detail[1024];
+    char raw[1024], detail[1024], instance[512];
     va_list ap;
 
+    /* A detail may quote what the client sent, and vsnprintf may cut a
+     * character in two: scrubbed, it is always UTF-8 for jansson. */
     va_start(ap, detail_fmt);
-    vsnprintf(detail, sizeof(detail), detail_fmt, ap);
+    vsnprintf(raw, sizeof(raw), detail_fmt, ap);
     va_end(ap);
+    utf8_scrub(raw, detail, sizeof(detail));
+    utf8_scrub(req->path != NULL ? req->path : req->target, instance, sizeof(instance));
     json_t *doc = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "type", info->type, "title",
                             info->title, "status", info->status, "detail", detail, "code",
-                            info->code, "instance", req->path, "request_id", req->request_id);
+                            info->code, "instance", instance, "request_id", req->request_id);
     if (errors != NULL)
         json_object_set_new(doc, "errors", errors);
     if (info->status == 401)
@@ -166,18 +186,30 @@ static bool valid_request_id(const char *s)
     return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
 }
 
+/* A request's life starts when its request line has arrived: the raw
+ * target is all there is yet (see on_uri). */
 static struct http_request *request_new(struct http_server *srv, struct MHD_Connection *conn,
-                                        const char *url, const char *method)
+                                        const char *target)
 {
     struct http_request *req = xcalloc(1, sizeof(*req));
-    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
 
     req->app = srv->app;
     req->server = srv;
     req->conn = conn;
-    req->method = method;
-    req->path = xstrdup(url);
+    req->target = xstrdup(target);
     req->started_us = time_mono_us();
+    pthread_mutex_lock(&srv->lock);
+    srv->active++;
+    pthread_mutex_unlock(&srv->lock);
+    return req;
+}
+
+/* The request id: the client's X-Request-Id when it is a sane one, else
+ * a new one. */
+static void set_request_id(struct http_request *req)
+{
+    const char *rid = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "X-Request-Id");
+
     if (rid != NULL && valid_request_id(rid)) {
         strcpy(req->request_id, rid);
     } else {
@@ -186,10 +218,6 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
         strcpy(req->request_id, "req_");
         crypto_hex(raw, sizeof(raw), req->request_id + 4);
     }
-    pthread_mutex_lock(&srv->lock);
-    srv->active++;
-    pthread_mutex_unlock(&srv->lock);
-    return req;
 }
 
 static void request_free(struct http_request *req)
@@ -200,7 +228,8 @@ static void request_free(struct http_request *req)
     free(req->reply);
     free(req->body);
     json_decref(req->json);
-    free((char *)req->path);
+    free(req->path);
+    free(req->target);
     free(req);
 }
 
@@ -268,6 +297,91 @@ static size_t body_limit(const struct http_server *srv, const struct http_reques
     return srv->app->cfg.max_body_bytes;
 }
 
+/* Every header as http_check.h wants them: each field checked, the
+ * framing headers gathered. */
+#define MAX_FRAMING_HEADERS 8
+
+struct header_scan {
+    char bad[64]; /* the first field that failed, "" when none did */
+    const char *lengths[MAX_FRAMING_HEADERS], *codings[MAX_FRAMING_HEADERS];
+    size_t nlengths, ncodings;
+    bool too_many;
+};
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *name,
+                                   const char *value)
+{
+    struct header_scan *hs = cls;
+    (void)kind;
+
+    if (hs->bad[0] == '\0' && !http_check_header(name, value))
+        utf8_scrub(name, hs->bad, sizeof(hs->bad));
+    const char **slot = NULL;
+    if (strcasecmp(name, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        slot = hs->nlengths < MAX_FRAMING_HEADERS ? &hs->lengths[hs->nlengths++] : NULL;
+    else if (strcasecmp(name, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+        slot = hs->ncodings < MAX_FRAMING_HEADERS ? &hs->codings[hs->ncodings++] : NULL;
+    else
+        return MHD_YES;
+    if (slot == NULL)
+        hs->too_many = true;
+    else
+        *slot = value;
+    return MHD_YES;
+}
+
+/* The request line and headers, checked before anything reads them
+ * (http_check.h); on success req->path is the decoded path. Returns false
+ * after replying (and asking for the connection to close: after a
+ * malformed request nothing on it can be trusted). */
+static bool admit(struct http_request *req)
+{
+    struct header_scan hs = {0};
+    char err[160];
+    int status;
+
+    if (!http_check_method(req->method)) {
+        http_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
+        http_reply_problem(req, PROBLEM_MALFORMED_REQUEST, NULL,
+                           "the method is not an HTTP token of at most %d characters",
+                           HTTP_CHECK_METHOD_MAX);
+        return false;
+    }
+    if (!http_check_target(req->target, &req->path, err, sizeof(err))) {
+        http_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
+        http_reply_problem(req, PROBLEM_MALFORMED_REQUEST, NULL, "%s", err);
+        return false;
+    }
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, scan_header, &hs);
+    if (hs.bad[0] != '\0' || hs.too_many) {
+        http_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
+        http_reply_problem(req, PROBLEM_MALFORMED_REQUEST, NULL,
+                           hs.too_many ? "too many Content-Length or Transfer-Encoding headers"
+                                       : "header %s is not a token or holds a control character",
+                           hs.bad);
+        return false;
+    }
+    status = http_check_framing(hs.lengths, hs.nlengths, hs.codings, hs.ncodings, err, sizeof(err));
+    if (status != 0) {
+        http_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
+        http_reply_problem(
+            req, status == 501 ? PROBLEM_UNSUPPORTED_TRANSFER_CODING : PROBLEM_MALFORMED_REQUEST,
+            NULL, "%s", err);
+        return false;
+    }
+    return true;
+}
+
+/* Whether the server has no connection to spare for route: past
+ * --max-connections only agents and health probes are served, from the
+ * reserve. */
+static bool over_capacity(const struct http_server *srv, const struct route *route)
+{
+    bool reserved = route->scope == SCOPE_NONE || route->scope == SCOPE_AGENT ||
+                    route->scope == SCOPE_BOOTSTRAP;
+    return !reserved && srv->connections > srv->app->cfg.max_connections;
+}
+
 /* Everything that can be decided from the request line and headers, before
  * any body is read: the route, the token, the query, the content type and
  * the content encoding. Returns false after replying when the request
@@ -290,6 +404,15 @@ static bool preflight(struct http_server *srv, struct http_request *req)
         return false;
     }
     req->route = route;
+
+    if (over_capacity(srv, route)) {
+        http_add_header(req, MHD_HTTP_HEADER_RETRY_AFTER, BUSY_RETRY_AFTER_S);
+        http_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
+        http_reply_problem(req, PROBLEM_TOO_MANY_CONNECTIONS, NULL,
+                           "cairnd has %d connections open, its limit is %d; retry in %s s",
+                           srv->connections, srv->app->cfg.max_connections, BUSY_RETRY_AFTER_S);
+        return false;
+    }
 
     if (route->scope == SCOPE_BOOTSTRAP && srv->app->cfg.agent_bootstrap_token == NULL) {
         http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
@@ -585,14 +708,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct http_server *srv = cls;
     struct http_request *req = *con_cls;
     (void)version;
+    (void)url; /* decoded by libmicrohttpd up to the first NUL: cairnd decodes req->target */
 
-    if (req == NULL) {
-        req = request_new(srv, conn, url, method);
-        *con_cls = req;
-        /* A refusal is sent at once only when a body is on its way: that
-         * spares reading it, but costs the connection. Without a body,
-         * replying on the final call keeps the connection alive. */
-        if (!preflight(srv, req) && has_body(conn))
+    if (req->method == NULL) {
+        req->method = method;
+        set_request_id(req);
+        /* A refusal is sent at once only when a body is on its way (that
+         * spares reading it, but costs the connection) or the request is
+         * malformed. Otherwise replying on the final call keeps the
+         * connection alive. */
+        bool admitted = admit(req);
+        if (!(admitted && preflight(srv, req)) && (!admitted || has_body(conn)))
             return queue_reply(req);
         return MHD_YES;
     }
@@ -637,10 +763,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     int64_t took_us = time_mono_us() - req->started_us;
     requests_by_class[req->status >= 100 && req->status < 600 ? req->status / 100 : 0]++;
     request_us_total += (unsigned long long)(took_us > 0 ? took_us : 0);
+    char method[64];
+    /* A request libmicrohttpd refused itself (a malformed Content-Length,
+     * headers past its memory) never reached on_request: no method, no
+     * status of ours. */
     log_info("request",
              "request_id=%s method=%s path=%s status=%d duration_ms=%.2f bytes=%zu token=%s%s",
-             req->request_id, req->method, log_quote(path, sizeof(path), req->path), req->status,
-             (double)took_us / 1000.0, req->reply_len,
+             req->request_id[0] != '\0' ? req->request_id : "-",
+             log_quote(method, sizeof(method), req->method != NULL ? req->method : "-"),
+             log_quote(path, sizeof(path), req->path != NULL ? req->path : req->target),
+             req->status, (double)took_us / 1000.0, req->reply_len,
              req->who.authenticated ? req->who.token_id : "-",
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
     request_free(req);
@@ -657,6 +789,26 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
     log_warn("http server", "detail=%s", log_quote(quoted, sizeof(quoted), msg));
+}
+
+/* The request line has arrived: the request starts here, with the target
+ * exactly as sent (libmicrohttpd has not decoded it yet). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return request_new(cls, conn, uri);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http_server *srv = cls;
+    (void)conn;
+    (void)socket_context;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        srv->connections++;
+    else
+        srv->connections--;
 }
 
 /* ---- server ------------------------------------------------------------ */
@@ -693,7 +845,11 @@ struct http_server *http_start(struct app *app, const struct route *table, size_
         ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg.http_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(app->cfg.max_connections + HTTP_RESERVED_CONNECTIONS),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)app->cfg.max_connections_per_address,
+        MHD_OPTION_END);
     int saved = errno;
     freeaddrinfo(ai);
     if (srv->daemon == NULL) {

@@ -25,6 +25,13 @@
 
 #define HTTP_MAX_HEADERS 4
 
+/* Connections beyond --max-connections that only agents and health probes
+ * may use: a flood of API clients must not lock out the agents reporting
+ * their nodes or the probe deciding whether cairnd is alive. Past both,
+ * new connections are closed at once; past --max-connections-per-address
+ * from one address too. */
+#define HTTP_RESERVED_CONNECTIONS 64
+
 struct MHD_Connection;
 
 struct http_server;
@@ -33,8 +40,9 @@ struct http_request {
     struct app *app;
     struct http_server *server;
     struct MHD_Connection *conn;
-    const char *method;
-    const char *path;
+    const char *method; /* NULL until the request's headers have arrived */
+    char *target;       /* the request target as sent: path and query, still encoded */
+    char *path;         /* the target's path decoded (http_check.h); NULL until checked */
     char request_id[129];
     int64_t started_us;
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "api.h"
 #include "config.h"
@@ -24,6 +25,7 @@
 static const char usage[] =
     "usage: cairnd [serve] [--listen HOST:PORT] [--database-url URL] [--http-threads N]\n"
     "              [--db-pool-size N] [--max-body-bytes N] [--shutdown-timeout SECONDS]\n"
+    "              [--max-connections N] [--max-connections-per-address N]\n"
     "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
     "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
     "              [--sentinel-listen HOST:PORT|off] [--replace-after SECONDS]\n"
@@ -38,6 +40,7 @@ static const char usage[] =
     "       cairnd version\n"
     "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
+    "CAIRN_MAX_CONNECTIONS, CAIRN_MAX_CONNECTIONS_PER_ADDRESS,\n"
     "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS,\n"
     "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN, CAIRN_REPLACE_AFTER,\n"
     "CAIRN_METRICS_RETENTION_DAYS.\n";
@@ -68,6 +71,8 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"http-threads", required_argument, NULL, 0},
         {"db-pool-size", required_argument, NULL, 0},
         {"max-body-bytes", required_argument, NULL, 0},
+        {"max-connections", required_argument, NULL, 0},
+        {"max-connections-per-address", required_argument, NULL, 0},
         {"shutdown-timeout", required_argument, NULL, 0},
         {"agent-bootstrap-token", required_argument, NULL, 0},
         {"heartbeat-timeout", required_argument, NULL, 0},
@@ -185,6 +190,38 @@ static bool prepare_schema(const struct config *cfg, bool no_migrate)
     return ok;
 }
 
+/* Descriptors cairnd holds besides HTTP connections: the database pool
+ * (counted apart), the Sentinel listener's clients, engine connections of
+ * the runner and the failover checks, logs, pipes, epoll. */
+#define OTHER_DESCRIPTORS 1536
+
+/* Every HTTP connection holds a descriptor, and running out of them stops
+ * cairnd accepting any (agents and health probes included). Raise the
+ * soft limit as far as the hard one allows, then make sure
+ * --max-connections with its reserve fits below it, or lower it and say
+ * so. */
+static void fit_descriptors(struct config *cfg)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return;
+    }
+    long long room = rl.rlim_cur == RLIM_INFINITY ? 1LL << 30 : (long long)rl.rlim_cur;
+    long long spare = room - OTHER_DESCRIPTORS - cfg->db_pool_size - HTTP_RESERVED_CONNECTIONS;
+    if (cfg->max_connections > spare) {
+        int fitted = spare > 16 ? (int)spare : 16;
+        log_warn("too few file descriptors for --max-connections; lowered",
+                 "max_connections=%d lowered_to=%d nofile=%lld", cfg->max_connections, fitted,
+                 room);
+        cfg->max_connections = fitted;
+    }
+}
+
 static int cmd_serve(struct cli *cli)
 {
     struct app app = {.cfg = cli->cfg};
@@ -209,6 +246,7 @@ static int cmd_serve(struct cli *cli)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    fit_descriptors(&app.cfg);
     app.db = db_pool_new(app.cfg.database_url, app.cfg.db_pool_size);
     server = http_start(&app, api_routes, api_route_count, err, sizeof(err));
     if (server == NULL) {
@@ -235,8 +273,10 @@ static int cmd_serve(struct cli *cli)
                      sentinel_port(sentinel));
     }
     app.monitor = monitor_start(&app, app.cfg.heartbeat_timeout_s);
-    log_info("listening", "address=%s:%d threads=%d db_pool=%d agents=%s version=%s",
+    log_info("listening",
+             "address=%s:%d threads=%d db_pool=%d max_connections=%d agents=%s version=%s",
              app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
+             app.cfg.max_connections,
              app.cfg.agent_bootstrap_token != NULL ? "enabled" : "disabled", CAIRND_VERSION);
     sigwait(&stop, &sig);
     log_info("shutting down", "signal=%s timeout_s=%d", sig == SIGTERM ? "SIGTERM" : "SIGINT",

@@ -7,6 +7,7 @@
 #define CAIRN_PROBLEM_H
 
 #define PROBLEM_CODES(X)                                                                           \
+    X(MALFORMED_REQUEST, 400, "Request line or headers are malformed")                             \
     X(MALFORMED_JSON, 400, "Request body is not valid JSON")                                       \
     X(VALIDATION_FAILED, 400, "Request body is invalid")                                           \
     X(COMBINED_CHANGES, 400, "One change at a time")                                               \
@@ -35,8 +36,10 @@
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json, plain or gzip")         \
     X(INTERNAL_ERROR, 500, "Internal error")                                                       \
+    X(UNSUPPORTED_TRANSFER_CODING, 501, "Transfer coding not supported")                           \
     X(DATABASE_UNAVAILABLE, 503, "Database unavailable")                                           \
     X(NOT_READY, 503, "Service not ready")                                                         \
+    X(TOO_MANY_CONNECTIONS, 503, "Too many connections; retry shortly")                            \
     X(SECRET_KEY_UNAVAILABLE, 503, "No secret key configured for engine passwords")
 
 enum problem_code {
