@@ -143,7 +143,13 @@ void http_reply_problem(struct http_request *req, enum problem_code code, json_t
     vsnprintf(raw, sizeof(raw), detail_fmt, ap);
     va_end(ap);
     utf8_scrub(raw, detail, sizeof(detail));
-    utf8_scrub(req->path != NULL ? req->path : req->target, instance, sizeof(instance));
+    if (req->path != NULL) {
+        utf8_scrub(req->path, instance, sizeof(instance));
+    } else { /* a target refused before decoding: its path part, as sent */
+        char sent[sizeof(instance)];
+        snprintf(sent, sizeof(sent), "%.*s", (int)strcspn(req->target, "?"), req->target);
+        utf8_scrub(sent, instance, sizeof(instance));
+    }
     json_t *doc = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "type", info->type, "title",
                             info->title, "status", info->status, "detail", detail, "code",
                             info->code, "instance", instance, "request_id", req->request_id);
