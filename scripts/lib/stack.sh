@@ -148,12 +148,24 @@ port_in_use() {
     timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null
 }
 
+# proc_alive PID -- true when process PID exists and has not exited. kill -0
+# is not enough: a process that exited stays a zombie until its parent reaps
+# it, and the parent of a daemon we detached is init, which may do so late or,
+# in some containers, never: `up` would then take a crashed cairnd for a live one.
+proc_alive() {
+    local stat
+    [[ "$1" =~ ^[0-9]+$ ]] || return 1
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    # "PID (COMM) STATE ...": the state follows the last ')', as COMM may hold any.
+    stat=${stat##*) }
+    [[ "${stat:0:1}" != [ZX] ]]
+}
+
 # proc_is NAME PID -- true when PID is alive and is a process called NAME (so a
-# stale pid file that now names someone else's process is not trusted).
+# stale pid file that names a dead process or someone else's is not trusted).
 proc_is() {
     local name=$1 pid=$2
-    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
+    proc_alive "$pid" || return 1
     [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$name" ]
 }
 
@@ -191,7 +203,7 @@ wait_healthy() {
     local url=$1 name=$2 pid=$3 log=$4 timeout=$5 deadline
     deadline=$((SECONDS + timeout))
     until curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; do
-        if ! kill -0 "$pid" 2>/dev/null; then
+        if ! proc_alive "$pid"; then
             show_log_tail "$log"
             die "$name exited before answering $url"
         fi
@@ -215,8 +227,7 @@ agent_engine_pids() {
         for pidfile in "$dir"/nodes/*/engine.pid; do
             [ -f "$pidfile" ] || continue
             pid=$(cat "$pidfile")
-            [[ "$pid" =~ ^[0-9]+$ ]] || continue
-            kill -0 "$pid" 2>/dev/null || continue
+            proc_alive "$pid" || continue
             tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -Eq '(redis|valkey)-server' || continue
             cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
             [ "$cwd" = "$(cd "$(dirname "$pidfile")/data" 2>/dev/null && pwd -P)" ] || continue
@@ -240,8 +251,7 @@ agent_engines_stop() {
     fi
     kill -TERM "${pids[@]}" 2>/dev/null || true
     for pid in "${pids[@]}"; do
-        # An engine orphaned by its agent is reaped by init: a zombie is gone.
-        while kill -0 "$pid" 2>/dev/null && [[ "$(ps -o stat= -p "$pid")" != Z* ]]; do
+        while proc_alive "$pid"; do
             if [ "$tenths" -ge $((timeout * 10)) ]; then
                 warn "engine (pid $pid) still running after ${timeout}s; sending SIGKILL"
                 kill -KILL "$pid" 2>/dev/null || true
