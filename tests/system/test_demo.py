@@ -83,8 +83,8 @@ class DemoClone:
         return [d for d in PG_SYSTEM_DIR.iterdir() if pattern.fullmatch(d.name)]
 
     def processes(self):
-        """(pid, command line) of every live process of this clone: its cairnd and
-        agents, engines and PostgreSQL working in its directories."""
+        """(pid, name, command line) of every live process of this clone: its
+        cairnd and agents, engines and PostgreSQL working in its directories."""
         marks = [str(self.root)] + [str(d) for d in self.own_pg_homes()]
         found = []
         for entry in Path("/proc").iterdir():
@@ -93,6 +93,7 @@ class DemoClone:
             try:
                 cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
                     "utf-8", "replace")
+                name = (entry / "comm").read_text().strip()
             except OSError:
                 continue
             try:
@@ -100,7 +101,7 @@ class DemoClone:
             except OSError:
                 cwd = ""
             if any(m in cmdline or cwd == m or cwd.startswith(m + "/") for m in marks):
-                found.append((int(entry.name), cmdline.strip()))
+                found.append((int(entry.name), name, cmdline.strip()))
         return found
 
     def make_zombie(self, name):
@@ -129,7 +130,7 @@ class DemoClone:
                                    capture_output=True, text=True, timeout=DEMO_TIMEOUT)
                 if r.returncode != 0:
                     sys.stderr.write(f"scripts/demo down at teardown:\n{r.stdout}{r.stderr}\n")
-            for pid, cmdline in self.processes():
+            for pid, _, cmdline in self.processes():
                 sys.stderr.write(f"killing what scripts/demo down left: {pid} {cmdline}\n")
                 try:
                     os.kill(pid, 9)
@@ -229,6 +230,9 @@ def test_demo_up_secure_and_down(clone):
         assert r.returncode != 0 and "password" in r.stderr, \
             f"{what}: psql exited {r.returncode}: {r.stdout}{r.stderr}"
 
+    # What `down` must stop, as the process scan sees it.
+    names = {name for _, name, _ in clone.processes()}
+    assert {"cairnd", "cairn-agent", "postgres"} <= names, f"processes of the clone: {names}"
     clone.demo("down")
     eq(clone.processes(), [], "processes of the clone after scripts/demo down")
 
