@@ -7,7 +7,7 @@ ports. The test checks that the stack comes up with three healthy hosts, that
 its PostgreSQL refuses anyone without the password kept in a mode-600 file,
 that a pid file naming a zombie cairnd or an unrelated process does not pass
 for a running daemon, and that `down` leaves no process of the clone behind and
-the next `up` finds the same data. Takes about 15 s.
+the next `up` finds the same data. Takes about 10 s.
 """
 
 import os
