@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # stack.sh -- shell helpers shared by scripts/demo and tests/bench: a private
-# PostgreSQL 15 cluster (run as the right user), control of daemons by pid, and
-# the engines cairn-agents leave running.
+# PostgreSQL 15 cluster (run as the right user, password required), control of
+# daemons by pid, and the engines cairn-agents leave running.
 #
 # Sourced by bash scripts that use `set -euo pipefail`; set PROG first (it
 # prefixes every message). Paths handed to these functions must be absolute.
@@ -26,6 +26,24 @@ show_log_tail() {
 }
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# random_secret -- print 48 random hex digits, for passwords and tokens.
+random_secret() {
+    od -An -tx1 -N24 /dev/urandom | tr -d ' \n'
+}
+
+# url_encode STRING -- print STRING percent-encoded for a URL, '/' kept.
+url_encode() {
+    local LC_ALL=C s=$1 out="" c i
+    for ((i = 0; i < ${#s}; i++)); do
+        c=${s:i:1}
+        case $c in
+        [A-Za-z0-9._~/-]) out+=$c ;;
+        *) printf -v c '%%%02X' "'$c" && out+=$c ;;
+        esac
+    done
+    printf '%s\n' "$out"
+}
 
 # pg_as_owner CMD [ARGS...] -- run a PostgreSQL server program as the user that
 # owns the cluster: ourselves, or "postgres" when we are root (initdb, postgres
@@ -84,14 +102,80 @@ pg_prepare_path() {
     die "the postgres user cannot write $path (owner: $(stat -c %U "$path")); fix its ownership (chown -R postgres: $path) or remove it"
 }
 
-# pg_init DATADIR [INITDB_ARGS...] -- initdb a cluster whose superuser is
-# "cairn", trusted over loopback, unless DATADIR already holds one. initdb's
-# output goes to stdout.
+# pg_passfile_make FILE -- make FILE, a libpq password file (mode 600) holding a
+# new random password for user "cairn" on 127.0.0.1, any port, unless it exists.
+# It is the only copy of the password: cairnd and psql read it through the
+# passfile parameter of pg_url's URL, never from a command line.
+pg_passfile_make() {
+    local file=$1
+    if [ ! -s "$file" ]; then
+        (
+            umask 077
+            printf '127.0.0.1:*:*:cairn:%s\n' "$(random_secret)" >"$file.tmp"
+        )
+        mv -f "$file.tmp" "$file"
+    fi
+    chmod 600 "$file"
+}
+
+# pg_password FILE -- print the password pg_passfile_make wrote into FILE.
+pg_password() {
+    cut -d: -f5 "$1"
+}
+
+# pg_url PORT DBNAME PASSFILE -- print the libpq URL of database DBNAME on
+# 127.0.0.1:PORT as user "cairn", with the password read from PASSFILE.
+pg_url() {
+    printf 'postgresql://cairn@127.0.0.1:%s/%s?passfile=%s\n' "$1" "$2" "$(url_encode "$3")"
+}
+
+# pg_init DATADIR PASSFILE [INITDB_ARGS...] -- initdb a cluster whose superuser
+# is "cairn", with the password in PASSFILE (see pg_passfile_make) and
+# scram-sha-256 for every connection, unless DATADIR already holds one. The
+# server never runs without the password. initdb's output goes to stdout.
 pg_init() {
-    local dir=$1
-    shift
+    local dir=$1 passfile=$2 pwfile status=0
+    shift 2
     [ -f "$dir/PG_VERSION" ] && return 0
-    pg_as_owner "$PG_BIN/initdb" -D "$dir" -U cairn -A trust -E UTF8 --locale=C "$@"
+    # initdb reads the password from a file of its own; it runs as the server's
+    # user, who can reach the data directory's parent (pg_prepare_path).
+    pwfile=$(mktemp "$(dirname "$dir")/.initdb-pw.XXXXXX")
+    pg_password "$passfile" >"$pwfile"
+    if is_root; then chown postgres: "$pwfile"; fi
+    pg_as_owner "$PG_BIN/initdb" -D "$dir" -U cairn -A scram-sha-256 --pwfile="$pwfile" \
+        -E UTF8 --locale=C "$@" || status=$?
+    rm -f "$pwfile"
+    return "$status"
+}
+
+# pg_trusts DATADIR -- true when the cluster's pg_hba.conf lets some connection
+# in without a password: one made before Cairn's scripts set one (initdb -A
+# trust), which pg_require_password brings to password authentication.
+pg_trusts() {
+    awk '$1 !~ /^#/ { for (i = 4; i <= NF; i++) if ($i == "trust") found = 1 }
+         END { exit !found }' "$1/pg_hba.conf"
+}
+
+# pg_require_password DATADIR PORT PASSFILE -- give user "cairn" of the cluster
+# running on DATADIR and PORT the password in PASSFILE while its trust
+# authentication still lets us in, then replace its pg_hba.conf with one that
+# asks every connection for a password, and reload. The data is untouched.
+pg_require_password() {
+    local dir=$1 port=$2 passfile=$3
+    # On standard input, not the command line, which any user can read.
+    "$PG_BIN/psql" -w -h 127.0.0.1 -p "$port" -U cairn -d postgres -XqAt -v ON_ERROR_STOP=1 \
+        <<<"ALTER ROLE cairn PASSWORD '$(pg_password "$passfile")'" >/dev/null
+    pg_as_owner tee "$dir/pg_hba.conf" >/dev/null <<'EOF'
+# Written by Cairn's scripts/lib/stack.sh: a password for every connection.
+# TYPE  DATABASE        USER            ADDRESS                 METHOD
+local   all             all                                     scram-sha-256
+host    all             all             127.0.0.1/32            scram-sha-256
+host    all             all             ::1/128                 scram-sha-256
+local   replication     all                                     scram-sha-256
+host    replication     all             127.0.0.1/32            scram-sha-256
+host    replication     all             ::1/128                 scram-sha-256
+EOF
+    pg_as_owner "$PG_BIN/pg_ctl" reload -D "$dir" -s
 }
 
 # pg_is_running DATADIR -- true when a postmaster runs on DATADIR.
@@ -124,14 +208,14 @@ pg_stop() {
     pg_as_owner "$PG_BIN/pg_ctl" stop -D "$1" -m fast -w -t 60 -s
 }
 
-# pg_ensure_db PORT NAME -- create database NAME on the local cluster unless it
-# exists.
+# pg_ensure_db PORT NAME PASSFILE -- create database NAME on the local cluster
+# unless it exists, as user "cairn" with the password in PASSFILE.
 pg_ensure_db() {
-    local port=$1 name=$2 found
-    found=$("$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U cairn -d postgres -XtAq -v name="$name" \
-        <<<"SELECT 1 FROM pg_database WHERE datname = :'name'")
+    local port=$1 name=$2 passfile=$3 found
+    found=$(PGPASSFILE=$passfile "$PG_BIN/psql" -w -h 127.0.0.1 -p "$port" -U cairn -d postgres \
+        -XtAq -v name="$name" <<<"SELECT 1 FROM pg_database WHERE datname = :'name'")
     [ "$found" = 1 ] && return 0
-    "$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U cairn "$name"
+    PGPASSFILE=$passfile "$PG_BIN/createdb" -w -h 127.0.0.1 -p "$port" -U cairn "$name"
 }
 
 # free_port -- print a TCP port on 127.0.0.1 that nothing listens on now.
@@ -148,12 +232,24 @@ port_in_use() {
     timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null
 }
 
+# proc_alive PID -- true when process PID exists and has not exited. kill -0
+# is not enough: a process that exited stays a zombie until its parent reaps
+# it, and the parent of a daemon we detached is init, which may do so late or,
+# in some containers, never: `up` would then take a crashed cairnd for a live one.
+proc_alive() {
+    local stat
+    [[ "$1" =~ ^[0-9]+$ ]] || return 1
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    # "PID (COMM) STATE ...": the state follows the last ')', as COMM may hold any.
+    stat=${stat##*) }
+    [[ "${stat:0:1}" != [ZX] ]]
+}
+
 # proc_is NAME PID -- true when PID is alive and is a process called NAME (so a
-# stale pid file that now names someone else's process is not trusted).
+# stale pid file that names a dead process or someone else's is not trusted).
 proc_is() {
     local name=$1 pid=$2
-    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
+    proc_alive "$pid" || return 1
     [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$name" ]
 }
 
@@ -191,7 +287,7 @@ wait_healthy() {
     local url=$1 name=$2 pid=$3 log=$4 timeout=$5 deadline
     deadline=$((SECONDS + timeout))
     until curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; do
-        if ! kill -0 "$pid" 2>/dev/null; then
+        if ! proc_alive "$pid"; then
             show_log_tail "$log"
             die "$name exited before answering $url"
         fi
@@ -215,8 +311,7 @@ agent_engine_pids() {
         for pidfile in "$dir"/nodes/*/engine.pid; do
             [ -f "$pidfile" ] || continue
             pid=$(cat "$pidfile")
-            [[ "$pid" =~ ^[0-9]+$ ]] || continue
-            kill -0 "$pid" 2>/dev/null || continue
+            proc_alive "$pid" || continue
             tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -Eq '(redis|valkey)-server' || continue
             cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
             [ "$cwd" = "$(cd "$(dirname "$pidfile")/data" 2>/dev/null && pwd -P)" ] || continue
@@ -240,8 +335,7 @@ agent_engines_stop() {
     fi
     kill -TERM "${pids[@]}" 2>/dev/null || true
     for pid in "${pids[@]}"; do
-        # An engine orphaned by its agent is reaped by init: a zombie is gone.
-        while kill -0 "$pid" 2>/dev/null && [[ "$(ps -o stat= -p "$pid")" != Z* ]]; do
+        while proc_alive "$pid"; do
             if [ "$tenths" -ge $((timeout * 10)) ]; then
                 warn "engine (pid $pid) still running after ${timeout}s; sending SIGKILL"
                 kill -KILL "$pid" 2>/dev/null || true
