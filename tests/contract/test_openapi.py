@@ -44,6 +44,9 @@ PROBLEM_JSON = "application/problem+json"
 
 # The error registry as the API contract states it: code -> HTTP status.
 KNOWN_CODES = {
+    "MALFORMED_REQUEST": 400,
+    "UNSUPPORTED_TRANSFER_CODING": 501,
+    "TOO_MANY_CONNECTIONS": 503,
     "MALFORMED_JSON": 400,
     "VALIDATION_FAILED": 400,
     "INVALID_QUERY_PARAMETER": 400,
