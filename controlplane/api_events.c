@@ -15,7 +15,8 @@ void api_events_list(struct http_request *req)
 {
     const char *since = http_query(req, "since");
 
-    if (!api_query_cluster_id(req, "cluster_id") || !api_query_uuid(req, "host_id"))
+    if (!api_query_cluster_id(req, "cluster_id") || !api_query_uuid(req, "host_id") ||
+        !api_query_uuid(req, "cluster_uid"))
         return;
     if (since != NULL && !time_is_rfc3339(since)) {
         json_t *errors = json_array();
@@ -24,7 +25,7 @@ void api_events_list(struct http_request *req)
                            "since is not an RFC 3339 timestamp");
         return;
     }
-    struct store_event_filter f = {http_query(req, "cluster_id"), http_query(req, "host_id"),
-                                   since};
+    struct store_event_filter f = {http_query(req, "cluster_id"), http_query(req, "host_id"), since,
+                                   http_query(req, "cluster_uid")};
     api_reply_list(req, &events, &f);
 }

@@ -21,10 +21,10 @@ static const char *const kinds[] = {
 void api_operations_list(struct http_request *req)
 {
     if (!api_query_cluster_id(req, "cluster_id") || !api_query_one_of(req, "state", states) ||
-        !api_query_one_of(req, "kind", kinds))
+        !api_query_one_of(req, "kind", kinds) || !api_query_uuid(req, "cluster_uid"))
         return;
     struct store_operation_filter f = {http_query(req, "cluster_id"), http_query(req, "state"),
-                                       http_query(req, "kind")};
+                                       http_query(req, "kind"), http_query(req, "cluster_uid")};
     api_reply_list(req, &operations, &f);
 }
 

@@ -6,9 +6,9 @@
 
 static const char *const paged[] = {"page_size", "page_token", NULL};
 static const char *const engine_versions_query[] = {"page_size", "page_token", "engine", NULL};
-static const char *const operations_query[] = {"page_size", "page_token", "cluster_id",
-                                               "state",     "kind",       NULL};
-static const char *const events_query[] = {"page_size", "page_token", "cluster_id",
+static const char *const operations_query[] = {
+    "page_size", "page_token", "cluster_id", "cluster_uid", "state", "kind", NULL};
+static const char *const events_query[] = {"page_size", "page_token", "cluster_id", "cluster_uid",
                                            "host_id",   "since",      NULL};
 static const char *const hosts_query[] = {"page_size", "page_token", "az", "state", NULL};
 static const char *const metrics_query[] = {"names", "start",   "end",      "period",

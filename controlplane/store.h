@@ -53,21 +53,26 @@ enum db_status store_node_type_get(struct db_conn *conn, const char *name, char 
 enum db_status store_engine_versions_list(struct db_conn *conn, const char *engine,
                                           const struct page *page, char **items, char *next_key);
 
-/* operations; each filter may be NULL. Newest first. */
+/* operations; each filter may be NULL. Newest first. cluster_id picks the
+ * latest cluster of that id (ids are reused once a cluster is deleted),
+ * cluster_uid any one. */
 struct store_operation_filter {
     const char *cluster_id;
     const char *state;
     const char *kind;
+    const char *cluster_uid;
 };
 enum db_status store_operations_list(struct db_conn *conn, const struct store_operation_filter *f,
                                      const struct page *page, char **items, char *next_key);
 enum db_status store_operation_get(struct db_conn *conn, const char *id, char **out);
 
-/* events; each filter may be NULL (since is RFC 3339). Oldest first. */
+/* events; each filter may be NULL (since is RFC 3339). Oldest first.
+ * cluster_id and cluster_uid as for operations. */
 struct store_event_filter {
     const char *cluster_id;
     const char *host_id;
     const char *since;
+    const char *cluster_uid;
 };
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
                                  const struct page *page, char **items, char *next_key);

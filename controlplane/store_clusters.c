@@ -8,7 +8,8 @@
  * replica that is linked and neither loading nor in a full sync. */
 #define CLUSTER_JSON                                                                               \
     "(c.spec || jsonb_build_object("                                                               \
-    "  'status', c.status, 'engine_version_actual', CASE WHEN c.engine_version_actual IS NULL"     \
+    "  'uid', c.uid, 'status', c.status, 'engine_version_actual', CASE WHEN "                      \
+    "c.engine_version_actual IS NULL"                                                              \
     "    THEN NULL ELSE coalesce((SELECT string_agg(DISTINCT n.running_version, ', ')"             \
     "      FROM nodes n WHERE n.cluster_id = c.id AND n.desired_state <> 'deleted'),"              \
     "      c.engine_version_actual) END,"                                                          \

@@ -4,8 +4,17 @@
 
 #include "store.h"
 
+/* The uid of the latest cluster whose id is the text parameter id: the one
+ * that exists, or else the newest whose history table holds (by its column
+ * order). A filter by cluster id shows one cluster's history, never that of
+ * an earlier one of the same name (migrations/0009_cluster_uid.sql). */
+#define LATEST_LIFE(id, table, order)                                                              \
+    "coalesce((SELECT uid FROM clusters WHERE id = " id "::text), (SELECT cluster_uid FROM " table \
+    " WHERE cluster_id = " id "::text ORDER BY " order " DESC LIMIT 1))"
+
 #define OPERATION_JSON                                                                             \
-    "json_build_object('id', id, 'cluster_id', cluster_id, 'kind', kind, 'state', state,"          \
+    "json_build_object('id', id, 'cluster_id', cluster_id, 'cluster_uid', cluster_uid,"            \
+    " 'kind', kind, 'state', state,"                                                               \
     " 'step', step, 'step_name', step_name, 'steps', steps, 'progress', progress,"                 \
     " 'error', error,"                                                                             \
     " 'created_at', " STORE_TS("created_at") ", 'started_at', " STORE_TS(                          \
@@ -15,25 +24,34 @@
 
 static const struct db_stmt list_operations = {"SELECT " STORE_TS(
     "created_at") " || '|' || id, " OPERATION_JSON " FROM operations"
-                  " WHERE ($1::text IS NULL OR cluster_id = $1)"
-                  "   AND ($2::text IS NULL OR state = $2) AND ($3::text IS NULL OR kind = $3)"
-                  "   AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, "
-                  "$5::uuid))"
-                  " ORDER BY created_at DESC, id DESC LIMIT $6::int"};
+                  " WHERE ($1::text IS NULL OR cluster_uid = " LATEST_LIFE(
+                      "$1", "operations",
+                      "created_at") ")"
+                                    "   AND ($2::text IS NULL OR state = $2) AND ($3::text IS NULL "
+                                    "OR kind = $3)"
+                                    "   AND ($4::timestamptz IS NULL OR (created_at, id) < "
+                                    "($4::timestamptz, "
+                                    "$5::uuid))"
+                                    "   AND ($6::uuid IS NULL OR cluster_uid = $6::uuid)"
+                                    " ORDER BY created_at DESC, id DESC LIMIT $7::int"};
 
 static const struct db_stmt get_operation = {"SELECT " OPERATION_JSON
                                              " FROM operations WHERE id = $1::uuid"};
 
 static const struct db_stmt list_events = {
     "SELECT id::text AS page_key, json_build_object('id', id::text, 'cluster_id', cluster_id,"
+    "  'cluster_uid', cluster_uid,"
     "  'host_id', host_id, 'operation_id', operation_id, 'type', type, 'severity', severity,"
     "  'message', message, 'detail', detail, 'created_at', " STORE_TS(
         "created_at") ")"
                       " FROM events"
-                      " WHERE id > $1::bigint AND ($2::text IS NULL OR cluster_id = $2)"
-                      "   AND ($3::uuid IS NULL OR host_id = $3::uuid)"
-                      "   AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)"
-                      " ORDER BY events.id LIMIT $5::int"};
+                      " WHERE id > $1::bigint AND ($2::text IS NULL OR cluster_uid = " LATEST_LIFE(
+                          "$2", "events",
+                          "id") ")"
+                                "   AND ($3::uuid IS NULL OR host_id = $3::uuid)"
+                                "   AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)"
+                                "   AND ($5::uuid IS NULL OR cluster_uid = $5::uuid)"
+                                " ORDER BY events.id LIMIT $6::int"};
 
 /* Split a "time|id" page key in place; both pointers NULL without a key. */
 static void split_key(const struct page *page, char *buf, const char **time, const char **id)
@@ -52,10 +70,10 @@ enum db_status store_operations_list(struct db_conn *conn, const struct store_op
                                      const struct page *page, char **items, char *next_key)
 {
     char key[PAGE_KEY_MAX];
-    const char *params[6] = {f->cluster_id, f->state, f->kind, NULL, NULL, NULL};
+    const char *params[7] = {f->cluster_id, f->state, f->kind, NULL, NULL, f->cluster_uid, NULL};
 
     split_key(page, key, &params[3], &params[4]);
-    return store_list(conn, &list_operations, 6, params, page, items, next_key);
+    return store_list(conn, &list_operations, 7, params, page, items, next_key);
 }
 
 enum db_status store_operation_get(struct db_conn *conn, const char *id, char **out)
@@ -67,7 +85,11 @@ enum db_status store_operation_get(struct db_conn *conn, const char *id, char **
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
                                  const struct page *page, char **items, char *next_key)
 {
-    const char *params[5] = {page->has_after ? page->after : "0", f->cluster_id, f->host_id,
-                             f->since, NULL};
-    return store_list(conn, &list_events, 5, params, page, items, next_key);
+    const char *params[6] = {page->has_after ? page->after : "0",
+                             f->cluster_id,
+                             f->host_id,
+                             f->since,
+                             f->cluster_uid,
+                             NULL};
+    return store_list(conn, &list_events, 6, params, page, items, next_key);
 }

@@ -385,6 +385,34 @@ def test_redis_group_create_use_and_delete(stack, cleanup):
     delete_and_check(stack, "sessions", baseline)
 
 
+def test_a_reused_id_starts_a_history_of_its_own(stack, cleanup):
+    """Events and operations filtered by cluster id used to list an earlier,
+    deleted cluster of the same id too: each cluster now has its own uid."""
+    api = stack.api
+    cleanup.append("again")
+    body = clusters.redis_group("again", replicas_per_shard=0)
+    first = expect.json_ok(post(api, body), 202)["uid"]
+    wait_available(api, "again", CREATE_TIMEOUT)
+    expect.json_ok(api.delete("/v1/clusters/again"), 202)
+    wait_gone(api, "again", DELETE_TIMEOUT)
+    second = expect.json_ok(post(api, body), 202)["uid"]
+    assert second != first, "a new cluster of the same id has a new uid"
+    wait_available(api, "again", CREATE_TIMEOUT)
+
+    evs = clusters.events(api, "again")
+    eq({e["cluster_uid"] for e in evs}, {second}, "the uid of every event by cluster id")
+    eq([e["type"] for e in evs if e["type"].startswith("Cluster")],
+       ["ClusterCreating", "ClusterAvailable"], "cluster events by cluster id")
+    eq([(o["kind"], o["cluster_uid"]) for o in clusters.operations(api, "again")],
+       [("create", second)], "operations by cluster id")
+    old = expect.json_ok(api.get("/v1/events", params={"cluster_uid": first}))["events"]
+    eq([e["type"] for e in old if e["type"].startswith("Cluster")],
+       ["ClusterCreating", "ClusterAvailable", "ClusterDeleting", "ClusterDeleted"],
+       "the first cluster's events, by its uid")
+    old = expect.json_ok(api.get("/v1/operations", params={"cluster_uid": first}))["operations"]
+    eq(sorted(o["kind"] for o in old), ["create", "delete"], "the first cluster's operations")
+
+
 # --------------------------------------------------------------------------
 # Refused creates leave nothing behind
 

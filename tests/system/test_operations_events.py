@@ -7,10 +7,13 @@ from expect import eq
 
 CL_A = "aaaaaaaa-0000-4000-8000-000000000001"
 CL_B = "bbbbbbbb-0000-4000-8000-000000000002"
-OP_KEYS = {"id", "cluster_id", "kind", "state", "step", "step_name", "steps", "progress", "error",
-           "created_at", "started_at", "finished_at", "updated_at"}
-EV_KEYS = {"id", "cluster_id", "host_id", "operation_id", "type", "severity", "message", "detail",
-           "created_at"}
+# The uid of each cluster's life (its history carries it; no cluster row is needed).
+UID = {CL_A: "0000000a-1111-4000-8000-000000000001", CL_B: "0000000b-1111-4000-8000-000000000002",
+       None: None}
+OP_KEYS = {"id", "cluster_id", "cluster_uid", "kind", "state", "step", "step_name", "steps",
+           "progress", "error", "created_at", "started_at", "finished_at", "updated_at"}
+EV_KEYS = {"id", "cluster_id", "cluster_uid", "host_id", "operation_id", "type", "severity",
+           "message", "detail", "created_at"}
 
 # id, cluster, kind, state, step, step_name, progress, error, created, started, finished
 OPS = [
@@ -43,26 +46,31 @@ def insert_ops(cairn):
     rows = []
     for (oid, cl, kind, state, step, step_name, progress, err, created, started,
          finished) in OPS:
+        # A running operation is leased to another cairnd for a day: this
+        # one's runner must leave it alone.
+        lease = ("'elsewhere', now() + interval '1 day'" if state == "running"
+                 else "NULL, NULL")
         rows.append(
-            f"({lit(oid)}, {lit(cl)}, {lit(kind)}, {lit(state)}, {step}, {lit(step_name)}, "
-            f"'{{}}'::jsonb, {progress}, {lit(err)}::jsonb, {lit(created)}, {lit(started)}, "
-            f"{lit(finished)}, {lit(created)}::timestamptz + interval '1 minute')")
-    cairn.psql("INSERT INTO operations (id, cluster_id, kind, state, step, step_name, context, "
-               "progress, error, created_at, started_at, finished_at, updated_at) VALUES "
-               + ", ".join(rows))
+            f"({lit(oid)}, {lit(cl)}, {lit(UID[cl])}::uuid, {lit(kind)}, {lit(state)}, {step}, "
+            f"{lit(step_name)}, '{{}}'::jsonb, {progress}, {lit(err)}::jsonb, {lit(created)}, "
+            f"{lit(started)}, {lit(finished)}, {lit(created)}::timestamptz + interval '1 minute',"
+            f" {lease})")
+    cairn.psql("INSERT INTO operations (id, cluster_id, cluster_uid, kind, state, step, step_name,"
+               " context, progress, error, created_at, started_at, finished_at, updated_at,"
+               " lease_owner, lease_expires_at) VALUES " + ", ".join(rows))
 
 
 def insert_events(cairn):
     cairn.psql(
-        "INSERT INTO events (cluster_id, operation_id, type, severity, message, detail, created_at)"
-        " VALUES "
-        f"({lit(CL_A)}, {lit(OPS[0][0])}, 'cluster.created', 'info', 'cluster created', "
+        "INSERT INTO events (cluster_id, cluster_uid, operation_id, type, severity, message,"
+        " detail, created_at) VALUES "
+        f"({lit(CL_A)}, {lit(UID[CL_A])}, {lit(OPS[0][0])}, 'cluster.created', 'info', 'cluster created', "
         "   '{\"shards\": 3}', '2026-02-01 08:00:00+00'),"
-        f"({lit(CL_B)}, NULL, 'node.down', 'error', 'node n1 stopped answering', "
+        f"({lit(CL_B)}, {lit(UID[CL_B])}, NULL, 'node.down', 'error', 'node n1 stopped answering', "
         "   '{\"node\": \"n1\"}', '2026-02-01 09:00:00.25+00'),"
-        f"({lit(CL_A)}, NULL, 'failover', 'warning', 'promoted replica', "
+        f"({lit(CL_A)}, {lit(UID[CL_A])}, NULL, 'failover', 'warning', 'promoted replica', "
         "   '{}', '2026-02-01 10:00:00+00'),"
-        "(NULL, NULL, 'host.lost', 'warning', 'host h3 lost', "
+        "(NULL, NULL, NULL, 'host.lost', 'warning', 'host h3 lost', "
         "   '{\"host\": \"h3\", \"nested\": {\"a\": [1, 2]}}', '2026-02-01 11:00:00+00')")
 
 
@@ -85,7 +93,7 @@ def events(ops):
 def test_get_operation_exact(ops):
     body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[1][0]}"))
     eq(body, {
-        "id": OPS[1][0], "cluster_id": CL_A, "kind": "scale_shards", "state": "failed",
+        "id": OPS[1][0], "cluster_id": CL_A, "cluster_uid": UID[CL_A], "kind": "scale_shards", "state": "failed",
         "step": 2, "step_name": "move_slots", "steps": [], "progress": 40,
         "error": {"code": "INSUFFICIENT_CAPACITY", "message": "need 3 AZs"},
         "created_at": "2026-01-02T10:00:00.500000Z", "started_at": "2026-01-02T10:00:01.000000Z",
@@ -96,7 +104,7 @@ def test_get_operation_exact(ops):
 def test_get_operation_with_nulls_and_utc_conversion(ops):
     body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[3][0]}"))
     eq(body, {
-        "id": OPS[3][0], "cluster_id": None, "kind": "change_node_type", "state": "pending",
+        "id": OPS[3][0], "cluster_id": None, "cluster_uid": None, "kind": "change_node_type", "state": "pending",
         "step": 0, "step_name": None, "steps": [], "progress": 0, "error": None,
         "created_at": "2026-01-04T10:00:00.000000Z", "started_at": None, "finished_at": None,
         "updated_at": "2026-01-04T10:01:00.000000Z",
@@ -127,6 +135,8 @@ def test_list_operations_newest_first(ops):
     ({"kind": "create"}, ["c", "a"]),
     ({"kind": "failover"}, ["e"]),
     ({"cluster_id": CL_A, "state": "failed"}, ["b"]),
+    ({"cluster_uid": UID[CL_B]}, ["e", "c"]),
+    ({"cluster_uid": UID[CL_B], "cluster_id": CL_A}, []),
     ({"cluster_id": CL_B, "kind": "create", "state": "running"}, ["c"]),
     ({"cluster_id": CL_B, "kind": "create", "state": "failed"}, []),
 ])
@@ -202,7 +212,8 @@ def test_list_events_oldest_first(events):
     ids = [int(e["id"]) for e in evs]
     eq(ids, sorted(ids), "event ids ascend with time here")
     eq(evs[0] | {"id": None}, {
-        "id": None, "cluster_id": CL_A, "host_id": None, "operation_id": OPS[0][0],
+        "id": None, "cluster_id": CL_A, "cluster_uid": UID[CL_A], "host_id": None,
+        "operation_id": OPS[0][0],
         "type": "cluster.created",
         "severity": "info", "message": "cluster created", "detail": {"shards": 3},
         "created_at": "2026-02-01T08:00:00.000000Z"}, "first event")
@@ -223,6 +234,7 @@ def test_list_events_oldest_first(events):
     ({"since": "2026-02-01T12:00:00Z"}, []),
     ({"since": "2020-01-01T00:00:00Z"}, ["cluster.created", "node.down", "failover", "host.lost"]),
     ({"cluster_id": CL_A, "since": "2026-02-01T08:30:00Z"}, ["failover"]),
+    ({"cluster_uid": UID[CL_A]}, ["cluster.created", "failover"]),
 ])
 def test_filter_events(events, params, want):
     body = expect.json_ok(events.read.get("/v1/events", params=params))
@@ -251,3 +263,47 @@ def test_operations_token_is_rejected_by_events(ops):
     expect.problem(ops.read.get("/v1/events", params={"page_token": op_token}), "INVALID_PAGE_TOKEN")
     expect.problem(ops.read.get("/v1/operations", params={"page_token": ev_token}),
                    "INVALID_PAGE_TOKEN")
+
+
+# --------------------------------------------------------------------------
+# A cluster id used again
+
+
+def test_a_reused_cluster_id_has_a_history_of_its_own(cairn):
+    """Events filtered by cluster id used to list an earlier, deleted cluster of
+    the same name: each cluster now has a uid its operations and events carry."""
+    def life(kind):
+        cairn.psql("INSERT INTO clusters (id, spec) VALUES ('reuse', '{}')")
+        uid = cairn.psql("SELECT uid FROM clusters WHERE id = 'reuse'").strip()
+        op = cairn.psql("INSERT INTO operations (cluster_id, kind, state) VALUES"
+                        f" ('reuse', '{kind}', 'succeeded') RETURNING id").strip()
+        cairn.psql("INSERT INTO events (cluster_id, operation_id, type, message) VALUES"
+                   f" ('reuse', '{op}', 'ClusterCreating', 'creating')")
+        return uid, op
+
+    def events(**params):
+        body = expect.json_ok(cairn.read.get("/v1/events", params=params))
+        return [(e["type"], e["cluster_uid"]) for e in body["events"]]
+
+    def operations(**params):
+        body = expect.json_ok(cairn.read.get("/v1/operations", params=params))
+        return [(o["id"], o["cluster_uid"]) for o in body["operations"]]
+
+    first, first_op = life("create")
+    eq(expect.json_ok(cairn.read.get("/v1/clusters/reuse"))["uid"], first, "the cluster's uid")
+    cairn.psql("DELETE FROM clusters WHERE id = 'reuse'")
+    # The deletion's last event is written once the cluster's row is gone.
+    cairn.psql("INSERT INTO events (cluster_id, operation_id, type, message) VALUES"
+               f" ('reuse', '{first_op}', 'ClusterDeleted', 'deleted')")
+    first_history = [("ClusterCreating", first), ("ClusterDeleted", first)]
+    eq(events(cluster_id="reuse"), first_history, "a deleted cluster's history, by its id")
+
+    second, second_op = life("failover")
+    assert second != first
+    eq(expect.json_ok(cairn.read.get("/v1/clusters/reuse"))["uid"], second, "the new uid")
+    eq(events(cluster_id="reuse"), [("ClusterCreating", second)], "the new cluster's events")
+    eq(events(cluster_uid=first), first_history, "the first cluster's events, by its uid")
+    eq(operations(cluster_id="reuse"), [(second_op, second)], "the new cluster's operations")
+    eq(operations(cluster_uid=first), [(first_op, first)], "the first cluster's operations")
+    expect.problem(cairn.read.get("/v1/events", params={"cluster_uid": "reuse"}),
+                   "INVALID_QUERY_PARAMETER", fields=["cluster_uid"])
