@@ -11,6 +11,7 @@
 #include "ha.h"
 #include "log.h"
 #include "store.h"
+#include "timeutil.h"
 #include "upgrades.h"
 #include "xalloc.h"
 
@@ -28,19 +29,46 @@ struct monitor {
     pthread_cond_t wake;
     bool stop;
     bool poked; /* checks wanted before the next tick */
+    /* The heartbeat clock (monitor.h): deaf while the database is out of
+     * reach; hearing since watching_since_us (time_mono_us) otherwise. */
+    bool deaf;
+    int64_t watching_since_us;
     int retention_days;
     time_t housekeeping_at;
     time_t rollup_at;
     time_t schedule_at;
 };
 
+/* Seconds this cairnd has been able to hear heartbeats (0 while deaf). */
+static double watched_s(const struct monitor *m)
+{
+    return m->deaf ? 0.0 : (double)(time_mono_us() - m->watching_since_us) / 1e6;
+}
+
+/* What a check found of the database: out of reach, the monitor is deaf;
+ * the first check that reaches it again starts the clock anew. */
+static void note_database(struct monitor *m, enum db_status st)
+{
+    if (st == DB_UNAVAILABLE) {
+        m->deaf = true;
+    } else if (m->deaf) {
+        m->deaf = false;
+        m->watching_since_us = time_mono_us();
+    }
+}
+
+struct check {
+    struct monitor *m;
+    double watched_s;
+};
+
 static enum db_status check_fn(struct db_conn *conn, void *arg)
 {
-    struct monitor *m = arg;
+    const struct check *c = arg;
     int marked = 0;
-    enum db_status st = store_hosts_mark_lost(conn, m->timeout_s, &marked);
+    enum db_status st = store_hosts_mark_lost(conn, c->m->timeout_s, c->watched_s, &marked);
     if (st == DB_OK && marked > 0)
-        log_warn("hosts lost", "count=%d timeout_s=%d", marked, m->timeout_s);
+        log_warn("hosts lost", "count=%d timeout_s=%d", marked, c->m->timeout_s);
     return st;
 }
 
@@ -94,9 +122,12 @@ static void *monitor_main(void *arg)
     pthread_mutex_lock(&m->lock);
     while (!m->stop) {
         pthread_mutex_unlock(&m->lock);
+        struct check c = {m, watched_s(m)};
+        enum db_status st = db_run(m->pool, check_fn, &c);
+        note_database(m, st);
         /* Without the database there is nothing to decide (and nothing
          * to say ten times a second). */
-        if (db_run(m->pool, check_fn, m) == DB_OK) {
+        if (st == DB_OK) {
             ha_tick(m->ha);
             if (time(NULL) >= m->housekeeping_at && db_run(m->pool, housekeeping_fn, m) == DB_OK)
                 m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
@@ -132,6 +163,7 @@ struct monitor *monitor_start(struct app *app, int timeout_s)
     m->retention_days = app->cfg.metrics_retention_days;
     m->ha = ha_new(app);
     m->timeout_s = timeout_s;
+    m->watching_since_us = time_mono_us(); /* cairnd listens already */
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->wake, NULL);
     pthread_create(&m->thread, NULL, monitor_main, m);
