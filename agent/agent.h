@@ -49,7 +49,9 @@
 
 /* Sync: how long cairnd may hold a sync (until registration says
  * otherwise), and the retry backoff when it cannot be reached (100 ms
- * doubling to 5 s). */
+ * doubling to 5 s, or to half cairnd's heartbeat timeout when that is
+ * shorter: cairnd gives every host one timeout to report once it is back,
+ * so the agent must try again well within it). */
 #define AGENT_SYNC_WAIT_MS      2000
 #define AGENT_CP_BACKOFF_MIN_US 100000LL
 #define AGENT_CP_BACKOFF_MAX_US 5000000LL
@@ -144,9 +146,10 @@ struct agent {
     enum { AGENT_CP_IDLE, AGENT_CP_REGISTER, AGENT_CP_SYNC } cp_kind;
     unsigned cp_failures;
     int64_t cp_retry_at_us;
-    int64_t cp_started_us; /* when the request in flight was sent */
-    int sync_wait_ms;      /* AGENT_SYNC_WAIT_MS, or cairnd's sync_wait_ms */
-    bool report_dirty;     /* something changed since the sync in flight was sent */
+    int64_t cp_started_us;   /* when the request in flight was sent */
+    int sync_wait_ms;        /* AGENT_SYNC_WAIT_MS, or cairnd's sync_wait_ms */
+    int heartbeat_timeout_s; /* cairnd's, as it last said (or the saved desired set); 0: unknown */
+    bool report_dirty;       /* something changed since the sync in flight was sent */
 
     struct agent_desired desired;
     bool have_desired;  /* from cairnd, or saved by an earlier run */

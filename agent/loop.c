@@ -38,13 +38,15 @@ void agent_report_changed(struct agent *a)
     a->report_dirty = true;
 }
 
-int64_t agent_loop_backoff_us(unsigned failures)
+int64_t agent_loop_backoff_us(unsigned failures, int heartbeat_timeout_s)
 {
-    int64_t d = AGENT_CP_BACKOFF_MIN_US;
+    int64_t d = AGENT_CP_BACKOFF_MIN_US, most = AGENT_CP_BACKOFF_MAX_US;
 
-    for (unsigned i = 1; i < failures && d < AGENT_CP_BACKOFF_MAX_US; i++)
+    if (heartbeat_timeout_s > 0 && heartbeat_timeout_s * 500000LL < most)
+        most = heartbeat_timeout_s * 500000LL;
+    for (unsigned i = 1; i < failures && d < most; i++)
         d *= 2;
-    return d < AGENT_CP_BACKOFF_MAX_US ? d : AGENT_CP_BACKOFF_MAX_US;
+    return d < most ? d : most;
 }
 
 struct curl_waitfd agent_loop_waitfd(int fd, short events)
@@ -82,7 +84,7 @@ int agent_loop_signalfd(void)
 static void cp_backoff(struct agent *a, int64_t now_us)
 {
     a->cp_failures++;
-    a->cp_retry_at_us = now_us + agent_loop_backoff_us(a->cp_failures);
+    a->cp_retry_at_us = now_us + agent_loop_backoff_us(a->cp_failures, a->heartbeat_timeout_s);
 }
 
 static void cp_failed(struct agent *a, int64_t now_us, const char *what, const char *detail)
@@ -132,8 +134,11 @@ static void on_register(struct agent *a, const struct agent_cp_result *r, int64_
     strcpy(a->id.host_id, host);
     strcpy(a->id.credential, cred);
     json_int_t wait = json_integer_value(json_object_get(j, "sync_wait_ms"));
+    json_int_t heartbeat = json_integer_value(json_object_get(j, "heartbeat_timeout_s"));
     if (wait > 0 && wait <= 10000)
         a->sync_wait_ms = (int)wait;
+    if (heartbeat > 0 && heartbeat < 86400)
+        a->heartbeat_timeout_s = (int)heartbeat;
     json_decref(j);
     if (!agent_identity_save(a->cfg->data_dir, &a->id, err, sizeof(err)))
         log_error("could not save identity; a restart will register again", "error=\"%s\"", err);
@@ -186,6 +191,8 @@ static void on_sync(struct agent *a, const struct agent_cp_result *r, int64_t no
     }
     json_decref(j);
     cp_succeeded(a);
+    if (d.heartbeat_timeout_s > 0)
+        a->heartbeat_timeout_s = d.heartbeat_timeout_s;
     if (a->synced && d.generation == a->generation) {
         agent_desired_free(&d); /* a heartbeat answer: nothing new */
         return;

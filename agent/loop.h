@@ -24,7 +24,8 @@ struct curl_waitfd agent_loop_waitfd(int fd, short events);
 short agent_loop_revents(short waitfd_revents);
 
 /* Delay before retrying cairnd after the given number of failures in a
- * row (1 → 100 ms, doubling, capped at 5 s). Pure. */
-int64_t agent_loop_backoff_us(unsigned failures);
+ * row (1 → 100 ms, doubling, capped at 5 s, or at half of cairnd's
+ * heartbeat_timeout_s when that is shorter; 0: not known). Pure. */
+int64_t agent_loop_backoff_us(unsigned failures, int heartbeat_timeout_s);
 
 #endif

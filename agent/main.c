@@ -169,6 +169,7 @@ static void load_desired(struct agent *a)
 
     if (j != NULL && agent_desired_parse(j, &a->desired, err, sizeof(err))) {
         a->have_desired = true;
+        a->heartbeat_timeout_s = a->desired.heartbeat_timeout_s;
         log_info("supervising by the saved desired set until cairnd answers",
                  "generation=%lld nodes=%zu", (long long)a->desired.generation, a->desired.n_nodes);
     } else if (text != NULL) {

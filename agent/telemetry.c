@@ -338,7 +338,8 @@ static void push_failed(struct agent *a, int64_t now_us, const char *detail)
 
     agent_outbox_end(&t->outbox, AGENT_OUTBOX_FAILED);
     t->failures++;
-    t->retry_at_us = now_us + agent_loop_backoff_us(t->failures);
+    /* Pushes are not heartbeats: up to the full 5 s apart. */
+    t->retry_at_us = now_us + agent_loop_backoff_us(t->failures, 0);
     if (t->failures == 1)
         log_warn("metrics push failed; keeping the samples and retrying with backoff",
                  "waiting=%zu error=\"%s\"", agent_outbox_count(&t->outbox), detail);

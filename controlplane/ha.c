@@ -22,6 +22,12 @@
  * for --replace-after, once it is no longer its shard's serving primary, is
  * replaced by a replace_node operation (ops_cluster.c).
  *
+ * A host's loss is acted on only once the monitor trusts it: after this
+ * cairnd has watched heartbeats for a whole timeout since it started or its
+ * database came back (monitor.h). Until then a lost host may simply not have
+ * had a chance to report yet, so its nodes count as neither down nor
+ * serving: the queries below take that trust as a parameter.
+ *
  * AZ balance (cluster mode): once a cluster has settled after failovers, a
  * shard whose primary sits in an AZ holding more primaries than the
  * scheduler allows gets a planned (lossless) failover to an in-sync replica
@@ -53,7 +59,9 @@
     "   AND o.state IN ('pending', 'running') AND o.kind IN ('create', 'delete', 'failover'))"
 
 /* Cluster mode disabled, automatic failover on: groups whose designated
- * primary is down while a replica runs on a healthy host. */
+ * primary is down while a replica runs on a healthy host. A primary on a
+ * lost host is left alone while losses are not trusted ($2), whatever its
+ * last report said. */
 static const struct db_stmt down_primaries = {
     "SELECT c.id, s.index, p.id,"
     "  CASE WHEN h.state = 'lost' THEN 'host was lost'"
@@ -68,6 +76,7 @@ static const struct db_stmt down_primaries = {
     "   AND coalesce((c.spec ->> 'automatic_failover')::boolean, false) AND " HA_CLUSTER_IDLE
     "   AND (h.state = 'lost' OR p.process_state = 'crashed' OR (p.process_state = 'unresponsive'"
     "     AND p.state_since < now() - make_interval(secs => $1::int / 1000.0)))"
+    "   AND (h.state <> 'lost' OR $2::boolean)"
     "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
     "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
     "     AND rh.state = 'healthy')"
@@ -85,8 +94,9 @@ static const struct db_stmt stray_primaries = {
     "   AND n.reported_at > coalesce(n.role_observed_at, '-infinity')"
     " ORDER BY c.id LIMIT 64"};
 
-/* Cluster mode: shards without a primary serving on a healthy host, with
- * the moment the last one went down and the node timeout. */
+/* Cluster mode: shards without a primary serving on a healthy host (or on
+ * a lost one while losses are not trusted, $1), with the moment the last
+ * one went down and the node timeout. */
 static const struct db_stmt leaderless_shards = {
     "SELECT c.id, s.index, '', '',"
     "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN h.state = 'lost' THEN h.last_seen_at"
@@ -97,14 +107,15 @@ static const struct db_stmt leaderless_shards = {
     " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled' AND " HA_CLUSTER_IDLE
     "   AND NOT EXISTS (SELECT 1 FROM nodes n JOIN hosts h ON h.id = n.host_id"
     "     WHERE n.shard_id = s.id AND n.role = 'primary' AND n.process_state = 'running'"
-    "     AND h.state = 'healthy')"
+    "     AND (h.state = 'healthy' OR (h.state = 'lost' AND NOT $1::boolean)))"
     "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
     "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
     "     AND rh.state = 'healthy')"
     " ORDER BY c.id, s.index LIMIT 64"};
 
-/* Nodes to replace: their host lost, or (a replica's) engine crashed, for
- * the replace-after time, and no longer a serving shard's only primary (a
+/* Nodes to replace: their host lost (while losses are trusted, $2), or (a
+ * replica's) engine crashed, for the replace-after time, and no longer a
+ * serving shard's only primary (a
  * failover comes first). A crashed primary is not counted: its agent holds
  * it down until a replica took over and then restarts it as a replica. One
  * replacement per cluster at a time; one that failed (no room) is tried
@@ -115,7 +126,8 @@ static const struct db_stmt dead_nodes = {
     " WHERE c.status IN ('available', 'modifying', 'degraded') AND n.desired_state = 'running'"
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
     "     AND o.state IN ('pending', 'running'))"
-    "   AND ((h.state = 'lost' AND h.updated_at < now() - make_interval(secs => $1::int))"
+    "   AND ((h.state = 'lost' AND $2::boolean"
+    "       AND h.updated_at < now() - make_interval(secs => $1::int))"
     "     OR (n.process_state = 'crashed' AND n.role = 'replica'"
     "       AND n.state_since < now() - make_interval(secs => $1::int)))"
     "   AND (n.role IS DISTINCT FROM 'primary' OR EXISTS (SELECT 1 FROM nodes p"
@@ -260,7 +272,8 @@ static bool throttled(struct ha *h, const char *cluster, int shard, long long ev
 
 struct query {
     const struct db_stmt *stmt;
-    const char *param;
+    const char *const *params;
+    int nparams;
     struct work *rows;
     size_t n;
 };
@@ -268,9 +281,8 @@ struct query {
 static enum db_status query_fn(struct db_conn *conn, void *arg)
 {
     struct query *q = arg;
-    const char *params[1] = {q->param};
     enum db_status st;
-    PGresult *res = db_query(conn, q->stmt, q->param != NULL ? 1 : 0, params, &st);
+    PGresult *res = db_query(conn, q->stmt, q->nparams, q->params, &st);
 
     if (res == NULL)
         return st;
@@ -291,10 +303,10 @@ static enum db_status query_fn(struct db_conn *conn, void *arg)
     return DB_OK;
 }
 
-static size_t run_query(struct ha *h, const struct db_stmt *stmt, const char *param,
-                        struct work *rows)
+static size_t run_query(struct ha *h, const struct db_stmt *stmt, const char *const *params,
+                        int nparams, struct work *rows)
 {
-    struct query q = {stmt, param, rows, 0};
+    struct query q = {stmt, params, nparams, rows, 0};
     return db_run(h->app->db, query_fn, &q) == DB_OK ? q.n : 0;
 }
 
@@ -645,25 +657,27 @@ static enum db_status rebalance_fn(struct db_conn *conn, void *arg)
 
 /* ---- the tick ------------------------------------------------------------- */
 
-void ha_tick(struct ha *h)
+void ha_tick(struct ha *h, bool trust_losses)
 {
     struct work *rows = xcalloc(MAX_WORK, sizeof(*rows));
+    const char *trust = trust_losses ? "true" : "false";
     char grace[16];
+    const char *params[2] = {grace, trust};
     size_t n;
 
     snprintf(grace, sizeof(grace), "%d", UNRESPONSIVE_GRACE_MS);
-    n = run_query(h, &down_primaries, grace, rows);
+    n = run_query(h, &down_primaries, params, 2, rows);
     for (size_t i = 0; i < n; i++)
         failover_group(h, &rows[i]);
-    n = run_query(h, &stray_primaries, NULL, rows);
+    n = run_query(h, &stray_primaries, NULL, 0, rows);
     for (size_t i = 0; i < n; i++)
         fence(h, &rows[i]);
-    n = run_query(h, &leaderless_shards, NULL, rows);
+    n = run_query(h, &leaderless_shards, &trust, 1, rows);
     for (size_t i = 0; i < n; i++)
         repair_shard(h, &rows[i]);
     (void)db_run(h->app->db, rebalance_fn, h);
     snprintf(grace, sizeof(grace), "%d", h->app->cfg.replace_after_s);
-    n = run_query(h, &dead_nodes, grace, rows);
+    n = run_query(h, &dead_nodes, params, 2, rows);
     for (size_t i = 0; i < n; i++)
         replace(h, &rows[i]);
     free(rows);

@@ -6,6 +6,8 @@
 #ifndef CAIRN_HA_H
 #define CAIRN_HA_H
 
+#include <stdbool.h>
+
 #include "app.h"
 
 struct ha;
@@ -14,8 +16,9 @@ struct ha *ha_new(struct app *app);
 void ha_free(struct ha *h);
 
 /* Look for groups to fail over, stray primaries to demote and leaderless
- * shards to repair, and act on each. Blocks for the engine commands it
+ * shards to repair, and act on each; a host's loss counts only with
+ * trust_losses (monitor_trusts_losses()). Blocks for the engine commands it
  * sends (bounded by short timeouts). */
-void ha_tick(struct ha *h);
+void ha_tick(struct ha *h, bool trust_losses);
 
 #endif

@@ -248,8 +248,12 @@ static int cmd_serve(struct cli *cli)
 
     fit_descriptors(&app.cfg);
     app.db = db_pool_new(app.cfg.database_url, app.cfg.db_pool_size);
+    /* Made before the threads that poke it and ask it whether a host's
+     * loss can be trusted; started once cairnd listens (see monitor.h). */
+    app.monitor = monitor_new(&app, app.cfg.heartbeat_timeout_s);
     server = http_start(&app, api_routes, api_route_count, err, sizeof(err));
     if (server == NULL) {
+        monitor_free(app.monitor);
         db_pool_free(app.db);
         return fail("%s", err);
     }
@@ -272,7 +276,7 @@ static int cmd_serve(struct cli *cli)
             log_info("sentinel listening", "address=%s:%d", app.cfg.sentinel_host,
                      sentinel_port(sentinel));
     }
-    app.monitor = monitor_start(&app, app.cfg.heartbeat_timeout_s);
+    monitor_start(app.monitor);
     log_info("listening",
              "address=%s:%d threads=%d db_pool=%d max_connections=%d agents=%s version=%s",
              app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
@@ -282,13 +286,14 @@ static int cmd_serve(struct cli *cli)
     log_info("shutting down", "signal=%s timeout_s=%d", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              app.cfg.shutdown_timeout_s);
     monitor_stop(app.monitor);
-    app.monitor = NULL;
     if (sentinel != NULL)
         sentinel_stop(sentinel);
     runner_stop(app.runner);
     app.runner = NULL;
     notify_stop(notify); /* before the server it wakes goes away */
     http_stop(server, app.cfg.shutdown_timeout_s);
+    monitor_free(app.monitor); /* after every thread that may ask it */
+    app.monitor = NULL;
     db_pool_free(app.db);
     log_info("stopped", NULL);
     return 0;

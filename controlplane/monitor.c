@@ -11,6 +11,7 @@
 #include "ha.h"
 #include "log.h"
 #include "store.h"
+#include "timeutil.h"
 #include "upgrades.h"
 #include "xalloc.h"
 
@@ -24,23 +25,55 @@ struct monitor {
     struct ha *ha;
     int timeout_s;
     pthread_t thread;
+    bool started;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     bool stop;
     bool poked; /* checks wanted before the next tick */
+    /* The heartbeat clock (monitor.h), under lock: deaf until started and
+     * while the database is out of reach; hearing since watching_since_us
+     * (time_mono_us) otherwise. */
+    bool deaf;
+    int64_t watching_since_us;
     int retention_days;
     time_t housekeeping_at;
     time_t rollup_at;
     time_t schedule_at;
 };
 
+/* Seconds this cairnd has been able to hear heartbeats (0 while deaf).
+ * Called with the lock held. */
+static double watched_s(const struct monitor *m)
+{
+    return m->deaf ? 0.0 : (double)(time_mono_us() - m->watching_since_us) / 1e6;
+}
+
+/* What a check found of the database: out of reach, the monitor is deaf;
+ * the first check that reaches it again starts the clock anew. */
+static void note_database(struct monitor *m, enum db_status st)
+{
+    pthread_mutex_lock(&m->lock);
+    if (st == DB_UNAVAILABLE) {
+        m->deaf = true;
+    } else if (m->deaf) {
+        m->deaf = false;
+        m->watching_since_us = time_mono_us();
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+struct check {
+    struct monitor *m;
+    double watched_s;
+};
+
 static enum db_status check_fn(struct db_conn *conn, void *arg)
 {
-    struct monitor *m = arg;
+    const struct check *c = arg;
     int marked = 0;
-    enum db_status st = store_hosts_mark_lost(conn, m->timeout_s, &marked);
+    enum db_status st = store_hosts_mark_lost(conn, c->m->timeout_s, c->watched_s, &marked);
     if (st == DB_OK && marked > 0)
-        log_warn("hosts lost", "count=%d timeout_s=%d", marked, m->timeout_s);
+        log_warn("hosts lost", "count=%d timeout_s=%d", marked, c->m->timeout_s);
     return st;
 }
 
@@ -93,11 +126,14 @@ static void *monitor_main(void *arg)
 
     pthread_mutex_lock(&m->lock);
     while (!m->stop) {
+        struct check c = {m, watched_s(m)};
         pthread_mutex_unlock(&m->lock);
+        enum db_status st = db_run(m->pool, check_fn, &c);
+        note_database(m, st);
         /* Without the database there is nothing to decide (and nothing
          * to say ten times a second). */
-        if (db_run(m->pool, check_fn, m) == DB_OK) {
-            ha_tick(m->ha);
+        if (st == DB_OK) {
+            ha_tick(m->ha, c.watched_s >= m->timeout_s);
             if (time(NULL) >= m->housekeeping_at && db_run(m->pool, housekeeping_fn, m) == DB_OK)
                 m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
             if (time(NULL) >= m->rollup_at && db_run(m->pool, rollup_fn, m) == DB_OK)
@@ -124,7 +160,7 @@ static void *monitor_main(void *arg)
     return NULL;
 }
 
-struct monitor *monitor_start(struct app *app, int timeout_s)
+struct monitor *monitor_new(struct app *app, int timeout_s)
 {
     struct monitor *m = xcalloc(1, sizeof(*m));
     m->app = app;
@@ -132,10 +168,20 @@ struct monitor *monitor_start(struct app *app, int timeout_s)
     m->retention_days = app->cfg.metrics_retention_days;
     m->ha = ha_new(app);
     m->timeout_s = timeout_s;
+    m->deaf = true;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->wake, NULL);
-    pthread_create(&m->thread, NULL, monitor_main, m);
     return m;
+}
+
+void monitor_start(struct monitor *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->deaf = false;
+    m->watching_since_us = time_mono_us();
+    pthread_mutex_unlock(&m->lock);
+    m->started = true;
+    pthread_create(&m->thread, NULL, monitor_main, m);
 }
 
 void monitor_poke(struct monitor *m)
@@ -146,13 +192,31 @@ void monitor_poke(struct monitor *m)
     pthread_mutex_unlock(&m->lock);
 }
 
+bool monitor_trusts_losses(struct monitor *m)
+{
+    if (m == NULL)
+        return false;
+    pthread_mutex_lock(&m->lock);
+    bool trusted = watched_s(m) >= m->timeout_s;
+    pthread_mutex_unlock(&m->lock);
+    return trusted;
+}
+
 void monitor_stop(struct monitor *m)
 {
+    if (!m->started)
+        return;
     pthread_mutex_lock(&m->lock);
     m->stop = true;
     pthread_cond_signal(&m->wake);
     pthread_mutex_unlock(&m->lock);
     pthread_join(m->thread, NULL);
+    m->started = false;
+}
+
+void monitor_free(struct monitor *m)
+{
+    monitor_stop(m);
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->wake);
     ha_free(m->ha);

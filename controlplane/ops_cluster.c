@@ -18,6 +18,7 @@
 #include "cluster.h"
 #include "info.h"
 #include "log.h"
+#include "monitor.h"
 #include "nodeio.h"
 #include "resp.h"
 #include "store.h"
@@ -104,20 +105,23 @@ static long long elapsed_s(struct op_ctx *ctx, const char *key)
 
 /* ---- create -------------------------------------------------------------- */
 
-/* Every engine reported running by its agent and answering PING here. */
+/* Every engine reported running by its agent and answering PING here. A
+ * node on a lost host fails the create, once this cairnd trusts the loss
+ * (monitor.h); until then the host may still report, and is waited for. */
 static enum op_result wait_engines(struct op_ctx *ctx)
 {
     struct ops_topo t;
     enum op_result res = OP_NEXT;
+    bool trust_losses = monitor_trusts_losses(ctx->app->monitor);
 
     if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     for (size_t i = 0; i < t.nodes.count && res == OP_NEXT; i++) {
         const struct cluster_node *n = &t.nodes.items[i];
-        if (n->host_lost) {
+        if (n->host_lost && trust_losses) {
             res = op_fail(ctx, "HOST_LOST", "host %s of node %s was lost before the node started",
                           n->host_id, n->id);
-        } else if (n->port <= 0 || strcmp(n->process_state, "running") != 0) {
+        } else if (n->host_lost || n->port <= 0 || strcmp(n->process_state, "running") != 0) {
             res = OP_WAIT;
         } else if (!answers_ping(&t, n)) {
             res = OP_WAIT;
@@ -779,19 +783,21 @@ static enum op_result place_replacement(struct op_ctx *ctx)
     return OP_NEXT;
 }
 
-/* The new engine runs and answers. */
+/* The new engine runs and answers. Its host's loss fails the replacement
+ * only once this cairnd trusts it, as in wait_engines(). */
 static enum op_result wait_new_engine(struct op_ctx *ctx)
 {
     struct ops_topo t;
     enum op_result res = OP_WAIT;
+    bool trust_losses = monitor_trusts_losses(ctx->app->monitor);
 
     if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     const struct cluster_node *n = cluster_nodes_find(&t.nodes, context_str(ctx, "new"));
-    if (n != NULL && n->host_lost) {
+    if (n != NULL && n->host_lost && trust_losses) {
         res = op_fail(ctx, "HOST_LOST", "the replacement's host %s was lost", n->host_id);
-    } else if (n != NULL && n->port > 0 && strcmp(n->process_state, "running") == 0 &&
-               answers_ping(&t, n)) {
+    } else if (n != NULL && !n->host_lost && n->port > 0 &&
+               strcmp(n->process_state, "running") == 0 && answers_ping(&t, n)) {
         res = OP_NEXT;
     }
     ops_topo_free(&t);

@@ -125,8 +125,12 @@ enum db_status store_host_assign_ports(struct db_conn *conn, const char *host_id
 /* The desired set for the host, as the sync reply's JSON text. */
 enum db_status store_host_desired(struct db_conn *conn, const char *host_id,
                                   int heartbeat_timeout_s, char **out);
-/* Mark healthy hosts silent for timeout_s lost, with an event each. */
-enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, int *marked);
+/* Mark lost, with an event each, the healthy hosts silent for timeout_s
+ * counted from their last heartbeat or from watched_s seconds ago (when
+ * the calling cairnd began to watch), whichever is later; *marked says how
+ * many. The rule is written out at the statement. */
+enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, double watched_s,
+                                     int *marked);
 
 struct store_host_filter {
     const char *az;

@@ -318,9 +318,25 @@ enum db_status store_host_desired(struct db_conn *conn, const char *host_id,
 
 /* ---- the host monitor ------------------------------------------------------ */
 
+/* The loss rule. A healthy host is lost once it has been silent for the
+ * heartbeat timeout ($1, seconds) on a clock that starts at the later of its
+ * last heartbeat (last_seen_at) and the moment the deciding cairnd began to
+ * watch: $2 seconds ago, the later of when it started listening and when
+ * its database connection came back after an outage (monitor.h keeps that
+ * clock). A heartbeat could not have been recorded while that cairnd was
+ * not listening or could not reach this database, so silence from before
+ * then is no evidence: after a restart or an outage every host has a whole
+ * timeout to report. Several cairnds sharing the database run this on the
+ * same rows, each with its own $2: one that was up all along decides on
+ * last_seen_at alone, one that just started waits; "state = 'healthy'"
+ * makes each loss recorded once, with its event, by whichever decides
+ * first. Durations only cross from cairnd to the database, never instants,
+ * so the two clocks need not agree. */
 static const struct db_stmt mark_lost = {
     "WITH lost AS (UPDATE hosts SET state = 'lost', updated_at = now()"
-    "   WHERE state = 'healthy' AND last_seen_at < now() - make_interval(secs => $1::int)"
+    "   WHERE state = 'healthy'"
+    "     AND greatest(last_seen_at, now() - make_interval(secs => $2::float8))"
+    "       < now() - make_interval(secs => $1::int)"
     "   RETURNING id, name, az, address, last_seen_at)"
     " INSERT INTO events (host_id, type, severity, message, detail)"
     " SELECT id, 'host.lost', 'warning',"
@@ -330,14 +346,16 @@ static const struct db_stmt mark_lost = {
         "last_seen_at") ")"
                         " FROM lost RETURNING host_id"};
 
-enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, int *marked)
+enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, double watched_s,
+                                     int *marked)
 {
-    char timeout[16];
-    const char *params[1] = {timeout};
+    char timeout[16], watched[32];
+    const char *params[2] = {timeout, watched};
     enum db_status st;
 
     snprintf(timeout, sizeof(timeout), "%d", timeout_s);
-    PGresult *res = db_query(conn, &mark_lost, 1, params, &st);
+    snprintf(watched, sizeof(watched), "%.3f", watched_s);
+    PGresult *res = db_query(conn, &mark_lost, 2, params, &st);
     if (res == NULL)
         return st;
     *marked = PQntuples(res);

@@ -92,7 +92,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     server = http_start(&app, api_routes, api_route_count, err, sizeof(err));
     FUZZ_ASSERT(server != NULL);
     app.runner = runner_start(&app, no_kinds);
-    app.monitor = monitor_start(&app, app.cfg.heartbeat_timeout_s);
+    app.monitor = monitor_new(&app, app.cfg.heartbeat_timeout_s);
+    monitor_start(app.monitor);
     return 0;
 }
 

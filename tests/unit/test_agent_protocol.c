@@ -326,12 +326,22 @@ static void test_report_engines(void **state)
 static void test_cp_backoff(void **state)
 {
     (void)state;
-    assert_int_equal(agent_loop_backoff_us(1), 100000);
-    assert_int_equal(agent_loop_backoff_us(2), 200000);
-    assert_int_equal(agent_loop_backoff_us(3), 400000);
-    assert_int_equal(agent_loop_backoff_us(6), 3200000);
-    assert_int_equal(agent_loop_backoff_us(7), 5000000);
-    assert_int_equal(agent_loop_backoff_us(1000), 5000000);
+    /* cairnd's heartbeat timeout not known yet, or long: 5 s at most. */
+    assert_int_equal(agent_loop_backoff_us(1, 0), 100000);
+    assert_int_equal(agent_loop_backoff_us(2, 0), 200000);
+    assert_int_equal(agent_loop_backoff_us(3, 0), 400000);
+    assert_int_equal(agent_loop_backoff_us(6, 0), 3200000);
+    assert_int_equal(agent_loop_backoff_us(7, 0), 5000000);
+    assert_int_equal(agent_loop_backoff_us(1000, 0), 5000000);
+    assert_int_equal(agent_loop_backoff_us(1000, 60), 5000000);
+    /* A shorter timeout: half of it, so the agent reports within one
+     * timeout of cairnd's return. */
+    assert_int_equal(agent_loop_backoff_us(5, 6), 1600000);
+    assert_int_equal(agent_loop_backoff_us(6, 6), 3000000);
+    assert_int_equal(agent_loop_backoff_us(1000, 6), 3000000);
+    assert_int_equal(agent_loop_backoff_us(4, 2), 800000);
+    assert_int_equal(agent_loop_backoff_us(5, 2), 1000000);
+    assert_int_equal(agent_loop_backoff_us(1000, 2), 1000000);
 }
 
 int main(void)
