@@ -51,7 +51,7 @@ json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
      * own, newer reading of them over an older one. */
     json_t *age = seen ? json_integer((now_us - n->seen.at_us) / 1000) : json_null();
     return json_pack("{s:s, s:o, s:s, s:i, s:o, s:s, s:o, s:o, s:o, s:b, s:b, s:i, s:o}", "node_id",
-                     n->id, "pid", alive ? json_integer(n->pid) : json_null(), "state",
+                     n->id, "pid", alive ? json_integer(n->pid) : json_null(), "status",
                      agent_converge_state_name(n->state), "port", port, "role",
                      seen ? json_string(n->seen.replica ? "replica" : "primary") : json_null(),
                      "engine", engine, "version", version ? json_string(version) : json_null(),

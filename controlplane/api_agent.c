@@ -32,7 +32,7 @@ static bool check_uuid(const json_t *value, char *msg, size_t msgsize)
 }
 
 static const char *const engines[] = {"redis", "valkey", NULL};
-static const char *const states[] = {"starting", "running",      "loading", "stopped",
+static const char *const statuses[] = {"starting", "running",      "loading", "stopped",
                                      "crashed",  "unresponsive", NULL};
 static const char *const roles[] = {"primary", "replica", NULL};
 
@@ -105,7 +105,7 @@ static const struct jspec_field node_fields[] = {
      .has_range = true,
      .min = 1,
      .max = 4194304},
-    {.name = "state", .type = JSPEC_STRING, .required = true, .one_of = states},
+    {.name = "status", .type = JSPEC_STRING, .required = true, .one_of = statuses},
     {.name = "port",
      .type = JSPEC_INTEGER,
      .nullable = true,
@@ -284,8 +284,9 @@ static bool reports_trouble(const json_t *nodes)
     const json_t *n;
 
     json_array_foreach (nodes, i, n) {
-        const char *state = json_string_value(json_object_get(n, "state"));
-        if (state != NULL && (strcmp(state, "crashed") == 0 || strcmp(state, "unresponsive") == 0))
+        const char *status = json_string_value(json_object_get(n, "status"));
+        if (status != NULL &&
+            (strcmp(status, "crashed") == 0 || strcmp(status, "unresponsive") == 0))
             return true;
     }
     return false;

@@ -11,13 +11,13 @@ static enum db_status fetch_page(struct db_conn *conn, const void *filter, const
 
 static const struct api_list hosts = {"hosts", "hosts", PAGE_KEY_NAME, fetch_page};
 
-static const char *const states[] = {"healthy", "lost", "draining", NULL};
+static const char *const statuses[] = {"healthy", "lost", "draining", NULL};
 
 void api_hosts_list(struct http_request *req)
 {
-    if (!api_query_one_of(req, "state", states))
+    if (!api_query_one_of(req, "status", statuses))
         return;
-    struct store_host_filter f = {http_query(req, "az"), http_query(req, "state")};
+    struct store_host_filter f = {http_query(req, "az"), http_query(req, "status")};
     api_reply_list(req, &hosts, &f);
 }
 

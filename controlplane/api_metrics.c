@@ -469,12 +469,12 @@ static enum db_status prom_counts(struct db_conn *conn, struct prom *p, const ch
     return DB_OK;
 }
 
-static const struct db_stmt hosts_by_state = {
-    "SELECT state, count(*) FROM hosts GROUP BY state ORDER BY state"};
+static const struct db_stmt hosts_by_status = {
+    "SELECT status, count(*) FROM hosts GROUP BY status ORDER BY status"};
 static const struct db_stmt clusters_by_status = {
     "SELECT status, count(*) FROM clusters GROUP BY status ORDER BY status"};
-static const struct db_stmt operations_by_state = {
-    "SELECT kind, state, count(*) FROM operations GROUP BY kind, state ORDER BY kind, state"};
+static const struct db_stmt operations_by_status = {
+    "SELECT kind, status, count(*) FROM operations GROUP BY kind, status ORDER BY kind, status"};
 
 /* Each node's newest sample of the last ten minutes, with its labels. */
 static const struct db_stmt latest_samples = {
@@ -543,12 +543,12 @@ void api_prometheus(struct http_request *req)
                 "Seconds this cairnd spent answering requests.");
     prom_add(&p, "cairn_http_request_seconds_total %.6f\n", hs.request_seconds_total);
     if ((st = db_acquire(req->app->db, &conn)) == DB_OK) {
-        if ((st = prom_counts(conn, &p, "cairn_hosts", "Hosts by state.", &hosts_by_state, "state",
+        if ((st = prom_counts(conn, &p, "cairn_hosts", "Hosts by status.", &hosts_by_status, "status",
                               NULL)) == DB_OK &&
             (st = prom_counts(conn, &p, "cairn_clusters", "Clusters by status.",
                               &clusters_by_status, "status", NULL)) == DB_OK &&
-            (st = prom_counts(conn, &p, "cairn_operations", "Operations by kind and state.",
-                              &operations_by_state, "kind", "state")) == DB_OK)
+            (st = prom_counts(conn, &p, "cairn_operations", "Operations by kind and status.",
+                              &operations_by_status, "kind", "status")) == DB_OK)
             st = prom_nodes(conn, &p);
         db_release(req->app->db, conn);
     }

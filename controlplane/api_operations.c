@@ -12,7 +12,7 @@ static enum db_status fetch_page(struct db_conn *conn, const void *filter, const
 static const struct api_list operations = {"operations", "operations", PAGE_KEY_TIME_UUID,
                                            fetch_page};
 
-static const char *const states[] = {"pending", "running",   "succeeded",
+static const char *const statuses[] = {"scheduled", "pending", "running", "succeeded",
                                      "failed",  "cancelled", NULL};
 static const char *const kinds[] = {
     "create",         "delete",   "scale_shards", "scale_replicas",   "change_node_type",
@@ -20,10 +20,10 @@ static const char *const kinds[] = {
 
 void api_operations_list(struct http_request *req)
 {
-    if (!api_query_cluster_id(req, "cluster_id") || !api_query_one_of(req, "state", states) ||
+    if (!api_query_cluster_id(req, "cluster_id") || !api_query_one_of(req, "status", statuses) ||
         !api_query_one_of(req, "kind", kinds) || !api_query_uuid(req, "cluster_uid"))
         return;
-    struct store_operation_filter f = {http_query(req, "cluster_id"), http_query(req, "state"),
+    struct store_operation_filter f = {http_query(req, "cluster_id"), http_query(req, "status"),
                                        http_query(req, "kind"), http_query(req, "cluster_uid")};
     api_reply_list(req, &operations, &f);
 }

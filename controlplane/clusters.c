@@ -77,7 +77,7 @@ static char *seal_secret(struct app *app, const char *cluster_id, const char *pa
 static const struct db_stmt load_nodes = {
     "SELECT n.id, coalesce(n.host_id::text, ''), coalesce(h.address, ''), coalesce(n.port, 0),"
     "  s.index, n.ordinal, coalesce(lower(s.slots[1]), -1), coalesce(upper(s.slots[1]) - 1, -1),"
-    "  coalesce(n.process_state, ''), coalesce(h.state = 'lost', false), coalesce(n.role, ''),"
+    "  coalesce(n.process_state, ''), coalesce(h.status = 'lost', false), coalesce(n.role, ''),"
     "  coalesce(h.az, ''), n.engine, n.engine_version, coalesce(n.running_version, '')"
     " FROM nodes n JOIN shards s ON s.id = n.shard_id LEFT JOIN hosts h ON h.id = n.host_id"
     " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
@@ -265,7 +265,7 @@ static const struct db_stmt mark_deleted = {
 
 static const struct db_stmt drop_lost = {
     "DELETE FROM nodes n USING hosts h WHERE n.cluster_id = $1 AND h.id = n.host_id"
-    " AND h.state = 'lost'"};
+    " AND h.status = 'lost'"};
 
 static const struct db_stmt count_nodes = {"SELECT count(*) FROM nodes WHERE cluster_id = $1"};
 
@@ -345,7 +345,7 @@ static const struct db_stmt node_type_shape = {
 /* Every host with what it has left, and whether it can run engine/line. */
 static const struct db_stmt placement_hosts = {
     "SELECT h.id, h.az, h.vcpus - coalesce(a.vcpus, 0), h.memory_mib - coalesce(a.memory_mib, 0),"
-    "  h.state = 'healthy' AND EXISTS (SELECT 1 FROM host_engines e"
+    "  h.status = 'healthy' AND EXISTS (SELECT 1 FROM host_engines e"
     "    WHERE e.host_id = h.id AND e.engine = $1 AND e.version = $2)"
     " FROM hosts h LEFT JOIN ("
     "   SELECT n.host_id, sum(t.vcpus) AS vcpus, round(sum(t.memory_gib) * 1024)::bigint"
@@ -684,7 +684,7 @@ char *cluster_password(struct app *app, const char *cluster_id, enum db_status *
 
 static const struct db_stmt lock_spec = {
     "SELECT spec::text, generation, EXISTS (SELECT 1 FROM operations o"
-    "  WHERE o.cluster_id = c.id AND o.state IN ('pending', 'running'))"
+    "  WHERE o.cluster_id = c.id AND o.status IN ('pending', 'running'))"
     " FROM clusters c WHERE id = $1 FOR UPDATE"};
 
 /* New parameters are applied by an apply_parameters operation: the cluster

@@ -56,7 +56,7 @@
 #define HA_CLUSTER_IDLE                                                                            \
     "c.status IN ('available', 'modifying', 'degraded')"                                           \
     " AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"                        \
-    "   AND o.state IN ('pending', 'running') AND o.kind IN ('create', 'delete', 'failover'))"
+    "   AND o.status IN ('pending', 'running') AND o.kind IN ('create', 'delete', 'failover'))"
 
 /* Cluster mode disabled, automatic failover on: groups whose designated
  * primary is down while a replica runs on a healthy host. A primary on a
@@ -64,22 +64,22 @@
  * last report said. */
 static const struct db_stmt down_primaries = {
     "SELECT c.id, s.index, p.id,"
-    "  CASE WHEN h.state = 'lost' THEN 'host was lost'"
+    "  CASE WHEN h.status = 'lost' THEN 'host was lost'"
     "       WHEN p.process_state = 'crashed' THEN 'engine crashed'"
     "       ELSE 'engine stopped answering' END,"
-    "  (extract(epoch FROM CASE WHEN h.state = 'lost' THEN h.last_seen_at"
+    "  (extract(epoch FROM CASE WHEN h.status = 'lost' THEN h.last_seen_at"
     "     ELSE coalesce(p.state_since, now()) END) * 1000)::bigint, 0"
     " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
     " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state = 'running'"
     " JOIN hosts h ON h.id = p.host_id"
     " WHERE c.spec ->> 'cluster_mode' = 'disabled'"
     "   AND coalesce((c.spec ->> 'automatic_failover')::boolean, false) AND " HA_CLUSTER_IDLE
-    "   AND (h.state = 'lost' OR p.process_state = 'crashed' OR (p.process_state = 'unresponsive'"
+    "   AND (h.status = 'lost' OR p.process_state = 'crashed' OR (p.process_state = 'unresponsive'"
     "     AND p.state_since < now() - make_interval(secs => $1::int / 1000.0)))"
-    "   AND (h.state <> 'lost' OR $2::boolean)"
+    "   AND (h.status <> 'lost' OR $2::boolean)"
     "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
     "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
-    "     AND rh.state = 'healthy')"
+    "     AND rh.status = 'healthy')"
     " ORDER BY c.id, s.index LIMIT 64"};
 
 /* Cluster mode disabled: replicas by designation whose engine reports it is
@@ -90,7 +90,7 @@ static const struct db_stmt stray_primaries = {
     " JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
     " WHERE c.spec ->> 'cluster_mode' = 'disabled' AND " HA_CLUSTER_IDLE
     "   AND n.role = 'replica' AND n.observed_role = 'primary' AND n.process_state = 'running'"
-    "   AND h.state = 'healthy' AND n.desired_state = 'running'"
+    "   AND h.status = 'healthy' AND n.desired_state = 'running'"
     "   AND n.reported_at > coalesce(n.role_observed_at, '-infinity')"
     " ORDER BY c.id LIMIT 64"};
 
@@ -99,7 +99,7 @@ static const struct db_stmt stray_primaries = {
  * one went down and the node timeout. */
 static const struct db_stmt leaderless_shards = {
     "SELECT c.id, s.index, '', '',"
-    "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN h.state = 'lost' THEN h.last_seen_at"
+    "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN h.status = 'lost' THEN h.last_seen_at"
     "      ELSE n.state_since END) FROM nodes n JOIN hosts h ON h.id = n.host_id"
     "    WHERE n.shard_id = s.id AND n.role = 'primary'), now())) * 1000)::bigint,"
     "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000)"
@@ -107,10 +107,10 @@ static const struct db_stmt leaderless_shards = {
     " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled' AND " HA_CLUSTER_IDLE
     "   AND NOT EXISTS (SELECT 1 FROM nodes n JOIN hosts h ON h.id = n.host_id"
     "     WHERE n.shard_id = s.id AND n.role = 'primary' AND n.process_state = 'running'"
-    "     AND (h.state = 'healthy' OR (h.state = 'lost' AND NOT $1::boolean)))"
+    "     AND (h.status = 'healthy' OR (h.status = 'lost' AND NOT $1::boolean)))"
     "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
     "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
-    "     AND rh.state = 'healthy')"
+    "     AND rh.status = 'healthy')"
     " ORDER BY c.id, s.index LIMIT 64"};
 
 /* Nodes to replace: their host lost (while losses are trusted, $2), or (a
@@ -125,8 +125,8 @@ static const struct db_stmt dead_nodes = {
     " JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
     " WHERE c.status IN ('available', 'modifying', 'degraded') AND n.desired_state = 'running'"
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
-    "     AND o.state IN ('pending', 'running'))"
-    "   AND ((h.state = 'lost' AND $2::boolean"
+    "     AND o.status IN ('pending', 'running'))"
+    "   AND ((h.status = 'lost' AND $2::boolean"
     "       AND h.updated_at < now() - make_interval(secs => $1::int))"
     "     OR (n.process_state = 'crashed' AND n.role = 'replica'"
     "       AND n.state_since < now() - make_interval(secs => $1::int)))"
@@ -152,10 +152,10 @@ static const struct db_stmt unbalanced = {
     "   WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
     "   AND c.status = 'available'"
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
-    "     AND o.state IN ('pending', 'running'))"
+    "     AND o.status IN ('pending', 'running'))"
     "   AND NOT EXISTS (SELECT 1 FROM nodes n LEFT JOIN hosts h ON h.id = n.host_id"
     "     WHERE n.cluster_id = c.id AND n.desired_state = 'running'"
-    "     AND (n.process_state IS DISTINCT FROM 'running' OR h.state IS DISTINCT FROM 'healthy'"
+    "     AND (n.process_state IS DISTINCT FROM 'running' OR h.status IS DISTINCT FROM 'healthy'"
     "       OR n.state_since > now() - make_interval(secs => $1::int)))"
     "   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.cluster_id = c.id"
     "     AND e.type IN ('FailoverComplete', 'NodeReplaced')"

@@ -7,10 +7,10 @@
 static const char *const paged[] = {"page_size", "page_token", NULL};
 static const char *const engine_versions_query[] = {"page_size", "page_token", "engine", NULL};
 static const char *const operations_query[] = {
-    "page_size", "page_token", "cluster_id", "cluster_uid", "state", "kind", NULL};
+    "page_size", "page_token", "cluster_id", "cluster_uid", "status", "kind", NULL};
 static const char *const events_query[] = {"page_size", "page_token", "cluster_id", "cluster_uid",
                                            "host_id",   "since",      NULL};
-static const char *const hosts_query[] = {"page_size", "page_token", "az", "state", NULL};
+static const char *const hosts_query[] = {"page_size", "page_token", "az", "status", NULL};
 static const char *const metrics_query[] = {"names", "start",   "end",      "period",
                                             "stat",  "node_id", "group_by", NULL};
 static const char *const clusters_query[] = {"page_size", "page_token", "status",

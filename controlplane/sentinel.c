@@ -102,7 +102,7 @@ struct group {
 static const struct db_stmt group_nodes = {
     "SELECT h.address, n.port, n.role = 'primary', c.spec ->> 'cluster_mode' = 'disabled'"
     " FROM clusters c JOIN nodes n ON n.cluster_id = c.id JOIN hosts h ON h.id = n.host_id"
-    " WHERE c.id = $1 AND n.process_state = 'running' AND h.state = 'healthy'"
+    " WHERE c.id = $1 AND n.process_state = 'running' AND h.status = 'healthy'"
     "   AND n.desired_state <> 'deleted' AND ("
     "   n.role = 'primary' OR (n.role = 'replica' AND n.master_link_status = 'up'"
     "   AND NOT coalesce(n.loading, false) AND NOT coalesce(n.sync_in_progress, false)))"

@@ -58,7 +58,7 @@ enum db_status store_engine_versions_list(struct db_conn *conn, const char *engi
  * cluster_uid any one. */
 struct store_operation_filter {
     const char *cluster_id;
-    const char *state;
+    const char *status;
     const char *kind;
     const char *cluster_uid;
 };
@@ -134,7 +134,7 @@ enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, double
 
 struct store_host_filter {
     const char *az;
-    const char *state;
+    const char *status;
 };
 enum db_status store_hosts_list(struct db_conn *conn, const struct store_host_filter *f,
                                 const struct page *page, char **items, char *next_key);

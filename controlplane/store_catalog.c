@@ -33,7 +33,7 @@ static const struct db_stmt list_engine_versions = {
     " scheduled until an agent with that engine registers', v.engine, v.version) END)"
     " FROM engine_versions v"
     " CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM host_engines e JOIN hosts ho"
-    "     ON ho.id = e.host_id AND ho.state = 'healthy'"
+    "     ON ho.id = e.host_id AND ho.status = 'healthy'"
     "   WHERE e.engine = v.engine AND e.version = v.version) h"
     " WHERE v.release_order > $1::int AND ($2::text IS NULL OR v.engine = $2)"
     " ORDER BY v.release_order LIMIT $3::int"};

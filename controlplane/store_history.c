@@ -14,7 +14,7 @@
 
 #define OPERATION_JSON                                                                             \
     "json_build_object('id', id, 'cluster_id', cluster_id, 'cluster_uid', cluster_uid,"            \
-    " 'kind', kind, 'state', state,"                                                               \
+    " 'kind', kind, 'status', status,"                                                               \
     " 'step', step, 'step_name', step_name, 'steps', steps, 'progress', progress,"                 \
     " 'error', error,"                                                                             \
     " 'created_at', " STORE_TS("created_at") ", 'started_at', " STORE_TS(                          \
@@ -27,7 +27,7 @@ static const struct db_stmt list_operations = {"SELECT " STORE_TS(
                   " WHERE ($1::text IS NULL OR cluster_uid = " LATEST_LIFE(
                       "$1", "operations",
                       "created_at") ")"
-                                    "   AND ($2::text IS NULL OR state = $2) AND ($3::text IS NULL "
+                                    "   AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL "
                                     "OR kind = $3)"
                                     "   AND ($4::timestamptz IS NULL OR (created_at, id) < "
                                     "($4::timestamptz, "
@@ -70,7 +70,7 @@ enum db_status store_operations_list(struct db_conn *conn, const struct store_op
                                      const struct page *page, char **items, char *next_key)
 {
     char key[PAGE_KEY_MAX];
-    const char *params[7] = {f->cluster_id, f->state, f->kind, NULL, NULL, f->cluster_uid, NULL};
+    const char *params[7] = {f->cluster_id, f->status, f->kind, NULL, NULL, f->cluster_uid, NULL};
 
     split_key(page, key, &params[3], &params[4]);
     return store_list(conn, &list_operations, 7, params, page, items, next_key);

@@ -14,14 +14,14 @@
  * credential, fresh capacity and engines. */
 static const struct db_stmt upsert_host = {
     "INSERT INTO hosts (name, az, address, vcpus, memory_mib, port_min, port_max,"
-    "                   credential_id, credential_hash, agent_version, last_seen_at, state)"
+    "                   credential_id, credential_hash, agent_version, last_seen_at, status)"
     " VALUES ($1, $2, $3, $4::int, $5::bigint, $6::int, $7::int, $8, $9::bytea, $10, now(),"
     "         'healthy')"
     " ON CONFLICT (name) DO UPDATE SET az = EXCLUDED.az, address = EXCLUDED.address,"
     "   vcpus = EXCLUDED.vcpus, memory_mib = EXCLUDED.memory_mib,"
     "   port_min = EXCLUDED.port_min, port_max = EXCLUDED.port_max,"
     "   credential_id = EXCLUDED.credential_id, credential_hash = EXCLUDED.credential_hash,"
-    "   agent_version = EXCLUDED.agent_version, last_seen_at = now(), state = 'healthy',"
+    "   agent_version = EXCLUDED.agent_version, last_seen_at = now(), status = 'healthy',"
     "   updated_at = now()"
     " RETURNING id, (xmax = 0)"};
 
@@ -96,7 +96,7 @@ enum db_status store_host_register(struct db_conn *conn, const struct store_host
     PQclear(res);
     if ((st = record_engines(conn, host_id, r->engines)) != DB_OK)
         return st;
-    return store_host_event(conn, host_id, inserted ? "host.registered" : "host.reregistered",
+    return store_host_event(conn, host_id, inserted ? "HostRegistered" : "HostReregistered",
                             "info",
                             inserted ? "host %s in %s registered"
                                      : "host %s in %s registered again (new agent credential)");
@@ -123,13 +123,13 @@ enum db_status store_host_credential(struct db_conn *conn, const char *credentia
 
 /* ---- sync: heartbeat, report, desired set -------------------------------- */
 
-/* The heartbeat, returning the state the host was in before it. */
+/* The heartbeat, returning the status the host had before it. */
 static const struct db_stmt heartbeat = {
-    "WITH prev AS (SELECT state FROM hosts WHERE id = $1::uuid FOR UPDATE)"
+    "WITH prev AS (SELECT status FROM hosts WHERE id = $1::uuid FOR UPDATE)"
     " UPDATE hosts h SET last_seen_at = now(),"
-    "   state = CASE WHEN prev.state = 'lost' THEN 'healthy' ELSE prev.state END,"
-    "   updated_at = CASE WHEN prev.state = 'lost' THEN now() ELSE h.updated_at END"
-    " FROM prev WHERE h.id = $1::uuid RETURNING prev.state"};
+    "   status = CASE WHEN prev.status = 'lost' THEN 'healthy' ELSE prev.status END,"
+    "   updated_at = CASE WHEN prev.status = 'lost' THEN now() ELSE h.updated_at END"
+    " FROM prev WHERE h.id = $1::uuid RETURNING prev.status"};
 
 /* Roles and links that cairnd read from the engine itself after the agent
  * read the INFO behind its report win over that report: the report says how
@@ -144,8 +144,8 @@ static const struct db_stmt heartbeat = {
  * elect, and their reported role is the role. A crashed engine reports no
  * role, and keeps the one it had. */
 static const struct db_stmt record_nodes = {
-    "UPDATE nodes n SET pid = r.pid, process_state = r.state,"
-    "   state_since = CASE WHEN n.process_state IS DISTINCT FROM r.state THEN now()"
+    "UPDATE nodes n SET pid = r.pid, process_state = r.status,"
+    "   state_since = CASE WHEN n.process_state IS DISTINCT FROM r.status THEN now()"
     "     ELSE n.state_since END,"
     "   observed_role = CASE WHEN " CAIRND_READ_IT " THEN n.observed_role ELSE r.role END,"
     "   role = CASE WHEN " CAIRND_READ_IT " OR c.spec ->> 'cluster_mode' = 'disabled' THEN n.role"
@@ -156,7 +156,7 @@ static const struct db_stmt record_nodes = {
     "   sync_in_progress = CASE WHEN " CAIRND_READ_IT " THEN n.sync_in_progress"
     "     ELSE r.sync_in_progress END,"
     "   loading = r.loading, restarts = coalesce(r.restarts, 0), reported_at = now()"
-    " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, state text, role text,"
+    " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, status text, role text,"
     "   version text, replication_offset bigint, master_link_status text,"
     "   sync_in_progress boolean, loading boolean, restarts int, observed_ms_ago int), clusters c"
     " WHERE n.id = r.node_id AND n.host_id = $1::uuid AND c.id = n.cluster_id"};
@@ -177,7 +177,7 @@ static const struct db_stmt record_elections = {
     " WHERE n.host_id = $1::uuid AND c.spec ->> 'cluster_mode' <> 'disabled'"
     "   AND n.role = 'replica' AND r.role = 'primary' AND NOT " CAIRND_READ_IT
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
-    "     AND o.state IN ('pending', 'running') AND o.kind = 'failover')"};
+    "     AND o.status IN ('pending', 'running') AND o.kind = 'failover')"};
 
 /* A deleted node's row goes once its agent no longer reports it: the
  * engine is stopped and its data removed. */
@@ -256,7 +256,7 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
     }
     bool was_lost = strcmp(PQgetvalue(res, 0, 0), "lost") == 0;
     PQclear(res);
-    if (was_lost && (st = store_host_event(conn, host_id, "host.recovered", "info",
+    if (was_lost && (st = store_host_event(conn, host_id, "HostRecovered", "info",
                                            "host %s in %s is reporting again")) != DB_OK)
         return st;
     if ((st = record_engines(conn, host_id, engines)) != DB_OK)
@@ -328,18 +328,18 @@ enum db_status store_host_desired(struct db_conn *conn, const char *host_id,
  * then is no evidence: after a restart or an outage every host has a whole
  * timeout to report. Several cairnds sharing the database run this on the
  * same rows, each with its own $2: one that was up all along decides on
- * last_seen_at alone, one that just started waits; "state = 'healthy'"
+ * last_seen_at alone, one that just started waits; "status = 'healthy'"
  * makes each loss recorded once, with its event, by whichever decides
  * first. Durations only cross from cairnd to the database, never instants,
  * so the two clocks need not agree. */
 static const struct db_stmt mark_lost = {
-    "WITH lost AS (UPDATE hosts SET state = 'lost', updated_at = now()"
-    "   WHERE state = 'healthy'"
+    "WITH lost AS (UPDATE hosts SET status = 'lost', updated_at = now()"
+    "   WHERE status = 'healthy'"
     "     AND greatest(last_seen_at, now() - make_interval(secs => $2::float8))"
     "       < now() - make_interval(secs => $1::int)"
     "   RETURNING id, name, az, address, last_seen_at)"
     " INSERT INTO events (host_id, type, severity, message, detail)"
-    " SELECT id, 'host.lost', 'warning',"
+    " SELECT id, 'HostLost', 'warning',"
     "   format('host %s in %s missed its heartbeats for %s s', name, az, $1::int),"
     "   json_build_object('host_id', id, 'name', name, 'az', az, 'address', address,"
     "                     'last_seen_at', " STORE_TS(
@@ -367,7 +367,7 @@ enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, double
 
 #define HOST_JSON                                                                                  \
     "json_build_object('id', h.id, 'name', h.name, 'az', h.az, 'address', h.address,"              \
-    " 'state', h.state, 'capacity', json_build_object('vcpus', h.vcpus,"                           \
+    " 'status', h.status, 'capacity', json_build_object('vcpus', h.vcpus,"                           \
     "   'memory_mib', h.memory_mib),"                                                              \
     " 'allocated', (SELECT json_build_object('vcpus', coalesce(sum(t.vcpus), 0),"                  \
     "     'memory_mib', coalesce(round(sum(t.memory_gib) * 1024), 0)::bigint,"                     \
@@ -384,7 +384,7 @@ enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, double
 
 static const struct db_stmt list_hosts = {
     "SELECT h.name AS page_key, " HOST_JSON " FROM hosts h"
-    " WHERE h.name > $1 AND ($2::text IS NULL OR h.az = $2) AND ($3::text IS NULL OR h.state = $3)"
+    " WHERE h.name > $1 AND ($2::text IS NULL OR h.az = $2) AND ($3::text IS NULL OR h.status = $3)"
     " ORDER BY h.name LIMIT $4::int"};
 
 static const struct db_stmt get_host = {
@@ -405,7 +405,7 @@ static const struct db_stmt get_host = {
 enum db_status store_hosts_list(struct db_conn *conn, const struct store_host_filter *f,
                                 const struct page *page, char **items, char *next_key)
 {
-    const char *params[4] = {page->has_after ? page->after : "", f->az, f->state, NULL};
+    const char *params[4] = {page->has_after ? page->after : "", f->az, f->status, NULL};
     return store_list(conn, &list_hosts, 4, params, page, items, next_key);
 }
 

@@ -54,7 +54,7 @@ static const struct db_stmt hosts_without = {
 /* The first node that is not healthy enough, and why. */
 static const struct db_stmt unhealthy = {
     "SELECT n.id, s.name, CASE"
-    "   WHEN h.state IS DISTINCT FROM 'healthy' THEN 'its host is ' || coalesce(h.state, 'unknown')"
+    "   WHEN h.status IS DISTINCT FROM 'healthy' THEN 'its host is ' || coalesce(h.status, 'unknown')"
     "   WHEN n.process_state IS DISTINCT FROM 'running' THEN"
     "     'it is ' || coalesce(n.process_state, 'not reported yet')"
     "   WHEN n.role = 'replica' AND n.master_link_status IS DISTINCT FROM 'up' THEN"
@@ -67,7 +67,7 @@ static const struct db_stmt unhealthy = {
     " LEFT JOIN nodes p ON p.shard_id = n.shard_id AND p.role = 'primary'"
     "   AND p.desired_state <> 'deleted' AND n.role = 'replica'"
     " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted' AND ("
-    "   h.state IS DISTINCT FROM 'healthy' OR n.process_state IS DISTINCT FROM 'running'"
+    "   h.status IS DISTINCT FROM 'healthy' OR n.process_state IS DISTINCT FROM 'running'"
     "   OR (n.role = 'replica' AND n.master_link_status IS DISTINCT FROM 'up')"
     "   OR coalesce(n.loading, false) OR coalesce(n.sync_in_progress, false)"
     "   OR p.replication_offset - n.replication_offset > $2::bigint)"
@@ -173,11 +173,11 @@ enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const
 /* ---- queueing and scheduling -------------------------------------------------- */
 
 static const struct db_stmt cancel_scheduled = {
-    "UPDATE operations SET state = 'cancelled', finished_at = now(), updated_at = now()"
-    " WHERE cluster_id = $1 AND kind = 'upgrade_engine' AND state = 'scheduled'"};
+    "UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = now()"
+    " WHERE cluster_id = $1 AND kind = 'upgrade_engine' AND status = 'scheduled'"};
 
 static const struct db_stmt insert_upgrade = {
-    "INSERT INTO operations (cluster_id, kind, state, context)"
+    "INSERT INTO operations (cluster_id, kind, status, context)"
     " VALUES ($1, 'upgrade_engine', CASE WHEN $2::boolean THEN 'pending' ELSE 'scheduled' END,"
     "   jsonb_build_object('from', $3::jsonb, 'to', $4::jsonb, 'downtime', $5::jsonb,"
     "     'apply', CASE WHEN $2::boolean THEN 'immediately' ELSE 'maintenance_window' END))"
@@ -247,12 +247,12 @@ enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *
 }
 
 static const struct db_stmt scheduled_of = {
-    "SELECT id, state, context::text FROM operations WHERE cluster_id = $1"
-    "   AND kind = 'upgrade_engine' AND state IN ('scheduled', 'pending', 'running')"
+    "SELECT id, status, context::text FROM operations WHERE cluster_id = $1"
+    "   AND kind = 'upgrade_engine' AND status IN ('scheduled', 'pending', 'running')"
     " ORDER BY created_at DESC LIMIT 1 FOR UPDATE"};
 
 static const struct db_stmt cancel_op = {
-    "UPDATE operations SET state = 'cancelled', finished_at = now(), updated_at = now()"
+    "UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = now()"
     " WHERE id = $1::uuid"};
 
 /* The spec back to what runs, and nothing pending. */
@@ -310,15 +310,15 @@ static const struct db_stmt scheduled = {
     "SELECT o.id, o.cluster_id, coalesce(c.spec ->> 'maintenance_window', '" CSPEC_WINDOW_DEFAULT
     "'),"
     "   EXISTS (SELECT 1 FROM operations a WHERE a.cluster_id = o.cluster_id"
-    "     AND a.state IN ('pending', 'running'))"
+    "     AND a.status IN ('pending', 'running'))"
     " FROM operations o JOIN clusters c ON c.id = o.cluster_id"
-    " WHERE o.kind = 'upgrade_engine' AND o.state = 'scheduled' ORDER BY o.created_at"};
+    " WHERE o.kind = 'upgrade_engine' AND o.status = 'scheduled' ORDER BY o.created_at"};
 
 static const struct db_stmt start_scheduled = {
-    "UPDATE operations SET state = 'pending', updated_at = now(),"
+    "UPDATE operations SET status = 'pending', updated_at = now(),"
     "   context = context || jsonb_build_object('window_opened_at',"
     "     " STORE_TS("now()") ", 'window', $2::text)"
-                              " WHERE id = $1::uuid AND state = 'scheduled'"};
+                              " WHERE id = $1::uuid AND status = 'scheduled'"};
 
 static const struct db_stmt starts_at = {
     "UPDATE clusters SET pending_changes = jsonb_set(pending_changes,"
@@ -571,7 +571,7 @@ static const struct db_stmt report_source = {
     "  coalesce((SELECT period_s FROM metric_samples m WHERE m.cluster_id = o.cluster_id"
     "    ORDER BY m.at DESC LIMIT 1), 60)"
     " FROM operations o WHERE o.id = $1::uuid AND o.kind = 'upgrade_engine'"
-    "   AND o.state IN ('succeeded', 'failed') AND o.started_at IS NOT NULL"};
+    "   AND o.status IN ('succeeded', 'failed') AND o.started_at IS NOT NULL"};
 
 /* The mean of each series' points (NAN without points), in metrics' order;
  * with STORE_STAT_SUM, the sum of their points. */

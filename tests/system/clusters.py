@@ -224,7 +224,7 @@ class ClusterStack:
 
     def _host_id(self, agent, timeout=15):
         hid = agent.wait_registered(timeout)
-        wait_until(lambda: self.host(hid)["state"] == "healthy", timeout,
+        wait_until(lambda: self.host(hid)["status"] == "healthy", timeout,
                    f"host {agent.name} healthy")
         return hid
 

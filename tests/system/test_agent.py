@@ -68,7 +68,7 @@ class Stack:
     def host_id(self, agent, timeout=10):
         """Wait until the agent has registered and its host is healthy."""
         hid = agent.wait_registered(timeout)
-        settle(lambda: self.host(hid)["state"], lambda s: s == "healthy", timeout,
+        settle(lambda: self.host(hid)["status"], lambda s: s == "healthy", timeout,
                f"host {agent.name} healthy")
         return hid
 
@@ -169,7 +169,7 @@ def test_registers_once_and_keeps_its_identity_across_restarts(stack):
     assert ident["credential"].startswith("cairn_agent_"), ident
     host = stack.host(hid)
     eq((host["name"], host["az"], host["address"], host["capacity"], host["ports"],
-        host["agent_version"], host["state"]),
+        host["agent_version"], host["status"]),
        ("vm-1", "az-a", "127.0.0.1", {"vcpus": 2, "memory_mib": 1536},
         {"min": a.ports[0], "max": a.ports[1]}, "0.1.0", "healthy"), "registered host")
     nid = stack.add_node(hid)
@@ -185,11 +185,11 @@ def test_registers_once_and_keeps_its_identity_across_restarts(stack):
     # registration, the engine adopted rather than restarted.
     restarted = time.time()
     a.start()
-    settle(lambda: stack.host(hid), lambda h: h["last_seen_at"] != seen and h["state"] == "healthy",
+    settle(lambda: stack.host(hid), lambda h: h["last_seen_at"] != seen and h["status"] == "healthy",
            10, "the restarted agent to sync")
     eq(a.identity(), ident, "identity.json after a restart")
     eq(agent_said(a, "registered"), [], "registrations logged by the restarted agent")
-    eq(stack.events(hid), ["host.registered"], "host events")
+    eq(stack.events(hid), ["HostRegistered"], "host events")
     node = stack.wait_serving(hid, nid, since=restarted)
     eq((node["pid"], node["restarts"]), (pid, 0), "engine pid and restarts after an agent restart")
     assert agent_said(a, "engine adopted", node=nid, pid=pid), a.log.text(a.start_offset)
@@ -203,7 +203,7 @@ def test_registers_once_and_keeps_its_identity_across_restarts(stack):
     settle(lambda: a.identity(), lambda i: i is not None and i["credential"] != ident["credential"],
            10, "a new registration")
     eq(a.identity()["host_id"], hid, "host id after registering again")
-    settle(lambda: stack.events(hid), lambda ev: ev == ["host.registered", "host.reregistered"],
+    settle(lambda: stack.events(hid), lambda ev: ev == ["HostRegistered", "HostReregistered"],
            5, "host events after registering again")
     eq(stack.wait_serving(hid, nid, since=restarted)["pid"], pid,
        "engine pid after registering again")
@@ -213,7 +213,7 @@ def test_three_agents_show_up_in_three_azs(stack):
     started = [stack.agent(f"vm-{az[-1]}", az) for az in ("az-a", "az-b", "az-c")]
     hids = [stack.host_id(a) for a in started]
     listed = expect.json_ok(stack.inst.api.get("/v1/hosts"))["hosts"]
-    eq([(h["id"], h["name"], h["az"], h["state"]) for h in listed],
+    eq([(h["id"], h["name"], h["az"], h["status"]) for h in listed],
        [(hid, a.name, a.az, "healthy") for hid, a in zip(hids, started)], "GET /v1/hosts")
     for h, a in zip(listed, started):
         eq([(e["engine"], e["version"], e["full_version"]) for e in h["engines"]],
@@ -318,7 +318,7 @@ def test_killed_agent_leaves_engines_serving_and_the_next_adopts_them(stack):
         for n in nodes:
             with client(before[n]["port"]) as c:
                 eq(c.get("owner"), n, f"key on {n} after the agent died")
-        return stack.host(hid)["state"] == "lost"
+        return stack.host(hid)["status"] == "lost"
     harness.wait_until(serving_while_lost, HEARTBEAT_TIMEOUT + 4, interval=0.2,
                        what="host lost with its engines serving")
     for n in nodes:
@@ -331,7 +331,7 @@ def test_killed_agent_leaves_engines_serving_and_the_next_adopts_them(stack):
         eq((node["pid"], node["restarts"]), (before[n]["pid"], 0), f"{n} adopted, not restarted")
         assert agent_said(a, "engine adopted", node=n, pid=node["pid"]), a.log.text(a.start_offset)
     eq(agent_said(a, "engine started"), [], "engines started by the new agent")
-    settle(lambda: stack.host(hid)["state"], lambda s: s == "healthy", 5, "host healthy again")
+    settle(lambda: stack.host(hid)["status"], lambda s: s == "healthy", 5, "host healthy again")
 
     # The new agent supervises what it adopted: not its child, still watched.
     adopted = before[nodes[1]]
@@ -350,7 +350,7 @@ def test_stopped_agent_makes_its_host_lost_until_it_continues(stack):
 
     a.signal(signal.SIGSTOP)
     try:
-        lost = settle(lambda: stack.host(hid), lambda h: h["state"] == "lost",
+        lost = settle(lambda: stack.host(hid), lambda h: h["status"] == "lost",
                       HEARTBEAT_TIMEOUT + 4, "host lost", interval=0.05)
         after = time.time() - api_time(lost["last_seen_at"])
         # The monitor runs once a second: lost between timeout and timeout + 1 s
@@ -361,10 +361,10 @@ def test_stopped_agent_makes_its_host_lost_until_it_continues(stack):
     finally:
         a.signal(signal.SIGCONT)
     t0 = time.monotonic()
-    settle(lambda: stack.host(hid)["state"], lambda s: s == "healthy", 5, "host healthy again")
+    settle(lambda: stack.host(hid)["status"], lambda s: s == "healthy", 5, "host healthy again")
     took = time.monotonic() - t0
     assert took < 2.0, f"healthy {took:.2f}s after SIGCONT, expected < 2 s"
-    eq(stack.events(hid), ["host.registered", "host.lost", "host.recovered"], "host events")
+    eq(stack.events(hid), ["HostRegistered", "HostLost", "HostRecovered"], "host events")
     eq(stack.wait_serving(hid, nid)["pid"], pid, "engine pid across the pause")
 
 

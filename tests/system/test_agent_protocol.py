@@ -87,7 +87,7 @@ def test_reregistering_a_name_takes_the_host_over(agents):
     eq(host["az"], "az-b", "az updated")
     types = [e["type"] for e in expect.json_ok(
         agents.api.get(f"/v1/events?host_id={first['host_id']}"))["events"]]
-    eq(types, ["host.registered", "host.reregistered"], "events")
+    eq(types, ["HostRegistered", "HostReregistered"], "events")
 
 
 def test_credential_kinds_never_mix(agents):
@@ -116,8 +116,8 @@ def test_register_validation(agents, body, fields):
 
 def test_sync_validation(agents):
     reg = register(agents)
-    r = sync(agents, reg["credential"], nodes=[{"node_id": "not-a-uuid", "state": "asleep"}])
-    expect.problem(r, "VALIDATION_FAILED", fields={"nodes[0].node_id", "nodes[0].state"})
+    r = sync(agents, reg["credential"], nodes=[{"node_id": "not-a-uuid", "status": "asleep"}])
+    expect.problem(r, "VALIDATION_FAILED", fields={"nodes[0].node_id", "nodes[0].status"})
 
 
 def test_long_poll_holds_then_wakes_on_change(agents):
@@ -184,7 +184,7 @@ def test_report_is_recorded_and_deleted_nodes_purged(agents):
     cluster = add_cluster(agents)
     nid = add_node(agents, host, cluster)
     desired = expect.json_ok(sync(agents, cred))
-    report = {"node_id": nid, "pid": 4242, "state": "running", "port": 7000, "role": "primary",
+    report = {"node_id": nid, "pid": 4242, "status": "running", "port": 7000, "role": "primary",
               "engine": "valkey", "version": "8.0.1", "replication_offset": 99,
               "master_link_status": None, "sync_in_progress": False, "loading": False,
               "restarts": 2}
@@ -208,20 +208,20 @@ def test_silent_host_is_lost_then_recovers(agents):
     host = reg["host_id"]
     t0 = time.monotonic()
     harness.wait_until(
-        lambda: expect.json_ok(agents.api.get(f"/v1/hosts/{host}"))["state"] == "lost",
+        lambda: expect.json_ok(agents.api.get(f"/v1/hosts/{host}"))["status"] == "lost",
         timeout=8, what="host marked lost")
     elapsed = time.monotonic() - t0
     assert 2.5 <= elapsed <= 5.5, f"lost after {elapsed:.1f}s with a 3 s heartbeat timeout"
-    lost = expect.json_ok(agents.api.get("/v1/hosts?state=lost"))["hosts"]
-    eq([h["id"] for h in lost], [host], "state filter")
+    lost = expect.json_ok(agents.api.get("/v1/hosts?status=lost"))["hosts"]
+    eq([h["id"] for h in lost], [host], "status filter")
     ev = expect.json_ok(agents.api.get("/v1/engine-versions?engine=valkey"))["engine_versions"]
     eq({e["version"]: e["hosts_available"] for e in ev}["8.0"], 0, "a lost host offers nothing")
 
     expect.json_ok(sync(agents, reg["credential"]))
-    eq(expect.json_ok(agents.api.get(f"/v1/hosts/{host}"))["state"], "healthy", "recovered")
+    eq(expect.json_ok(agents.api.get(f"/v1/hosts/{host}"))["status"], "healthy", "recovered")
     types = [e["type"] for e in expect.json_ok(
         agents.api.get(f"/v1/events?host_id={host}"))["events"]]
-    eq(types, ["host.registered", "host.lost", "host.recovered"], "events")
+    eq(types, ["HostRegistered", "HostLost", "HostRecovered"], "events")
 
 
 def test_hosts_listing_and_engine_availability(agents):
@@ -234,7 +234,7 @@ def test_hosts_listing_and_engine_availability(agents):
     in_a = expect.json_ok(agents.api.get("/v1/hosts?az=az-a"))["hosts"]
     eq(sorted(h["name"] for h in in_a), ["vm-az-a", "vm-old"], "az filter")
     h = expect.json_ok(agents.api.get(f"/v1/hosts/{regs[0]['host_id']}"))
-    eq((h["capacity"], h["allocated"], h["ports"], h["state"]),
+    eq((h["capacity"], h["allocated"], h["ports"], h["status"]),
        ({"vcpus": 2, "memory_mib": 8192}, {"vcpus": 0, "memory_mib": 0, "nodes": 0},
         {"min": 7000, "max": 7099}, "healthy"), "host resource")
     eq([(e["engine"], e["version"], e["full_version"]) for e in h["engines"]],

@@ -205,7 +205,7 @@ def delete_and_check(stack, cid, allocations_before):
     for t in ("ClusterCreating", "ClusterAvailable", "ClusterDeleting", "ClusterDeleted"):
         eq(types.count(t), 1, f"{t} events of {cid} (all: {types})")
     ops = clusters.operations(stack.api, cid)
-    eq(sorted((o["kind"], o["state"]) for o in ops),
+    eq(sorted((o["kind"], o["status"]) for o in ops),
        [("create", "succeeded"), ("delete", "succeeded")], "operations of the cluster")
 
 
@@ -555,7 +555,7 @@ def test_create_completes_after_cairnd_is_killed(stack, cleanup, when):
     eq(sorted(live), sorted(list(pids.values()) + [x["pid"] for x in others]),
        "engine processes on the agents")
     ops = clusters.operations(api, cid)
-    eq([(o["kind"], o["state"]) for o in ops], [("create", "succeeded")], "operations")
+    eq([(o["kind"], o["status"]) for o in ops], [("create", "succeeded")], "operations")
     types = [e["type"] for e in clusters.events(api, cid)]
     eq((types.count("ClusterCreating"), types.count("NodePlaced"), types.count("ClusterAvailable")),
        (1, count, 1), f"milestone events ({types})")
@@ -659,7 +659,7 @@ def test_create_fails_when_a_host_is_lost_and_delete_cleans_up(stack, cleanup):
         frozen.signal(signal.SIGCONT)
     eq(failed["current_operation"], None, "no operation left running")
     op = next(o for o in operations(stack.api, cid) if o["kind"] == "create")
-    eq((op["state"], op["error"]["code"], op["step_name"]), ("failed", "HOST_LOST", "wait_engines"),
+    eq((op["status"], op["error"]["code"], op["step_name"]), ("failed", "HOST_LOST", "wait_engines"),
        "the create operation says why")
     types = [e["type"] for e in clusters.events(stack.api, cid)]
     assert "OperationFailed" in types, types
@@ -697,7 +697,7 @@ def _write_through_failover(stack, cid, write, follow):
     stop.set()
     t.join(5)
     op = expect.json_ok(stack.api.get(f"/v1/operations/{op['id']}"))
-    eq((op["kind"], op["state"], [s["name"] for s in op["steps"]]),
+    eq((op["kind"], op["status"], [s["name"] for s in op["steps"]]),
        ("failover", "succeeded", ["start_failover", "wait_switch", "record", "repoint_replicas"]), "the operation")
     complete = [e for e in clusters.events(stack.api, cid) if e["type"] == "FailoverComplete"]
     eq(len(complete), 1, "one FailoverComplete event")

@@ -181,7 +181,7 @@ def healthy_hosts(url, token):
                      timeout=10)
     eq(r.status_code, 200, f"GET /v1/hosts: {r.text}")
     return {h["name"] for h in r.json()["hosts"]
-            if h.get("status", h.get("state")) == "healthy"}
+            if h["status"] == "healthy"}
 
 
 def test_demo_up_secure_and_down(clone):

@@ -332,7 +332,7 @@ def test_cluster_mode_kill9_primary_serves_all_slots_again(stack, cleanup):
     eq(len(reqs), 1, f"one rebalancing failover: {reqs}")
     assert reqs[0]["detail"]["rebalance"] is True, reqs
     op = expect.json_ok(stack.api.get(f"/v1/operations/{reqs[0]['operation_id']}"))
-    eq((op["kind"], op["state"]), ("failover", "succeeded"), "the rebalancing operation")
+    eq((op["kind"], op["status"]), ("failover", "succeeded"), "the rebalancing operation")
     wait_until(lambda: rc.all(lambda c: all(c.get(f"s{i}") == str(i) for i in range(300))), 10,
                "every key readable after the rebalance")
     rc.reset()

@@ -51,7 +51,7 @@ stack, _dump_on_failure, cleanup = clusters.stack_fixtures(
 @pytest.fixture(autouse=True)
 def _hosts_healthy_first(stack):
     """Each test starts with every host healthy, whatever the one before did."""
-    wait_until(lambda: {h["state"] for h in stack.hosts().values()} == {"healthy"}, 15,
+    wait_until(lambda: {h["status"] for h in stack.hosts().values()} == {"healthy"}, 15,
                "every host healthy before the test")
 
 
@@ -68,7 +68,7 @@ def host_events(stack, hid, since, kind):
 
 def losses(stack, since):
     """Every host.lost event of the stack's hosts since `since`."""
-    return [e for hid in stack.host_ids for e in host_events(stack, hid, since, "host.lost")]
+    return [e for hid in stack.host_ids for e in host_events(stack, hid, since, "HostLost")]
 
 
 def create_group(stack, cleanup, cid):
@@ -110,7 +110,7 @@ def restart_with_a_loss_recorded(stack, host, pause=PAUSE_S):
     slow.signal(signal.SIGSTOP)
     try:
         stack.kill9_cairnd()
-        stack.inst.psql(f"UPDATE hosts SET state = 'lost', updated_at = now() WHERE id = '{host}'")
+        stack.inst.psql(f"UPDATE hosts SET status = 'lost', updated_at = now() WHERE id = '{host}'")
         time.sleep(pause)
         stack.restart_cairnd()
         back = time.time()
@@ -135,7 +135,7 @@ def watch_healthy(stack, seconds, what):
     """Every host healthy at every look for `seconds`."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        states = {h["name"]: h["state"] for h in stack.hosts().values()}
+        states = {h["name"]: h["status"] for h in stack.hosts().values()}
         assert set(states.values()) == {"healthy"}, f"hosts {what}: {states}"
         time.sleep(0.1)
 
@@ -174,7 +174,7 @@ def test_create_in_flight_completes_after_a_long_pause(stack, cleanup, recorded)
         killed, back = restart_after_pause(stack, LEASE_S + 1)
 
     ready = wait_available(stack.api, cid, 40)
-    eq([(o["kind"], o["state"]) for o in clusters.operations(stack.api, cid)],
+    eq([(o["kind"], o["status"]) for o in clusters.operations(stack.api, cid)],
        [("create", "succeeded")], "operations")
     eq(len(nodes(ready)), 3, "nodes")
     eq(losses(stack, killed), [], "hosts lost after the restart")
@@ -217,7 +217,7 @@ def test_loss_recorded_before_the_restart_waits_for_the_host_to_report(stack, cl
     host = next(n["host_id"] for n in nodes(body) if n["id"] == primary)
 
     killed, back = restart_with_a_loss_recorded(stack, host)
-    recovered = wait_until(lambda: host_events(stack, host, killed, "host.recovered"),
+    recovered = wait_until(lambda: host_events(stack, host, killed, "HostRecovered"),
                            3 * HEARTBEAT_S, "the host to report again", interval=0.05)
     at = api_time(recovered[0]["created_at"])
     watch_healthy(stack, WATCH_S, "after the host reported")
@@ -242,7 +242,7 @@ def test_silent_host_is_still_lost_one_timeout_after_the_restart(stack):
         starting = time.time()
         stack.restart_cairnd()
         up = time.time()
-        lost = wait_until(lambda: host_events(stack, hid, killed, "host.lost"),
+        lost = wait_until(lambda: host_events(stack, hid, killed, "HostLost"),
                           HEARTBEAT_S + 5, "the silent host lost", interval=0.05)
         at = api_time(lost[0]["created_at"])
         eq(len(lost), 1, "host.lost events of the silent host")
@@ -253,10 +253,10 @@ def test_silent_host_is_still_lost_one_timeout_after_the_restart(stack):
         assert at <= up + HEARTBEAT_S + 1, \
             f"lost {at - up:.2f} s after cairnd answered, more than a timeout and a second"
         others = [h for h in stack.host_ids if h != hid]
-        eq([e for h in others for e in host_events(stack, h, killed, "host.lost")], [],
+        eq([e for h in others for e in host_events(stack, h, killed, "HostLost")], [],
            "other hosts lost")
     finally:
         if not gone.alive():
             gone.start()
-    wait_until(lambda: stack.host(hid)["state"] == "healthy", 3 * HEARTBEAT_S,
+    wait_until(lambda: stack.host(hid)["status"] == "healthy", 3 * HEARTBEAT_S,
                "the host healthy again once its agent is back")

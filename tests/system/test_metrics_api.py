@@ -293,7 +293,7 @@ def test_prometheus_scrape(hosts):
     eq(samples[("cairn_cache_is_primary", labels)], 1.0, "IsPrimary")
     assert ("cairn_cache_cache_hits", labels) not in samples, "no value, no sample"
     assert samples[("cairn_http_requests_total", frozenset({("code", "2xx")}))] >= 1
-    assert samples[("cairn_hosts", frozenset({("state", "healthy")}))] == 2
+    assert samples[("cairn_hosts", frozenset({("status", "healthy")}))] == 2
 
 
 def test_finished_days_are_compacted_without_changing_answers(hosts, cairnd_factory, fresh_db):

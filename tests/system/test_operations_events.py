@@ -10,12 +10,12 @@ CL_B = "bbbbbbbb-0000-4000-8000-000000000002"
 # The uid of each cluster's life (its history carries it; no cluster row is needed).
 UID = {CL_A: "0000000a-1111-4000-8000-000000000001", CL_B: "0000000b-1111-4000-8000-000000000002",
        None: None}
-OP_KEYS = {"id", "cluster_id", "cluster_uid", "kind", "state", "step", "step_name", "steps",
+OP_KEYS = {"id", "cluster_id", "cluster_uid", "kind", "status", "step", "step_name", "steps",
            "progress", "error", "created_at", "started_at", "finished_at", "updated_at"}
 EV_KEYS = {"id", "cluster_id", "cluster_uid", "host_id", "operation_id", "type", "severity",
            "message", "detail", "created_at"}
 
-# id, cluster, kind, state, step, step_name, progress, error, created, started, finished
+# id, cluster, kind, status, step, step_name, progress, error, created, started, finished
 OPS = [
     ("00000000-0000-4000-8000-00000000000a", CL_A, "create", "succeeded", 5, "done", 100, None,
      "2026-01-01 10:00:00.000001+00", "2026-01-01 10:00:01+00", "2026-01-01 10:05:00+00"),
@@ -55,7 +55,7 @@ def insert_ops(cairn):
             f"{lit(step_name)}, '{{}}'::jsonb, {progress}, {lit(err)}::jsonb, {lit(created)}, "
             f"{lit(started)}, {lit(finished)}, {lit(created)}::timestamptz + interval '1 minute',"
             f" {lease})")
-    cairn.psql("INSERT INTO operations (id, cluster_id, cluster_uid, kind, state, step, step_name,"
+    cairn.psql("INSERT INTO operations (id, cluster_id, cluster_uid, kind, status, step, step_name,"
                " context, progress, error, created_at, started_at, finished_at, updated_at,"
                " lease_owner, lease_expires_at) VALUES " + ", ".join(rows))
 
@@ -64,13 +64,13 @@ def insert_events(cairn):
     cairn.psql(
         "INSERT INTO events (cluster_id, cluster_uid, operation_id, type, severity, message,"
         " detail, created_at) VALUES "
-        f"({lit(CL_A)}, {lit(UID[CL_A])}, {lit(OPS[0][0])}, 'cluster.created', 'info', 'cluster created', "
+        f"({lit(CL_A)}, {lit(UID[CL_A])}, {lit(OPS[0][0])}, 'ClusterCreating', 'info', 'cluster created', "
         "   '{\"shards\": 3}', '2026-02-01 08:00:00+00'),"
-        f"({lit(CL_B)}, {lit(UID[CL_B])}, NULL, 'node.down', 'error', 'node n1 stopped answering', "
+        f"({lit(CL_B)}, {lit(UID[CL_B])}, NULL, 'NodeDown', 'error', 'node n1 stopped answering', "
         "   '{\"node\": \"n1\"}', '2026-02-01 09:00:00.25+00'),"
-        f"({lit(CL_A)}, {lit(UID[CL_A])}, NULL, 'failover', 'warning', 'promoted replica', "
+        f"({lit(CL_A)}, {lit(UID[CL_A])}, NULL, 'FailoverComplete', 'warning', 'promoted replica', "
         "   '{}', '2026-02-01 10:00:00+00'),"
-        "(NULL, NULL, NULL, 'host.lost', 'warning', 'host h3 lost', "
+        "(NULL, NULL, NULL, 'HostLost', 'warning', 'host h3 lost', "
         "   '{\"host\": \"h3\", \"nested\": {\"a\": [1, 2]}}', '2026-02-01 11:00:00+00')")
 
 
@@ -93,7 +93,7 @@ def events(ops):
 def test_get_operation_exact(ops):
     body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[1][0]}"))
     eq(body, {
-        "id": OPS[1][0], "cluster_id": CL_A, "cluster_uid": UID[CL_A], "kind": "scale_shards", "state": "failed",
+        "id": OPS[1][0], "cluster_id": CL_A, "cluster_uid": UID[CL_A], "kind": "scale_shards", "status": "failed",
         "step": 2, "step_name": "move_slots", "steps": [], "progress": 40,
         "error": {"code": "INSUFFICIENT_CAPACITY", "message": "need 3 AZs"},
         "created_at": "2026-01-02T10:00:00.500000Z", "started_at": "2026-01-02T10:00:01.000000Z",
@@ -104,7 +104,7 @@ def test_get_operation_exact(ops):
 def test_get_operation_with_nulls_and_utc_conversion(ops):
     body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[3][0]}"))
     eq(body, {
-        "id": OPS[3][0], "cluster_id": None, "cluster_uid": None, "kind": "change_node_type", "state": "pending",
+        "id": OPS[3][0], "cluster_id": None, "cluster_uid": None, "kind": "change_node_type", "status": "pending",
         "step": 0, "step_name": None, "steps": [], "progress": 0, "error": None,
         "created_at": "2026-01-04T10:00:00.000000Z", "started_at": None, "finished_at": None,
         "updated_at": "2026-01-04T10:01:00.000000Z",
@@ -129,16 +129,16 @@ def test_list_operations_newest_first(ops):
     ({"cluster_id": CL_A}, ["b", "a"]),
     ({"cluster_id": CL_B}, ["e", "c"]),
     ({"cluster_id": "cccccccc-0000-4000-8000-000000000003"}, []),
-    ({"state": "running"}, ["c"]),
-    ({"state": "succeeded"}, ["a"]),
-    ({"state": "cancelled"}, ["e"]),
+    ({"status": "running"}, ["c"]),
+    ({"status": "succeeded"}, ["a"]),
+    ({"status": "cancelled"}, ["e"]),
     ({"kind": "create"}, ["c", "a"]),
     ({"kind": "failover"}, ["e"]),
-    ({"cluster_id": CL_A, "state": "failed"}, ["b"]),
+    ({"cluster_id": CL_A, "status": "failed"}, ["b"]),
     ({"cluster_uid": UID[CL_B]}, ["e", "c"]),
     ({"cluster_uid": UID[CL_B], "cluster_id": CL_A}, []),
-    ({"cluster_id": CL_B, "kind": "create", "state": "running"}, ["c"]),
-    ({"cluster_id": CL_B, "kind": "create", "state": "failed"}, []),
+    ({"cluster_id": CL_B, "kind": "create", "status": "running"}, ["c"]),
+    ({"cluster_id": CL_B, "kind": "create", "status": "failed"}, []),
 ])
 def test_filter_operations(ops, params, want):
     body = expect.json_ok(ops.read.get("/v1/operations", params=params))
@@ -154,9 +154,9 @@ def test_malformed_cluster_id_filter(ops, value):
         expect.problem(r, "INVALID_QUERY_PARAMETER", fields=["cluster_id"])
 
 
-@pytest.mark.parametrize("param,value", [("state", "done"), ("state", "RUNNING"),
-                                         ("state", "runnin"), ("kind", "no_such_kind")])
-def test_bad_state_or_kind_filter(ops, param, value):
+@pytest.mark.parametrize("param,value", [("status", "done"), ("status", "RUNNING"),
+                                         ("status", "runnin"), ("kind", "no_such_kind")])
+def test_bad_status_or_kind_filter(ops, param, value):
     expect.problem(ops.read.get("/v1/operations", params={param: value}),
                    "INVALID_QUERY_PARAMETER", fields=[param])
 
@@ -181,7 +181,7 @@ def test_walk_filtered_operations(ops):
 
 
 def test_default_page_size_is_100(cairn):
-    cairn.psql("INSERT INTO operations (kind, state, step, progress, context, created_at, "
+    cairn.psql("INSERT INTO operations (kind, status, step, progress, context, created_at, "
                "updated_at) SELECT 'create', 'succeeded', 0, 100, '{}', "
                "timestamptz '2026-03-01 00:00:00+00' + n * interval '1 second', now() "
                "FROM generate_series(1, 101) AS n")
@@ -204,7 +204,7 @@ def test_list_events_oldest_first(events):
     body = expect.json_ok(events.read.get("/v1/events"))
     eq(set(body), {"events"}, "list members")
     evs = body["events"]
-    eq([e["type"] for e in evs], ["cluster.created", "node.down", "failover", "host.lost"],
+    eq([e["type"] for e in evs], ["ClusterCreating", "NodeDown", "FailoverComplete", "HostLost"],
        "event order")
     for e in evs:
         eq(set(e), EV_KEYS, f"members of event {e.get('id')}")
@@ -214,7 +214,7 @@ def test_list_events_oldest_first(events):
     eq(evs[0] | {"id": None}, {
         "id": None, "cluster_id": CL_A, "cluster_uid": UID[CL_A], "host_id": None,
         "operation_id": OPS[0][0],
-        "type": "cluster.created",
+        "type": "ClusterCreating",
         "severity": "info", "message": "cluster created", "detail": {"shards": 3},
         "created_at": "2026-02-01T08:00:00.000000Z"}, "first event")
     eq(evs[1]["created_at"], "2026-02-01T09:00:00.250000Z", "second event time")
@@ -225,16 +225,16 @@ def test_list_events_oldest_first(events):
 
 
 @pytest.mark.parametrize("params,want", [
-    ({"cluster_id": CL_A}, ["cluster.created", "failover"]),
-    ({"cluster_id": CL_B}, ["node.down"]),
+    ({"cluster_id": CL_A}, ["ClusterCreating", "FailoverComplete"]),
+    ({"cluster_id": CL_B}, ["NodeDown"]),
     ({"cluster_id": "cccccccc-0000-4000-8000-000000000003"}, []),
-    ({"since": "2026-02-01T08:30:00Z"}, ["node.down", "failover", "host.lost"]),
-    ({"since": "2026-02-01T09:30:00.000000Z"}, ["failover", "host.lost"]),
-    ({"since": "2026-02-01T11:30:00+02:00"}, ["failover", "host.lost"]),
+    ({"since": "2026-02-01T08:30:00Z"}, ["NodeDown", "FailoverComplete", "HostLost"]),
+    ({"since": "2026-02-01T09:30:00.000000Z"}, ["FailoverComplete", "HostLost"]),
+    ({"since": "2026-02-01T11:30:00+02:00"}, ["FailoverComplete", "HostLost"]),
     ({"since": "2026-02-01T12:00:00Z"}, []),
-    ({"since": "2020-01-01T00:00:00Z"}, ["cluster.created", "node.down", "failover", "host.lost"]),
-    ({"cluster_id": CL_A, "since": "2026-02-01T08:30:00Z"}, ["failover"]),
-    ({"cluster_uid": UID[CL_A]}, ["cluster.created", "failover"]),
+    ({"since": "2020-01-01T00:00:00Z"}, ["ClusterCreating", "NodeDown", "FailoverComplete", "HostLost"]),
+    ({"cluster_id": CL_A, "since": "2026-02-01T08:30:00Z"}, ["FailoverComplete"]),
+    ({"cluster_uid": UID[CL_A]}, ["ClusterCreating", "FailoverComplete"]),
 ])
 def test_filter_events(events, params, want):
     body = expect.json_ok(events.read.get("/v1/events", params=params))
@@ -275,7 +275,7 @@ def test_a_reused_cluster_id_has_a_history_of_its_own(cairn):
     def life(kind):
         cairn.psql("INSERT INTO clusters (id, spec) VALUES ('reuse', '{}')")
         uid = cairn.psql("SELECT uid FROM clusters WHERE id = 'reuse'").strip()
-        op = cairn.psql("INSERT INTO operations (cluster_id, kind, state) VALUES"
+        op = cairn.psql("INSERT INTO operations (cluster_id, kind, status) VALUES"
                         f" ('reuse', '{kind}', 'succeeded') RETURNING id").strip()
         cairn.psql("INSERT INTO events (cluster_id, operation_id, type, message) VALUES"
                    f" ('reuse', '{op}', 'ClusterCreating', 'creating')")

@@ -41,7 +41,7 @@ def operation(stack, op_id):
 
 def wait_operation(stack, op_id, timeout=180):
     """The operation once it has ended; fails at once if it failed."""
-    op = wait_until(lambda: (lambda o: o if o["state"] in ("succeeded", "failed") else None)(
+    op = wait_until(lambda: (lambda o: o if o["status"] in ("succeeded", "failed") else None)(
         operation(stack, op_id)), timeout, f"operation {op_id} ended", interval=0.2)
     return op
 
@@ -101,7 +101,7 @@ def test_disabled_mode_group_upgrades_without_losing_a_write(stack, cleanup):
     try:
         op_id, _ = upgrade(stack, "up-group")
         op = wait_operation(stack, op_id)
-        eq(op["state"], "succeeded", f"the upgrade: {op}")
+        eq(op["status"], "succeeded", f"the upgrade: {op}")
 
         # The report: the same metrics before and after, once samples after
         # exist (the writer goes on meanwhile, as traffic would).
@@ -175,7 +175,7 @@ def test_cluster_mode_upgrades_without_losing_a_write(stack, cleanup):
         op = wait_operation(stack, op_id, timeout=300)
     finally:
         w.stop()
-    eq(op["state"], "succeeded", f"the upgrade: {op}")
+    eq(op["status"], "succeeded", f"the upgrade: {op}")
     check_upgraded(stack, "up-sharded", pw, before)
     cc.reset()
 
@@ -308,18 +308,18 @@ def test_scheduled_upgrade_starts_in_its_window_and_survives_kill9(stack, cleanu
     gm = time.gmtime(opens)
     eq((days[gm.tm_wday], gm.tm_hour, gm.tm_min), (day, 3, 0), "starts_at is the window's start")
     assert 86400 < opens - time.time() < 3 * 86400, up
-    eq(operation(stack, op_id)["state"], "scheduled", "waits for the window")
+    eq(operation(stack, op_id)["status"], "scheduled", "waits for the window")
 
     # Cancelled, the spec is back to what runs; asked again.
     r = api.delete("/v1/clusters/up-window/pending-changes")
     after = expect.json_ok(r)
     eq((after["engine"], after["engine_version"]), ("redis", "7.0"), "the spec reverted")
     assert "engine_upgrade" not in after["pending_changes"], after["pending_changes"]
-    eq(operation(stack, op_id)["state"], "cancelled", "the cancelled operation")
+    eq(operation(stack, op_id)["status"], "cancelled", "the cancelled operation")
     expect.problem(api.delete("/v1/clusters/up-window/pending-changes"), "NO_PENDING_CHANGE")
     op_id, patched = upgrade(stack, "up-window", apply_immediately=False)
     time.sleep(2.5)  # the scheduler looks every second
-    eq(operation(stack, op_id)["state"], "scheduled", "still waiting outside the window")
+    eq(operation(stack, op_id)["status"], "scheduled", "still waiting outside the window")
     eq({n["engine_version"][:3] for n in nodes(clusters.get(api, "up-window"))}, {"7.0"},
        "nothing upgraded before the window")
 
@@ -327,8 +327,8 @@ def test_scheduled_upgrade_starts_in_its_window_and_survives_kill9(stack, cleanu
     restart_cairnd(stack, int(opens - time.time()) - 6)
     try:
         time.sleep(2.5)
-        eq(operation(stack, op_id)["state"], "scheduled", "not before the window")
-        wait_until(lambda: operation(stack, op_id)["state"] in ("pending", "running"), 20,
+        eq(operation(stack, op_id)["status"], "scheduled", "not before the window")
+        wait_until(lambda: operation(stack, op_id)["status"] in ("pending", "running"), 20,
                    "the upgrade started in the window")
         wait_until(lambda: any(e["type"] == "NodeUpgraded" and e["operation_id"] == op_id
                                for e in events(api, "up-window")), 60,
@@ -337,7 +337,7 @@ def test_scheduled_upgrade_starts_in_its_window_and_survives_kill9(stack, cleanu
         op = wait_operation(stack, op_id)
     finally:
         restart_cairnd(stack, 0)
-    eq(op["state"], "succeeded", f"the upgrade after kill -9: {op}")
+    eq(op["status"], "succeeded", f"the upgrade after kill -9: {op}")
     check_upgraded(stack, "up-window", pw, before)
     kinds = [e["type"] for e in upgrade_events(stack, "up-window")]
     for k in ("EngineUpgradeScheduled", "EngineUpgradeCancelled", "EngineUpgradeStarted",
@@ -384,7 +384,7 @@ def test_rollback_when_the_new_engine_does_not_start(stack, cleanup, tmp_path):
             op = wait_operation(stack, op_id, timeout=120)
         finally:
             w.stop()
-        eq((op["state"], op["error"]["code"]), ("failed", "ENGINE_UPGRADE_ROLLED_BACK"),
+        eq((op["status"], op["error"]["code"]), ("failed", "ENGINE_UPGRADE_ROLLED_BACK"),
            f"the upgrade: {op}")
         assert first["id"] in op["error"]["message"], op["error"]
         after = wait_available(stack.api, "up-back")
@@ -422,7 +422,7 @@ def test_shard_without_replica_is_restarted_from_persistence(stack, cleanup):
     eq([(d["shard_id"], d["node_id"]) for d in down], [("0001", node["id"])],
        "the downtime announced up front")
     op = wait_operation(stack, op_id)
-    eq(op["state"], "succeeded", f"the upgrade: {op}")
+    eq(op["status"], "succeeded", f"the upgrade: {op}")
     check_upgraded(stack, "up-alone", pw, ports(body))
     with clusters.client(node["address"], node["port"], pw) as c:
         eq(c.dbsize(), 5000, "every key, from the append-only file")

@@ -272,7 +272,7 @@ static void test_report_node(void **state)
                                      .version = "8.0.1",
                                      .at_us = 1000000};
     expect_json(agent_report_node(&n, 1250000),
-                "{\"node_id\":\"" ID "\",\"pid\":4242,\"state\":\"running\",\"port\":7001,"
+                "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"
                 "\"role\":\"replica\",\"engine\":\"valkey\",\"version\":\"8.0.1\","
                 "\"replication_offset\":99,\"master_link_status\":\"up\","
                 "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
@@ -283,7 +283,7 @@ static void test_report_node(void **state)
     memset(&n.seen, 0, sizeof(n.seen));
     n.restarts = 0;
     expect_json(agent_report_node(&n, 1250000),
-                "{\"node_id\":\"" ID "\",\"pid\":4242,\"state\":\"starting\",\"port\":7001,"
+                "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"starting\",\"port\":7001,"
                 "\"role\":null,\"engine\":\"valkey\",\"version\":\"8.0.1\","
                 "\"replication_offset\":null,\"master_link_status\":null,"
                 "\"sync_in_progress\":false,\"loading\":false,\"restarts\":0,"
@@ -296,7 +296,7 @@ static void test_report_node(void **state)
     n.want.kind = ENGINE_REDIS;
     n.want.port = 7005;
     expect_json(agent_report_node(&n, 1250000),
-                "{\"node_id\":\"" ID "\",\"pid\":null,\"state\":\"crashed\",\"port\":7005,"
+                "{\"node_id\":\"" ID "\",\"pid\":null,\"status\":\"crashed\",\"port\":7005,"
                 "\"role\":null,\"engine\":\"valkey\",\"version\":null,"
                 "\"replication_offset\":null,\"master_link_status\":null,"
                 "\"sync_in_progress\":false,\"loading\":false,\"restarts\":0,"
