@@ -1,9 +1,9 @@
 /* test_agent_metrics.c -- the agent's metrics (agent/collect.h,
  * agent/outbox.h): command families from real COMMAND INFO replies of Redis
  * 7.0 and Valkey 8.0, every INFO and /proc formula, counters across
- * restarts and resets, replication lag from a replica's and its primary's
- * offsets, aggregation into periods, and the outbox with the
- * body it sends to cairnd. */
+ * restarts, resets and failovers, replication lag from a replica's and its
+ * primary's offsets, aggregation into periods, and the outbox with the body
+ * it sends to cairnd. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -762,6 +762,68 @@ static void test_engine_reset(void **state)
     agent_cmdtable_free(t);
 }
 
+/* A failover keeps both processes: the promoted replica's and the demoted
+ * primary's totals go on, captured from real engines (see capture.sh: 3
+ * SETs, 4 hits and 2 misses on the promoted one, a hit and a miss on the
+ * demoted one, between the two readings). */
+static void test_engine_failover(void **state)
+{
+    (void)state;
+    for (size_t e = 0; e < 2; e++) {
+        struct agent_cmdtable *t = load_cmds(engines[e]);
+        struct engine_info *pb = load_info(engines[e], "info_failover_promoted_before.txt");
+        struct engine_info *pa = load_info(engines[e], "info_failover_promoted_after.txt");
+        struct engine_info *db = load_info(engines[e], "info_failover_demoted_before.txt");
+        struct engine_info *da = load_info(engines[e], "info_failover_demoted_after.txt");
+        struct agent_engine_snap before, after;
+        struct agent_values v;
+        long long off_before, off_after;
+
+        /* The replica is promoted: same run_id, a new replid, and its
+         * offset goes on from where it was (the old replid is replid2). */
+        assert_true(agent_collect_engine(pb, t, 10000000, &before));
+        assert_true(agent_collect_engine(pa, t, 20000000, &after));
+        assert_string_equal(before.run_id, after.run_id);
+        assert_false(before.primary);
+        assert_true(after.primary);
+        assert_string_equal(engine_info_get(pa, "replication", "master_replid2"),
+                            engine_info_get(pb, "replication", "master_replid"));
+        assert_true(engine_info_get_ll(pb, "replication", "master_repl_offset", &off_before));
+        assert_true(engine_info_get_ll(pa, "replication", "master_repl_offset", &off_after));
+        assert_true(off_after > off_before);
+        interval(&before, &after, &v);
+        want_value(&v, "IsPrimary", 1);
+        want_value(&v, "CacheHits", 4);
+        want_value(&v, "CacheMisses", 2);
+        want_value(&v, "CacheHitRate", 4.0 / 6 * 100);
+        want_value(&v, "GetTypeCmds", 6);
+        want_value(&v, "SetTypeCmds", 3);
+        want_value(&v, "ReplicationBytes", (double)(off_after - off_before));
+        assert_true(v.has[at("EngineCPUUtilization")]);
+
+        /* The primary is demoted: same run_id, it follows the new stream
+         * and applies the 3 SETs; its reads count as before. */
+        assert_true(agent_collect_engine(db, t, 10000000, &before));
+        assert_true(agent_collect_engine(da, t, 20000000, &after));
+        assert_string_equal(before.run_id, after.run_id);
+        assert_true(before.primary);
+        assert_false(after.primary);
+        interval(&before, &after, &v);
+        want_value(&v, "IsPrimary", 0);
+        want_value(&v, "CacheHits", 1);
+        want_value(&v, "CacheMisses", 1);
+        want_value(&v, "GetTypeCmds", 2);
+        want_value(&v, "SetTypeCmds", 3);
+        want_value(&v, "ReplicationBytes", 0);
+
+        engine_info_free(pb);
+        engine_info_free(pa);
+        engine_info_free(db);
+        engine_info_free(da);
+        agent_cmdtable_free(t);
+    }
+}
+
 /* ---- the host ------------------------------------------------------------ */
 
 static const char meminfo[] = "MemTotal:        8000000 kB\n"
@@ -1112,6 +1174,7 @@ int main(void)
         cmocka_unit_test(test_engine_family_deltas),
         cmocka_unit_test(test_engine_restart),
         cmocka_unit_test(test_engine_reset),
+        cmocka_unit_test(test_engine_failover),
         cmocka_unit_test(test_host),
         cmocka_unit_test(test_period_of),
         cmocka_unit_test(test_period_aggregation),
