@@ -517,6 +517,8 @@ bool agent_collect_engine(const struct engine_info *info, const struct agent_cmd
     snprintf(out->run_id, sizeof(out->run_id), "%s", run_id);
     if (!engine_info_get_ll(info, "server", "process_id", &out->process_id))
         out->process_id = 0;
+    if (!engine_info_get_ll(info, "server", "uptime_in_seconds", &out->uptime_s))
+        out->uptime_s = -1;
     out->at_us = at_us;
     out->primary = strcmp(role, "master") == 0;
     engine_levels(info, out->primary, &out->levels);
@@ -535,8 +537,10 @@ bool agent_collect_engine(const struct engine_info *info, const struct agent_cmd
 }
 
 /* The delta of total t into *out: cur's total less prev's, or cur's total
- * itself when fresh (a new process, and t counts from its start). False
- * when either is missing or the total went down. */
+ * itself when fresh (nothing cur's process did has been counted: it began
+ * after prev, or prev is NULL and it counts from zero) and t counts from
+ * the process's start. False when either is missing or the total went
+ * down. */
 static bool total_delta(const struct agent_engine_snap *prev, const struct agent_engine_snap *cur,
                         int t, bool fresh, long long *out)
 {
@@ -593,9 +597,26 @@ static void engine_family_deltas(const struct agent_engine_snap *prev,
     }
 }
 
-void agent_collect_engine_interval(const struct agent_engine_snap *prev,
-                                   const struct agent_engine_snap *cur, struct agent_values *out)
+/* Whether cur, the first snapshot of its process, counts from zero: the
+ * agent spawned that process, or it started within the interval. */
+static bool counts_from_zero(const struct agent_engine_snap *cur,
+                             const struct agent_engine_first *first)
 {
+    if (first == NULL)
+        return false;
+    if (first->started)
+        return true;
+    return cur->uptime_s >= 0 &&
+           (double)cur->uptime_s < (double)(cur->at_us - first->since_us) / 1e6;
+}
+
+void agent_collect_engine_interval(const struct agent_engine_snap *prev,
+                                   const struct agent_engine_snap *cur,
+                                   const struct agent_engine_first *first, struct agent_values *out)
+{
+    bool fresh;
+    int64_t from_us;
+
     for (size_t i = 0; i < AGENT_METRICS_MAX; i++) {
         if (!cur->levels.has[i])
             continue;
@@ -603,19 +624,28 @@ void agent_collect_engine_interval(const struct agent_engine_snap *prev,
         out->v[i] = cur->levels.v[i];
         out->den[i] = cur->levels.den[i];
     }
-    if (prev == NULL)
+    if (prev != NULL) {
+        fresh = strcmp(prev->run_id, cur->run_id) != 0;
+        if (prev->process_id != cur->process_id && !fresh)
+            return; /* another process under the same run: its totals mean nothing here */
+        from_us = prev->at_us;
+    } else if (counts_from_zero(cur, first)) {
+        fresh = true;
+        /* CPU time counts from the process's start: an engine the agent
+         * spawned before the interval began spent it over longer. */
+        from_us = first->started && first->started_us < first->since_us ? first->started_us
+                                                                        : first->since_us;
+    } else {
         return;
-    bool new_run = strcmp(prev->run_id, cur->run_id) != 0;
-    if (prev->process_id != cur->process_id && !new_run)
-        return; /* another process under the same run: its totals mean nothing here */
-    double elapsed_s = (double)(cur->at_us - prev->at_us) / 1e6;
-    if (cur->has_cpu && (new_run || prev->has_cpu) && elapsed_s > 0) {
-        double cpu = cur->cpu_s - (new_run ? 0 : prev->cpu_s);
+    }
+    double elapsed_s = (double)(cur->at_us - from_us) / 1e6;
+    if (cur->has_cpu && (fresh || prev->has_cpu) && elapsed_s > 0) {
+        double cpu = cur->cpu_s - (fresh ? 0 : prev->cpu_s);
         if (cpu >= 0)
             put(out, "EngineCPUUtilization", cpu / elapsed_s * 100.0);
     }
-    engine_counters(prev, cur, new_run, out);
-    engine_family_deltas(prev, cur, new_run, out);
+    engine_counters(prev, cur, fresh, out);
+    engine_family_deltas(prev, cur, fresh, out);
 }
 
 /* ---- replication lag ----------------------------------------------------- */

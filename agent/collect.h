@@ -12,8 +12,25 @@
  * snapshots of different engine processes (run_id or process_id changed) a
  * counter's delta is the new total when run_id changed (the totals count
  * from the process's start), and absent otherwise; a total that went down
- * (CONFIG RESETSTAT) gives no value either. Without an earlier snapshot
- * there are no counters at all: only levels (gauges).
+ * (CONFIG RESETSTAT) gives no value either. A failover keeps both
+ * processes, and their run_ids: keyspace_hits, commandstats and
+ * master_repl_offset go on across a promotion or a demotion, and the
+ * deltas are the usual ones.
+ *
+ * The first snapshot the agent has of an engine (a node new to it, or its
+ * own start) counts from zero when nothing the engine did can have been
+ * counted before: when the agent spawned that very process, or when its
+ * uptime_in_seconds is shorter than the time since the interval began (it
+ * started within the interval). Its totals then stand as the deltas, as
+ * after a restart. An engine that was up before the interval began
+ * (re-adopted by an agent that restarted) holds the totals of its whole
+ * life, no count of this interval: its first snapshot gives levels
+ * (gauges) only, and its counters start with the next one.
+ *
+ * The host's counters (/proc/stat, /proc/net/dev) count from the host's
+ * boot, and the agent cannot tell what part of them fell in its first
+ * interval: CPUUtilization and the Network* counters start with the
+ * agent's second host snapshot.
  *
  * Nothing here does I/O or keeps state between calls. */
 #ifndef CAIRN_AGENT_COLLECT_H
@@ -107,7 +124,8 @@ struct agent_replica_link {
 struct agent_engine_snap {
     char run_id[48];
     long long process_id;
-    int64_t at_us; /* when it was read (monotonic): CPU rates divide by the time between two */
+    long long uptime_s; /* uptime_in_seconds; -1: not reported */
+    int64_t at_us;      /* when it was read (monotonic): CPU rates divide by the time between two */
     bool primary;
     struct agent_replica_link link; /* replicas only */
     struct agent_values levels;     /* the gauges, final */
@@ -172,8 +190,9 @@ void agent_collect_host(const char *stat, const char *meminfo, const char *netde
 
 /* Put the host metrics of the interval from prev to cur into out (other
  * positions untouched): FreeableMemory and SwapUsage from cur; with prev
- * (NULL at the agent's start), CPUUtilization and the Network* counters
- * from the deltas, each absent when a count went down. */
+ * (NULL at the agent's start: the counts since boot say nothing of the
+ * interval), CPUUtilization and the Network* counters from the deltas,
+ * each absent when a count went down. */
 void agent_collect_host_interval(const struct agent_host_snap *prev,
                                  const struct agent_host_snap *cur, struct agent_values *out);
 
@@ -185,15 +204,28 @@ void agent_collect_host_interval(const struct agent_host_snap *prev,
 bool agent_collect_engine(const struct engine_info *info, const struct agent_cmdtable *cmds,
                           int64_t at_us, struct agent_engine_snap *out);
 
+/* What the agent knows of an engine process it has no earlier snapshot
+ * of: when the interval of that first snapshot began, and whether the
+ * agent spawned the process itself (the pid the snapshot shows), and when. */
+struct agent_engine_first {
+    int64_t since_us; /* the start of the interval (monotonic) */
+    bool started;
+    int64_t started_us; /* when the agent spawned it (monotonic); only meaningful when started */
+};
+
 /* Put the engine metrics of the interval from prev to cur into out (other
- * positions untouched): cur's levels, and with prev (NULL when the agent
- * has no earlier snapshot of the node) EngineCPUUtilization, the counters,
- * CacheHitRate and the family counts and latencies, by the rules at the top
- * of this file. ReplicationBytes is 0 on a replica, and absent across a
- * restart (the offset is a position in the stream, not a count since the
- * start). */
+ * positions untouched): cur's levels, and EngineCPUUtilization, the
+ * counters, CacheHitRate and the family counts and latencies, by the rules
+ * at the top of this file. prev is NULL when the agent has no earlier
+ * snapshot of the node: first then says what it knows of cur's process
+ * (NULL: nothing, no counters). ReplicationBytes is 0 on a replica, and
+ * absent across a restart and in a process's first interval (the offset
+ * is a position in the stream, restored from the RDB, not a count since
+ * the start). */
 void agent_collect_engine_interval(const struct agent_engine_snap *prev,
-                                   const struct agent_engine_snap *cur, struct agent_values *out);
+                                   const struct agent_engine_snap *cur,
+                                   const struct agent_engine_first *first,
+                                   struct agent_values *out);
 
 /* Read a primary snapshot from an INFO replication reply that host:port
  * gave at at_us (monotonic). prev is the reading before (NULL: none): the

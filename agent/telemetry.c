@@ -439,6 +439,22 @@ int64_t agent_telemetry_next_us(const struct agent *a, int64_t now_us)
     return next;
 }
 
+/* What the agent knows of the process that snap (read at now_us) is of,
+ * for when it is the node's first: the interval of the tick began
+ * interval_s before it (on the wall clock), and the agent spawned the
+ * process when it is its child and snap shows its pid (not a leftover
+ * engine holding the port). */
+static void engine_first(const struct agent *a, const struct agent_node *n,
+                         const struct agent_engine_snap *snap, int64_t now_us,
+                         struct agent_engine_first *out)
+{
+    const struct agent_telemetry *t = &a->tm;
+
+    out->since_us = now_us - (wall_us() - (t->tick - t->interval_s) * 1000000LL);
+    out->started = n->child && n->pid != 0 && snap->process_id == (long long)n->pid;
+    out->started_us = n->started_us;
+}
+
 void agent_telemetry_on_info(struct agent *a, struct agent_node *n, struct engine_info *info,
                              int64_t now_us)
 {
@@ -467,7 +483,9 @@ void agent_telemetry_on_info(struct agent *a, struct agent_node *n, struct engin
     if (!ok)
         return;
     v = t->host_values;
-    agent_collect_engine_interval(n->have_snap ? &n->snap : NULL, &snap, &v);
+    struct agent_engine_first first;
+    engine_first(a, n, &snap, now_us, &first);
+    agent_collect_engine_interval(n->have_snap ? &n->snap : NULL, &snap, &first, &v);
     agent_collect_lag(&snap, n->have_primary && n->primary_tick == t->tick ? &n->primary : NULL,
                       &v);
     n->snap = snap;

@@ -123,6 +123,19 @@ def client(address, port, pw, timeout=3):
                        socket_connect_timeout=timeout, decode_responses=True)
 
 
+def primary_and_replica(stack, cleanup, cid):
+    """Create a valkey 8.0 group of a primary and a replica on stack (its id
+    added to cleanup) and wait until it is available: (body, password,
+    primary, replica)."""
+    cleanup.append(cid)
+    expect.json_ok(stack.api.post("/v1/clusters", json=redis_group(
+        cid, engine="valkey", engine_version="8.0", replicas_per_shard=1)), 202)
+    body = wait_available(stack.api, cid)
+    ns = nodes(body)
+    return (body, password(stack.api, cid), next(n for n in ns if n["role"] == "primary"),
+            next(n for n in ns if n["role"] == "replica"))
+
+
 def cluster_client(body, pw):
     """redis-py's cluster client, seeded with endpoints.configuration."""
     seeds = [ClusterNode(e["address"], e["port"]) for e in body["endpoints"]["configuration"]]

@@ -9,7 +9,9 @@ that exist (hits) and of keys that do not (misses). The primary's stored
 counts for the window must match it; the replica shows the SETs it
 applied from the replication stream but no GETs. An engine restart gives
 no negative counts, a failover flips IsPrimary, and the Prometheus scrape
-shows the newest values.
+shows the newest values. An agent that restarts adopts engines that have
+been up for a while: its first sample counts none of their lifetime totals
+(what they did while no agent ran is not counted at all).
 
 ReplicationLag is measured against a steady writer on the primary: small
 while the replica keeps up, seconds while it is held back (CLIENT PAUSE
@@ -29,7 +31,7 @@ import redis
 
 import clusters
 import expect
-from clusters import nodes, password, wait_available, wait_until
+from clusters import primary_and_replica, wait_until
 from expect import eq
 
 PERIOD_S = 2
@@ -69,23 +71,11 @@ def next_period():
     return (time.time() // PERIOD_S) * PERIOD_S + PERIOD_S
 
 
-def primary_and_replica(stack, cleanup, cid):
-    """A valkey 8.0 group of a primary and a replica, available: (body,
-    password, primary, replica)."""
-    cleanup.append(cid)
-    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
-        cid, engine="valkey", engine_version="8.0", replicas_per_shard=1)), 202)
-    body = wait_available(stack.api, cid)
-    ns = nodes(body)
-    return (body, password(stack.api, cid), next(n for n in ns if n["role"] == "primary"),
-            next(n for n in ns if n["role"] == "replica"))
-
-
 def test_known_load_is_counted(stack, cleanup):
     cid = "metered"
     body, pw, primary, replica = primary_and_replica(stack, cleanup, cid)
-    # The agents' first samples carry no counts (nothing to subtract from):
-    # start the load once both nodes have reported a full period.
+    # Start the load in a period of its own, once both nodes have reported
+    # a full one: the counts of its window are the load's alone.
     wait_until(lambda: newest(stack.api, cid, "CurrConnections", primary["id"]) is not None
                and newest(stack.api, cid, "CurrConnections", replica["id"]) is not None,
                30, "the first samples")
@@ -155,6 +145,58 @@ def test_known_load_is_counted(stack, cleanup):
     line = next((ln for ln in text.splitlines() if ln.startswith("cairn_cache_is_primary{")
                  and replica["id"] in ln), None)
     assert line is not None and line.endswith(" 1"), line
+
+
+def gets(c, hits, misses):
+    """Send hits GETs of a key that exists (m0) and misses of keys that do not."""
+    p = c.pipeline(transaction=False)
+    for _ in range(hits):
+        p.get("m0")
+    for i in range(misses):
+        p.get(f"absent{i}")
+    p.execute()
+
+
+def test_agent_restart_counts_no_lifetime_totals(stack, cleanup):
+    cid = "readopted"
+    body, pw, primary, replica = primary_and_replica(stack, cleanup, cid)
+    created = (time.time() // PERIOD_S) * PERIOD_S
+    agent = stack.agent_of(primary["host_id"])
+    pid = agent.pidfile(primary["id"])
+    with clusters.client(primary["address"], primary["port"], pw) as c:
+        c.set("m0", 0)
+        # Counted by the agent that started the engine.
+        gets(c, HITS, MISSES)
+        end = next_period()
+        wait_until(lambda: values(stack.api, cid, "CurrConnections", primary["id"], end,
+                                  end + PERIOD_S) != [], 30, "the samples after the first load")
+        # No agent runs: the engine counts on, nobody reads it.
+        agent.stop()
+        gets(c, 1000, 500)
+        # The agent comes back and adopts the engine, up for seconds now:
+        # its totals are its life's, not a count of the interval.
+        restarted = (time.time() // PERIOD_S) * PERIOD_S
+        agent.start()
+        wait_until(lambda: values(stack.api, cid, "CurrConnections", primary["id"], restarted,
+                                  time.time() + PERIOD_S) != [], 30,
+                   "the restarted agent's first sample")
+        gets(c, 70, 30)
+        end = next_period()
+    wait_until(lambda: values(stack.api, cid, "CurrConnections", primary["id"], end,
+                              end + PERIOD_S) != [], 30, "the samples after the last load")
+    eq(agent.pidfile(primary["id"]), pid, "the engine's pid (adopted, not restarted)")
+
+    def count(name, start, stop):
+        return series_sum(stack.api, cid, name, primary["id"], start, stop)
+
+    before = {n: count(n, created, restarted) for n in ("CacheHits", "CacheMisses")}
+    since = {n: count(n, restarted, end) for n in ("CacheHits", "CacheMisses", "GetTypeCmds")}
+    print(f"\nbefore the agent's restart: {before}; from its restart on: {since}")
+    eq(before, {"CacheHits": HITS, "CacheMisses": MISSES}, "counts of the first agent")
+    # What the engine did while no agent ran is not counted (no reading
+    # before it to subtract from), nor anything before that.
+    eq(since, {"CacheHits": 70, "CacheMisses": 30, "GetTypeCmds": 100},
+       "counts from the agent's restart on")
 
 
 class SteadyWriter:

@@ -1,9 +1,9 @@
 /* test_agent_metrics.c -- the agent's metrics (agent/collect.h,
  * agent/outbox.h): command families from real COMMAND INFO replies of Redis
- * 7.0 and Valkey 8.0, every INFO and /proc formula, counters across
- * restarts and resets, replication lag from a replica's and its primary's
- * offsets, aggregation into periods, and the outbox with the
- * body it sends to cairnd. */
+ * 7.0 and Valkey 8.0, every INFO and /proc formula, counters in a
+ * process's first sample and across restarts, resets and failovers,
+ * replication lag from a replica's and its primary's offsets, aggregation
+ * into periods, and the outbox with the body it sends to cairnd. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -93,6 +93,7 @@ struct fake {
     const char *run_id; /* default "run-1" */
     long long pid;      /* default 100 */
     const char *role;   /* default "master" */
+    long long uptime;   /* uptime_in_seconds; -1: not reported */
     double cpu;         /* used_cpu_sys; used_cpu_user is always 0.5 */
     long long conns, evicted, expired, hits, misses, offset;
     long long used_memory, maxmemory;
@@ -104,8 +105,11 @@ struct fake {
 
 static struct engine_info *fake_info(const struct fake *f)
 {
+    char uptime[64] = "";
+    if (f->uptime >= 0)
+        snprintf(uptime, sizeof(uptime), "uptime_in_seconds:%lld\r\n", f->uptime);
     char *text = xasprintf(
-        "# Server\r\nredis_version:7.2.4\r\nprocess_id:%lld\r\nrun_id:%s\r\n\r\n"
+        "# Server\r\nredis_version:7.2.4\r\nprocess_id:%lld\r\nrun_id:%s\r\n%s\r\n"
         "# Clients\r\nconnected_clients:3\r\n\r\n"
         "# Memory\r\nused_memory:%lld\r\nmaxmemory:%lld\r\nmem_fragmentation_ratio:1.25\r\n\r\n"
         "# Persistence\r\nloading:0\r\n%s\r\n"
@@ -115,7 +119,8 @@ static struct engine_info *fake_info(const struct fake *f)
         "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:0.500000\r\n\r\n"
         "# Commandstats\r\n%s\r\n"
         "# Keyspace\r\ndb0:keys=5,expires=1,avg_ttl=0\r\ndb3:keys=2,expires=0,avg_ttl=0\r\n",
-        f->pid ? f->pid : 100, f->run_id ? f->run_id : "run-1", f->used_memory, f->maxmemory,
+        f->pid ? f->pid : 100, f->run_id ? f->run_id : "run-1", uptime, f->used_memory,
+        f->maxmemory,
         f->persistence ? f->persistence
                        : "rdb_bgsave_in_progress:0\r\naof_rewrite_in_progress:0\r\n",
         f->conns, f->expired, f->evicted, f->hits, f->misses, f->stats_extra ? f->stats_extra : "",
@@ -134,12 +139,29 @@ static void fake_snap(const struct fake *f, const struct agent_cmdtable *cmds, i
     engine_info_free(info);
 }
 
-/* The engine values of the interval from a to b (a NULL: no earlier one). */
+/* The engine values of the interval from a to b (a NULL: no earlier one,
+ * and nothing known of b's process). */
 static void interval(const struct agent_engine_snap *a, const struct agent_engine_snap *b,
                      struct agent_values *out)
 {
     memset(out, 0, sizeof(*out));
-    agent_collect_engine_interval(a, b, out);
+    agent_collect_engine_interval(a, b, NULL, out);
+}
+
+/* The engine values of b, the agent's first snapshot of its process, in an
+ * interval that began interval_s before b was read; started_s: when the
+ * agent spawned the process, in seconds before b was read (< 0: it did
+ * not, the process was adopted). */
+static void first_interval(const struct agent_engine_snap *b, double interval_s, double started_s,
+                           struct agent_values *out)
+{
+    const struct agent_engine_first first = {
+        .since_us = b->at_us - (int64_t)(interval_s * 1e6),
+        .started = started_s >= 0,
+        .started_us = b->at_us - (int64_t)(started_s * 1e6),
+    };
+    memset(out, 0, sizeof(*out));
+    agent_collect_engine_interval(NULL, b, &first, out);
 }
 
 /* ---- the catalog --------------------------------------------------------- */
@@ -271,7 +293,7 @@ static void test_engine_levels(void **state)
         want_value(&v, "IsPrimary", k->primary ? 1 : 0);
         want_value(&v, "SaveInProgress", 0);
         want_none(&v, "ReplicationLag"); /* it needs the primary: agent_collect_lag() */
-        /* The agent's first sample of a node: levels only. */
+        /* A first sample, nothing known of the process: levels only. */
         want_none(&v, "EngineCPUUtilization");
         want_none(&v, "NewConnections");
         want_none(&v, "CacheHits");
@@ -762,6 +784,249 @@ static void test_engine_reset(void **state)
     agent_cmdtable_free(t);
 }
 
+/* ---- the first snapshot of a process ------------------------------------- */
+
+/* Each total of a real INFO reply, as its counter should be when the reply
+ * is all there is. */
+static void want_totals(const struct agent_values *v, const struct engine_info *info)
+{
+    static const struct {
+        const char *metric, *key;
+    } counted[] = {
+        {"NewConnections", "total_connections_received"},
+        {"Evictions", "evicted_keys"},
+        {"Reclaimed", "expired_keys"},
+        {"CacheHits", "keyspace_hits"},
+        {"CacheMisses", "keyspace_misses"},
+    };
+    long long total;
+
+    for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]); i++) {
+        assert_true(engine_info_get_ll(info, "stats", counted[i].key, &total));
+        want_value(v, counted[i].metric, (double)total);
+    }
+}
+
+/* A young engine: a new node the agent started, or one that began within
+ * the interval (uptime_in_seconds 5 and 6 in the fixtures). Everything it
+ * did is in this interval: the totals are the deltas. */
+static void test_engine_first_young(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < 2; c++) {
+        const struct family_case *k = &family_totals[c];
+        struct agent_cmdtable *t = load_cmds(k->engine);
+        struct engine_info *info = load_info(k->engine, "info_primary.txt");
+        struct agent_engine_snap s;
+        struct agent_values v;
+        double cpu_sys, cpu_user;
+
+        assert_true(agent_collect_engine(info, t, 100000000, &s));
+        assert_true(engine_info_get_double(info, "cpu", "used_cpu_sys", &cpu_sys));
+        assert_true(engine_info_get_double(info, "cpu", "used_cpu_user", &cpu_user));
+        assert_true(s.uptime_s == 5 || s.uptime_s == 6);
+
+        /* Adopted, up for less than the 10 s since the interval began. */
+        first_interval(&s, 10, -1, &v);
+        want_totals(&v, info);
+        want_value(&v, "CacheHitRate", 50);
+        want_family(&v, "GetTypeCmds", k->get);
+        want_family(&v, "SetTypeCmds", k->set);
+        want_family(&v, "StringBasedCmds", k->string);
+        want_family(&v, "NonKeyTypeCmds", k->nonkey);
+        want_value(&v, "ListBasedCmds", 0);
+        want_value(&v, "EngineCPUUtilization", (cpu_sys + cpu_user) / 10 * 100);
+        /* A position in the stream (restored from an RDB), not a count. */
+        want_none(&v, "ReplicationBytes");
+
+        /* Spawned by the agent 8 s before it was read, in an interval of
+         * 1 s (a first sample that came late): its uptime would say it is
+         * older than the interval, but the agent saw it start. Its CPU
+         * time counts from then. */
+        first_interval(&s, 1, 8, &v);
+        want_totals(&v, info);
+        want_family(&v, "GetTypeCmds", k->get);
+        want_value(&v, "EngineCPUUtilization", (cpu_sys + cpu_user) / 8 * 100);
+
+        engine_info_free(info);
+        agent_cmdtable_free(t);
+    }
+}
+
+/* An engine that was up before the interval began, adopted by an agent
+ * that (re)started: its totals are its whole life's. Levels only. */
+static void test_engine_first_old(void **state)
+{
+    struct agent_engine_snap s;
+    struct agent_values v;
+    static const char *const counters[] = {
+        "EngineCPUUtilization", "NewConnections", "Evictions",        "Reclaimed",   "CacheHits",
+        "CacheMisses",          "CacheHitRate",   "ReplicationBytes", "GetTypeCmds", "SetTypeCmds",
+        "NonKeyTypeCmds",
+    };
+
+    (void)state;
+    for (size_t c = 0; c < 2; c++) {
+        struct agent_cmdtable *t = load_cmds(engines[c]);
+        struct engine_info *info = load_info(engines[c], "info_primary.txt");
+        assert_true(agent_collect_engine(info, t, 100000000, &s));
+        engine_info_free(info);
+        /* Up for as long as the interval, or longer. */
+        first_interval(&s, (double)s.uptime_s, -1, &v);
+        for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+            want_none(&v, counters[i]);
+        want_value(&v, "CurrItems", 12);
+        first_interval(&s, (double)s.uptime_s - 0.5, -1, &v);
+        want_none(&v, "CacheHits");
+        agent_cmdtable_free(t);
+    }
+
+    /* Up for four days: a minute's interval has none of its totals. */
+    fake_snap(&(struct fake){.uptime = 4 * 86400, .hits = 123456789, .conns = 99999}, NULL,
+              3600000000LL, &s);
+    first_interval(&s, 60, -1, &v);
+    want_none(&v, "CacheHits");
+    want_none(&v, "NewConnections");
+    want_none(&v, "EngineCPUUtilization");
+    want_value(&v, "CurrConnections", 3);
+
+    /* Its INFO does not say how long it has been up: nothing is known. */
+    fake_snap(&(struct fake){.uptime = -1, .hits = 5}, NULL, 3600000000LL, &s);
+    first_interval(&s, 60, -1, &v);
+    want_none(&v, "CacheHits");
+
+    /* Nothing known of the process at all: no counters, however young. */
+    fake_snap(&(struct fake){.uptime = 0, .hits = 5}, NULL, 3600000000LL, &s);
+    interval(NULL, &s, &v);
+    want_none(&v, "CacheHits");
+}
+
+/* After a first snapshot counted from zero: the deltas go on, and CONFIG
+ * RESETSTAT still gives no value rather than a negative one. A restart
+ * (new run_id) counts from zero again. */
+static void test_engine_first_then(void **state)
+{
+    struct agent_cmdtable *t = load_cmds("valkey");
+    struct agent_engine_snap a, b, c, d;
+    struct agent_values v;
+
+    (void)state;
+    fake_snap(&(struct fake){.uptime = 3,
+                             .hits = 7000,
+                             .misses = 2000,
+                             .conns = 4,
+                             .cmdstats = "cmdstat_get:calls=9000,usec=9000\r\n"
+                                         "cmdstat_set:calls=3000,usec=6000\r\n"},
+              t, 60000000, &a);
+    first_interval(&a, 60, 3.5, &v);
+    want_value(&v, "CacheHits", 7000);
+    want_value(&v, "CacheMisses", 2000);
+    want_value(&v, "GetTypeCmds", 9000);
+    want_value(&v, "SetTypeCmds", 3000);
+    want_value(&v, "SetTypeCmdsLatency", 2);
+
+    /* CONFIG RESETSTAT within the next interval. */
+    fake_snap(&(struct fake){.uptime = 63,
+                             .hits = 10,
+                             .misses = 1,
+                             .conns = 5,
+                             .cmdstats = "cmdstat_get:calls=11,usec=22\r\n"},
+              t, 120000000, &b);
+    interval(&a, &b, &v);
+    want_none(&v, "CacheHits");
+    want_none(&v, "CacheMisses");
+    want_none(&v, "GetTypeCmds");
+    want_value(&v, "NewConnections", 1);
+
+    /* And the deltas from there. */
+    fake_snap(&(struct fake){.uptime = 123,
+                             .hits = 25,
+                             .misses = 1,
+                             .conns = 5,
+                             .cmdstats = "cmdstat_get:calls=26,usec=52\r\n"},
+              t, 180000000, &c);
+    interval(&b, &c, &v);
+    want_value(&v, "CacheHits", 15);
+    want_value(&v, "CacheMisses", 0);
+    want_value(&v, "GetTypeCmds", 15);
+
+    /* A restart: the new process's totals count from its start. */
+    fake_snap(&(struct fake){.run_id = "run-2",
+                             .pid = 200,
+                             .uptime = 20,
+                             .hits = 40,
+                             .misses = 2,
+                             .cmdstats = "cmdstat_get:calls=42,usec=84\r\n"},
+              t, 240000000, &d);
+    interval(&c, &d, &v);
+    want_value(&v, "CacheHits", 40);
+    want_value(&v, "CacheMisses", 2);
+    want_value(&v, "GetTypeCmds", 42);
+    agent_cmdtable_free(t);
+}
+
+/* A failover keeps both processes: the promoted replica's and the demoted
+ * primary's totals go on, captured from real engines (see capture.sh: 3
+ * SETs, 4 hits and 2 misses on the promoted one, a hit and a miss on the
+ * demoted one, between the two readings). */
+static void test_engine_failover(void **state)
+{
+    (void)state;
+    for (size_t e = 0; e < 2; e++) {
+        struct agent_cmdtable *t = load_cmds(engines[e]);
+        struct engine_info *pb = load_info(engines[e], "info_failover_promoted_before.txt");
+        struct engine_info *pa = load_info(engines[e], "info_failover_promoted_after.txt");
+        struct engine_info *db = load_info(engines[e], "info_failover_demoted_before.txt");
+        struct engine_info *da = load_info(engines[e], "info_failover_demoted_after.txt");
+        struct agent_engine_snap before, after;
+        struct agent_values v;
+        long long off_before, off_after;
+
+        /* The replica is promoted: same run_id, a new replid, and its
+         * offset goes on from where it was (the old replid is replid2). */
+        assert_true(agent_collect_engine(pb, t, 10000000, &before));
+        assert_true(agent_collect_engine(pa, t, 20000000, &after));
+        assert_string_equal(before.run_id, after.run_id);
+        assert_false(before.primary);
+        assert_true(after.primary);
+        assert_string_equal(engine_info_get(pa, "replication", "master_replid2"),
+                            engine_info_get(pb, "replication", "master_replid"));
+        assert_true(engine_info_get_ll(pb, "replication", "master_repl_offset", &off_before));
+        assert_true(engine_info_get_ll(pa, "replication", "master_repl_offset", &off_after));
+        assert_true(off_after > off_before);
+        interval(&before, &after, &v);
+        want_value(&v, "IsPrimary", 1);
+        want_value(&v, "CacheHits", 4);
+        want_value(&v, "CacheMisses", 2);
+        want_value(&v, "CacheHitRate", 4.0 / 6 * 100);
+        want_value(&v, "GetTypeCmds", 6);
+        want_value(&v, "SetTypeCmds", 3);
+        want_value(&v, "ReplicationBytes", (double)(off_after - off_before));
+        assert_true(v.has[at("EngineCPUUtilization")]);
+
+        /* The primary is demoted: same run_id, it follows the new stream
+         * and applies the 3 SETs; its reads count as before. */
+        assert_true(agent_collect_engine(db, t, 10000000, &before));
+        assert_true(agent_collect_engine(da, t, 20000000, &after));
+        assert_string_equal(before.run_id, after.run_id);
+        assert_true(before.primary);
+        assert_false(after.primary);
+        interval(&before, &after, &v);
+        want_value(&v, "IsPrimary", 0);
+        want_value(&v, "CacheHits", 1);
+        want_value(&v, "CacheMisses", 1);
+        want_value(&v, "GetTypeCmds", 2);
+        want_value(&v, "SetTypeCmds", 3);
+        want_value(&v, "ReplicationBytes", 0);
+
+        engine_info_free(pb);
+        engine_info_free(pa);
+        engine_info_free(db);
+        engine_info_free(da);
+        agent_cmdtable_free(t);
+    }
+}
+
 /* ---- the host ------------------------------------------------------------ */
 
 static const char meminfo[] = "MemTotal:        8000000 kB\n"
@@ -910,11 +1175,11 @@ static void test_pipeline(void **state)
     agent_period_init(&p, 0);
     memset(&v, 0, sizeof(v));
     agent_collect_host_interval(&h0, &h1, &v);
-    agent_collect_engine_interval(&s0, &s1, &v);
+    agent_collect_engine_interval(&s0, &s1, NULL, &v);
     agent_period_add(&p, &v);
     memset(&v, 0, sizeof(v));
     agent_collect_host_interval(&h1, &h2, &v);
-    agent_collect_engine_interval(&s1, &s2, &v);
+    agent_collect_engine_interval(&s1, &s2, NULL, &v);
     agent_period_add(&p, &v);
     agent_period_result(&p, &out);
     want_value(&out, "CPUUtilization", 25);       /* (50 + 0) / 2 */
@@ -1112,6 +1377,10 @@ int main(void)
         cmocka_unit_test(test_engine_family_deltas),
         cmocka_unit_test(test_engine_restart),
         cmocka_unit_test(test_engine_reset),
+        cmocka_unit_test(test_engine_first_young),
+        cmocka_unit_test(test_engine_first_old),
+        cmocka_unit_test(test_engine_first_then),
+        cmocka_unit_test(test_engine_failover),
         cmocka_unit_test(test_host),
         cmocka_unit_test(test_period_of),
         cmocka_unit_test(test_period_aggregation),
