@@ -391,7 +391,7 @@ static const struct db_stmt get_host = {
     "SELECT (" HOST_JSON "::jsonb || jsonb_build_object('nodes', coalesce((SELECT jsonb_agg("
     "   jsonb_build_object('id', n.id, 'cluster_id', n.cluster_id, 'port', n.port,"
     "     'engine', n.engine, 'engine_version', n.engine_version, 'node_type', n.node_type,"
-    "     'desired_state', n.desired_state, 'process_state', n.process_state, 'role', "
+    "     'desired_status', n.desired_state, 'status', n.process_state, 'role', "
     "n.observed_role,"
     "     'pid', n.pid, 'running_version', n.running_version,"
     "     'replication_offset', n.replication_offset,"

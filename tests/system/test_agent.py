@@ -91,7 +91,7 @@ class Stack:
         a node's last report while nobody reports it.)"""
         return self.wait_node(
             host_id, node_id,
-            lambda n: n["process_state"] == "running" and n["pid"] and n["port"]
+            lambda n: n["status"] == "running" and n["pid"] and n["port"]
             and n["pid"] != other_than
             and (since is None or (n["reported_at"] and api_time(n["reported_at"]) >= since))
             and pings(n["port"]),
@@ -239,8 +239,8 @@ def test_desired_engine_is_started_and_answers_ping(stack):
     node = stack.wait_serving(hid, nid, timeout=10)
     pid, port = node["pid"], node["port"]
     eq(port, a.ports[0], "the lowest port of the agent's range")
-    eq((node["process_state"], node["running_version"], node["role"], node["restarts"],
-        node["desired_state"]), ("running", VALKEY_FULL, "primary", 0, "running"), "reported node")
+    eq((node["status"], node["running_version"], node["role"], node["restarts"],
+        node["desired_status"]), ("running", VALKEY_FULL, "primary", 0, "running"), "reported node")
     with client(port) as c:
         info = c.info("server")
         eq((info["process_id"], info["tcp_port"], info.get("valkey_version")),
@@ -277,7 +277,7 @@ def test_killed_engines_follow_their_restart_policy(stack):
         c.shutdown(nosave=True)  # exits 0: not a failure
 
     # Reported at once, not with the next periodic sync (2 s).
-    crashed = stack.wait_node(hid, never, lambda n: n["process_state"] == "crashed", 5,
+    crashed = stack.wait_node(hid, never, lambda n: n["status"] == "crashed", 5,
                               "the never-restarted node reported crashed")
     took = time.monotonic() - t0
     assert took < 1.0, f"crash reported after {took:.3f}s, expected < 1 s"
@@ -286,13 +286,13 @@ def test_killed_engines_follow_their_restart_policy(stack):
         eq((node["port"], node["restarts"]), (before[n]["port"], 1),
            f"{n} restarted on its port, counted")
         assert agents.alive(node["pid"]) and not agents.alive(before[n]["pid"]), (before[n], node)
-    stopped = stack.wait_node(hid, clean, lambda n: n["process_state"] == "stopped", 5,
+    stopped = stack.wait_node(hid, clean, lambda n: n["status"] == "stopped", 5,
                               "a clean exit under on-failure reported stopped")
     # The restarts above came after their 100 ms backoff; the other two
     # would have been restarted by now as well had the policy allowed it.
     for n, node, state in ((never, crashed, "crashed"), (clean, stopped, "stopped")):
         now = stack.node(hid, n)
-        eq((now["process_state"], now["pid"], now["restarts"]), (state, None, 0),
+        eq((now["status"], now["pid"], now["restarts"]), (state, None, 0),
            f"{n} under its policy")
         assert not pings(before[n]["port"]), f"port {before[n]['port']} must stay closed"
     exits = agent_said(a, "engine exited", node=always, pid=before[always]["pid"])
@@ -381,7 +381,7 @@ def test_stop_keeps_the_data_and_delete_removes_it(stack):
         c.set("kept", "yes")
 
     stack.set_node(nid, "desired_state = 'stopped'")
-    stack.wait_node(hid, nid, lambda n: n["process_state"] == "stopped" and n["pid"] is None, 15,
+    stack.wait_node(hid, nid, lambda n: n["status"] == "stopped" and n["pid"] is None, 15,
                     "node stopped")
     harness.wait_until(lambda: not agents.alive(pid), 5, what=f"engine {pid} to exit")
     assert not pings(port), f"port {port} still answers after stop"

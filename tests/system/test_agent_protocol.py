@@ -190,7 +190,7 @@ def test_report_is_recorded_and_deleted_nodes_purged(agents):
               "restarts": 2}
     expect.json_ok(sync(agents, cred, generation=desired["generation"], nodes=[report]))
     node = expect.json_ok(agents.api.get(f"/v1/hosts/{host}"))["nodes"][0]
-    eq((node["id"], node["process_state"], node["pid"], node["role"], node["running_version"],
+    eq((node["id"], node["status"], node["pid"], node["role"], node["running_version"],
         node["replication_offset"], node["restarts"]),
        (nid, "running", 4242, "primary", "8.0.1", 99, 2), "recorded report")
 

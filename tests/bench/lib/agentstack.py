@@ -80,7 +80,7 @@ class AgentStack:
         """Wait until `count` nodes of the host run; return them."""
         def running():
             nodes = [n for n in self.nodes(host_id)
-                     if n["process_state"] == "running" and n["pid"]]
+                     if n["status"] == "running" and n["pid"]]
             return nodes if len(nodes) == count else None
         return harness.wait_until(running, timeout, interval=0.1,
                                   what=f"{count} engines running")
