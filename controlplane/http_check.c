@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "crypto.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -31,17 +32,6 @@ bool http_check_method(const char *method)
     return is_token(method, HTTP_CHECK_METHOD_MAX);
 }
 
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* What a part of the target may decode to. */
 enum part { PART_PATH, PART_QUERY };
 
@@ -60,14 +50,11 @@ static bool decode(const char *s, size_t n, enum part part, char *out, char *err
             return false;
         }
         if (c == '%') {
-            int hi = i + 2 < n ? hex_value((unsigned char)s[i + 1]) : -1;
-            int lo = hi >= 0 ? hex_value((unsigned char)s[i + 2]) : -1;
-            if (lo < 0) {
+            if (i + 2 >= n || !crypto_unhex(s + i + 1, 1, &c)) {
                 snprintf(err, errsize, "%s holds a '%%' that is not followed by two hex digits",
                          what);
                 return false;
             }
-            c = (unsigned char)(hi * 16 + lo);
             i += 2;
             if (c < 0x20 || c == 0x7f) {
                 snprintf(err, errsize, "%s holds a control character (%%%02X)", what, c);
