@@ -132,7 +132,7 @@ static const struct db_stmt dead_nodes = {
     "       AND n.state_since < now() - make_interval(secs => $1::int)))"
     "   AND (n.role IS DISTINCT FROM 'primary' OR EXISTS (SELECT 1 FROM nodes p"
     "     JOIN hosts ph ON ph.id = p.host_id WHERE p.shard_id = n.shard_id AND p.id <> n.id"
-    "     AND p.role = 'primary' AND p.process_state = 'running' AND ph.state = 'healthy'))"
+    "     AND p.role = 'primary' AND p.process_state = 'running' AND ph.status = 'healthy'))"
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
     "     AND o.kind = 'replace_node' AND o.context ->> 'node' = n.id::text"
     "     AND o.finished_at > now() - make_interval(secs => $1::int))"
