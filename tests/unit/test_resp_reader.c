@@ -14,6 +14,8 @@
 #include "resp.h"
 #include "resp_reader.h"
 
+#include "fixtures/fixture.h"
+
 /* Small limits, so that each is easy to reach. */
 static const struct resp_limits small = {
     .max_elements = 4,
@@ -120,6 +122,7 @@ static void test_array_counts(void **state)
     /* The count that made hiredis allocate 2^31 slots: refused on its
      * header alone. */
     expect_refused(&small, "*2147483647\r\n", 13, "array of 2147483647 elements, more than 4");
+    expect_refused(&resp_engine_limits, "*2147483647\r\n", 13, "array of 2147483647 elements");
     /* Inside an array too, after what was already built (freed). */
     expect_refused(&small, "*2\r\n$1\r\na\r\n*9\r\n", 15, "array of 9 elements");
     /* hiredis's own range checks still apply. */
@@ -239,6 +242,30 @@ static void test_not_requests(void **state)
     }
 }
 
+/* Every captured engine reply parses under the engine client's limits, to
+ * the same tree hiredis's own reader makes. */
+static void test_engine_fixtures_parse(void **state)
+{
+    static const char *const names[] = {
+        "redis/cluster_shards.resp",  "redis/cluster_slots.resp",
+        "redis/command_info.resp",    "redis/role_primary.resp",
+        "valkey/cluster_shards.resp", "valkey/command_info.resp",
+        "valkey/role_replica.resp",   "valkey/cluster_slots_loading.resp",
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        size_t len;
+        char *bytes = fixture_load(names[i], &len);
+        redisReply *plain = fixture_reply_bytes(bytes, len);
+        redisReply *bounded = expect_parsed(&resp_engine_limits, bytes, len);
+        assert_int_equal(bounded->type, plain->type);
+        assert_int_equal(bounded->elements, plain->elements);
+        resp_reply_free(plain);
+        resp_reply_free(bounded);
+        free(bytes);
+    }
+}
+
 /* A reader hiredis made (as a context's is) bounded in place. */
 static void test_bound_in_place(void **state)
 {
@@ -265,11 +292,11 @@ static void test_bound_in_place(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_request_parses), cmocka_unit_test(test_pipelined_requests),
-        cmocka_unit_test(test_array_counts),   cmocka_unit_test(test_nesting),
-        cmocka_unit_test(test_string_lengths), cmocka_unit_test(test_buffered_bytes),
-        cmocka_unit_test(test_reply_budget),   cmocka_unit_test(test_not_requests),
-        cmocka_unit_test(test_bound_in_place),
+        cmocka_unit_test(test_request_parses),        cmocka_unit_test(test_pipelined_requests),
+        cmocka_unit_test(test_array_counts),          cmocka_unit_test(test_nesting),
+        cmocka_unit_test(test_string_lengths),        cmocka_unit_test(test_buffered_bytes),
+        cmocka_unit_test(test_reply_budget),          cmocka_unit_test(test_not_requests),
+        cmocka_unit_test(test_engine_fixtures_parse), cmocka_unit_test(test_bound_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
