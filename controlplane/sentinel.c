@@ -1,15 +1,28 @@
 /* sentinel.c -- the Sentinel-compatible discovery listener: one thread, one
- * poll loop, RESP requests parsed with hiredis's reader. */
+ * poll loop, requests read by the bounded RESP reader.
+ *
+ * Anyone who reaches the port may connect, so nothing a client sends can
+ * cost cairnd more than a small, fixed amount, and a turn of the loop does
+ * at most one request per client (the stop pipe is seen between turns):
+ *
+ *   - a request is at most SENTINEL_MAX_ARGS arguments of SENTINEL_MAX_ARG
+ *     bytes, SENTINEL_MAX_REQUEST in all; the reader refuses more before
+ *     allocating it, and the client is closed;
+ *   - a client has one request answered per turn, and nothing more is read
+ *     from it while a complete request waits: no client starves the others,
+ *     and none makes its reader hold more than one request;
+ *   - answers a client leaves unread are at most SENTINEL_MAX_OUTPUT bytes. */
 #define _GNU_SOURCE
 #include "sentinel.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,17 +37,42 @@
 #include "timeutil.h"
 #include "xalloc.h"
 
-#define MAX_CLIENTS       1024
-#define WATCH_INTERVAL_US 100000 /* how often subscribed groups are checked */
-#define MAX_REQUEST       (64 * 1024)
+#define MAX_CLIENTS 1024
+/* How often subscribed groups are checked; also the longest a turn of the
+ * loop waits when nothing happens. */
+#define WATCH_INTERVAL_US 100000
+/* The longest command answered, HELLO 2 AUTH user pass SETNAME name, has 7
+ * arguments; SUBSCRIBE takes a few channels. */
+#define SENTINEL_MAX_ARGS 64
+/* Arguments are cluster ids (40 bytes at most), auth tokens and client
+ * names: tens of bytes. */
+#define SENTINEL_MAX_ARG 4096
+/* One request in all, and what may wait unparsed: real ones are under 1 KB. */
+#define SENTINEL_MAX_REQUEST (16 * 1024)
+/* Bytes read from a client at a time. */
+#define SENTINEL_READ_CHUNK 4096
+/* The longest answer (SENTINEL replicas: 8 replicas on 255-byte addresses)
+ * is under 8 KB; a client leaving eight of those unread is not reading. */
+#define SENTINEL_MAX_OUTPUT (64 * 1024)
+/* An error reply quotes at most this much of a client's argument. */
+#define SENTINEL_QUOTE_MAX 64
 /* What HELLO says the server is: the Sentinel protocol of this version. */
 #define SENTINEL_REPORTED_VERSION "7.0.0"
 
+const struct resp_limits sentinel_request_limits = {
+    .max_elements = SENTINEL_MAX_ARGS,
+    .max_depth = 1,
+    .max_string = SENTINEL_MAX_ARG,
+    .max_reply = SENTINEL_MAX_REQUEST,
+    .max_buffered = SENTINEL_MAX_REQUEST,
+};
+
 struct client {
     int fd;
-    redisReader *reader;
+    redisReader *reader; /* bounded by sentinel_request_limits */
     char *out;
     size_t outlen;
+    bool more;        /* a complete request may wait in its reader */
     char cluster[48]; /* the cluster its AUTH opened, "" before */
     bool subscribed;
     char primary[300]; /* "ip port" last told to a subscriber, "" unknown */
@@ -49,39 +87,89 @@ struct sentinel {
     size_t nclients;
 };
 
+/* Whether c has sent a valid AUTH: it may then ask about its cluster. */
+static bool authenticated(const struct client *c)
+{
+    return c->cluster[0] != '\0';
+}
+
 /* ---- replies --------------------------------------------------------------- */
 
-static void out_append(struct client *c, const char *data, size_t len)
+static void out_append(struct client *c, const void *data, size_t len)
 {
     c->out = xrealloc(c->out, c->outlen + len);
     memcpy(c->out + c->outlen, data, len);
     c->outlen += len;
 }
 
+/* Our own short replies and headers; a longer one is a bug here. */
 static void out_fmt(struct client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void out_fmt(struct client *c, const char *fmt, ...)
 {
-    char *s = NULL;
+    char buf[128];
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&s, fmt, ap);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        fprintf(stderr, "cairn: out of memory\n");
-        abort();
-    }
-    out_append(c, s, (size_t)n);
-    free(s);
+    assert(n >= 0 && (size_t)n < sizeof(buf));
+    out_append(c, buf, (size_t)n);
+}
+
+static void out_bulk_len(struct client *c, const char *s, size_t len)
+{
+    out_fmt(c, "$%zu\r\n", len);
+    out_append(c, s, len);
+    out_append(c, "\r\n", 2);
 }
 
 static void out_bulk(struct client *c, const char *s)
 {
-    out_fmt(c, "$%zu\r\n%s\r\n", strlen(s), s);
+    out_bulk_len(c, s, strlen(s));
 }
 
+/* An error reply of our own words. */
 static void out_error(struct client *c, const char *msg)
 {
-    out_fmt(c, "-%s\r\n", msg);
+    out_append(c, "-", 1);
+    out_append(c, msg, strlen(msg));
+    out_append(c, "\r\n", 2);
+}
+
+/* An error reply quoting text a client sent: at most SENTINEL_QUOTE_MAX
+ * bytes of it, each byte that is not printable ASCII shown as '?', so that
+ * no CR or LF of the client's ends the line and forges a reply. */
+static void out_error_quoting(struct client *c, const char *before, const char *text, size_t len,
+                              const char *after)
+{
+    char quoted[SENTINEL_QUOTE_MAX];
+    size_t n = len < sizeof(quoted) ? len : sizeof(quoted);
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        quoted[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    out_append(c, "-", 1);
+    out_append(c, before, strlen(before));
+    out_append(c, quoted, n);
+    out_append(c, after, strlen(after));
+    out_append(c, "\r\n", 2);
+}
+
+/* ---- arguments ------------------------------------------------------------- */
+
+/* Whether arg (NULL: absent) is word, ignoring case. The whole argument
+ * counts, by its length: "PING\0x" is not PING. */
+static bool arg_is(const redisReply *arg, const char *word)
+{
+    size_t n = strlen(word);
+    return arg != NULL && arg->len == n && strncasecmp(arg->str, word, n) == 0;
+}
+
+/* Whether arg is exactly the C string s. */
+static bool arg_equals(const redisReply *arg, const char *s)
+{
+    size_t n = strlen(s);
+    return arg != NULL && arg->len == n && memcmp(arg->str, s, n) == 0;
 }
 
 /* ---- what the store says ------------------------------------------------------ */
@@ -154,7 +242,8 @@ static const struct db_stmt sealed_passwords = {
 
 struct auth_call {
     struct app *app;
-    const char *token;
+    const char *token; /* token_len bytes, any of them NUL */
+    size_t token_len;
     char *found;
 };
 
@@ -167,7 +256,7 @@ static enum db_status auth_fn(struct db_conn *conn, void *arg)
 
     if (res == NULL)
         return st;
-    crypto_sha256(c->token, strlen(c->token), want);
+    crypto_sha256(c->token, c->token_len, want);
     for (int i = 0; i < PQntuples(res) && c->found[0] == '\0'; i++) {
         char *password = cluster_open_secret(c->app, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
         if (password == NULL)
@@ -240,16 +329,15 @@ static void reply_replicas(struct client *c, const struct group *g)
 }
 
 /* SENTINEL <sub> [name]: only the cluster the client's AUTH opened. */
-static void cmd_sentinel(struct sentinel *s, struct client *c, int argc, char **argv)
+static void cmd_sentinel(struct sentinel *s, struct client *c, size_t argc, redisReply **argv)
 {
-    const char *sub = argc > 1 ? argv[1] : "";
-    const char *name = argc > 2 ? argv[2] : NULL;
+    const redisReply *sub = argc > 1 ? argv[1] : NULL;
+    const redisReply *name = argc > 2 ? argv[2] : NULL;
     struct group g = {0};
-    bool mine = name != NULL && strcmp(name, c->cluster) == 0;
-    bool known = (mine || (name == NULL && c->cluster[0] != '\0')) &&
-                 load_group(s, c->cluster, &g) && g.nprimaries == 1;
+    bool mine = arg_equals(name, c->cluster);
+    bool known = (mine || name == NULL) && load_group(s, c->cluster, &g) && g.nprimaries == 1;
 
-    if (strcasecmp(sub, "get-master-addr-by-name") == 0) {
+    if (arg_is(sub, "get-master-addr-by-name")) {
         if (!known) {
             out_fmt(c, "*-1\r\n");
             return;
@@ -259,24 +347,24 @@ static void cmd_sentinel(struct sentinel *s, struct client *c, int argc, char **
         char port[16];
         snprintf(port, sizeof(port), "%d", g.primary.port);
         out_bulk(c, port);
-    } else if (strcasecmp(sub, "masters") == 0) {
+    } else if (arg_is(sub, "masters")) {
         if (!known) {
             out_fmt(c, "*0\r\n");
             return;
         }
         out_fmt(c, "*1\r\n");
         reply_master(c, c->cluster, &g);
-    } else if (strcasecmp(sub, "master") == 0) {
+    } else if (arg_is(sub, "master")) {
         if (known)
             reply_master(c, c->cluster, &g);
         else
             out_error(c, "ERR No such master with that name");
-    } else if (strcasecmp(sub, "replicas") == 0 || strcasecmp(sub, "slaves") == 0) {
+    } else if (arg_is(sub, "replicas") || arg_is(sub, "slaves")) {
         if (known)
             reply_replicas(c, &g);
         else
             out_error(c, "ERR No such master with that name");
-    } else if (strcasecmp(sub, "sentinels") == 0) {
+    } else if (arg_is(sub, "sentinels")) {
         if (known)
             out_fmt(c, "*0\r\n");
         else
@@ -286,12 +374,12 @@ static void cmd_sentinel(struct sentinel *s, struct client *c, int argc, char **
     }
 }
 
-/* Open the cluster whose auth token password is; false with the error
- * written to the client. */
-static bool authenticate(struct sentinel *s, struct client *c, const char *password)
+/* Open the cluster whose auth token password is (all of its bytes); false
+ * with the error written to the client. */
+static bool authenticate(struct sentinel *s, struct client *c, const redisReply *password)
 {
     char found[48] = "";
-    struct auth_call call = {s->app, password, found};
+    struct auth_call call = {s->app, password->str, password->len, found};
 
     if (db_run(s->app->db, auth_fn, &call) != DB_OK) {
         out_error(c, "ERR cairnd cannot reach its database; retry");
@@ -306,7 +394,7 @@ static bool authenticate(struct sentinel *s, struct client *c, const char *passw
 }
 
 /* AUTH [username] password */
-static void cmd_auth(struct sentinel *s, struct client *c, int argc, char **argv)
+static void cmd_auth(struct sentinel *s, struct client *c, size_t argc, redisReply **argv)
 {
     if (argc < 2 || argc > 3) {
         out_error(c, "ERR wrong number of arguments for 'auth' command");
@@ -319,26 +407,27 @@ static void cmd_auth(struct sentinel *s, struct client *c, int argc, char **argv
 /* HELLO [protover [AUTH username password] [SETNAME name]]: RESP2 only, so
  * a client asking for 3 is told NOPROTO and carries on with RESP2 (as
  * clients do with servers before Redis 6). */
-static void cmd_hello(struct sentinel *s, struct client *c, int argc, char **argv)
+static void cmd_hello(struct sentinel *s, struct client *c, size_t argc, redisReply **argv)
 {
-    int i = 1;
+    size_t i = 1;
 
     if (argc > 1) {
-        if (strcmp(argv[1], "2") != 0) {
+        if (!arg_is(argv[1], "2")) {
             out_error(c, "NOPROTO sorry, this protocol version is not supported");
             return;
         }
         i = 2;
     }
     for (; i < argc; i++) {
-        if (strcasecmp(argv[i], "AUTH") == 0 && i + 2 < argc) {
+        if (arg_is(argv[i], "AUTH") && i + 2 < argc) {
             if (!authenticate(s, c, argv[i + 2]))
                 return;
             i += 2;
-        } else if (strcasecmp(argv[i], "SETNAME") == 0 && i + 1 < argc) {
+        } else if (arg_is(argv[i], "SETNAME") && i + 1 < argc) {
             i++;
         } else {
-            out_fmt(c, "-ERR Syntax error in HELLO option '%.64s'\r\n", argv[i]);
+            out_error_quoting(c, "ERR Syntax error in HELLO option '", argv[i]->str, argv[i]->len,
+                              "'");
             return;
         }
     }
@@ -359,64 +448,40 @@ static void cmd_hello(struct sentinel *s, struct client *c, int argc, char **arg
     out_fmt(c, "*0\r\n");
 }
 
-static void cmd_subscribe(struct client *c, int argc, char **argv)
+static void cmd_subscribe(struct client *c, size_t argc, redisReply **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (size_t i = 1; i < argc; i++) {
         out_fmt(c, "*3\r\n");
         out_bulk(c, "subscribe");
-        out_bulk(c, argv[i]);
-        out_fmt(c, ":%d\r\n", i);
+        out_bulk_len(c, argv[i]->str, argv[i]->len);
+        out_fmt(c, ":%zu\r\n", i);
     }
     c->subscribed = true;
 }
 
-static void dispatch(struct sentinel *s, struct client *c, int argc, char **argv)
+static void dispatch(struct sentinel *s, struct client *c, size_t argc, redisReply **argv)
 {
-    const char *cmd = argv[0];
+    const redisReply *cmd = argv[0];
 
-    if (strcasecmp(cmd, "PING") == 0) {
+    if (arg_is(cmd, "PING")) {
         if (c->subscribed)
             out_fmt(c, "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
         else
             out_fmt(c, "+PONG\r\n");
-    } else if (strcasecmp(cmd, "AUTH") == 0) {
+    } else if (arg_is(cmd, "AUTH")) {
         cmd_auth(s, c, argc, argv);
-    } else if (strcasecmp(cmd, "HELLO") == 0) {
+    } else if (arg_is(cmd, "HELLO")) {
         cmd_hello(s, c, argc, argv);
-    } else if (strcasecmp(cmd, "CLIENT") == 0) {
+    } else if (arg_is(cmd, "CLIENT")) {
         out_fmt(c, "+OK\r\n"); /* SETNAME, SETINFO: nothing to keep */
-    } else if (c->cluster[0] == '\0') {
+    } else if (!authenticated(c)) {
         out_error(c, "NOAUTH Authentication required.");
-    } else if (strcasecmp(cmd, "SENTINEL") == 0) {
+    } else if (arg_is(cmd, "SENTINEL")) {
         cmd_sentinel(s, c, argc, argv);
-    } else if (strcasecmp(cmd, "SUBSCRIBE") == 0 && argc > 1) {
+    } else if (arg_is(cmd, "SUBSCRIBE") && argc > 1) {
         cmd_subscribe(c, argc, argv);
     } else {
-        out_fmt(c, "-ERR unknown command '%.64s'\r\n", cmd);
-    }
-}
-
-/* Parse and run every complete request in the client's reader. False when
- * the client sent something that is not a request. */
-static bool handle_requests(struct sentinel *s, struct client *c)
-{
-    for (;;) {
-        redisReply *r = NULL;
-        if (redisReaderGetReply(c->reader, (void **)&r) != REDIS_OK)
-            return false;
-        if (r == NULL)
-            return true;
-        bool ok = r->type == REDIS_REPLY_ARRAY && r->elements > 0 && r->elements <= 64;
-        char *argv[64];
-        for (size_t i = 0; ok && i < r->elements; i++) {
-            ok = r->element[i]->type == REDIS_REPLY_STRING;
-            argv[i] = ok ? r->element[i]->str : NULL;
-        }
-        if (ok)
-            dispatch(s, c, (int)r->elements, argv);
-        freeReplyObject(r);
-        if (!ok)
-            return false;
+        out_error_quoting(c, "ERR unknown command '", cmd->str, cmd->len, "'");
     }
 }
 
@@ -445,16 +510,25 @@ static void watch_primaries(struct sentinel *s)
     }
 }
 
-/* ---- the loop ------------------------------------------------------------------ */
+/* ---- clients ---------------------------------------------------------------------- */
 
 static void drop_client(struct sentinel *s, size_t i)
 {
     struct client *c = s->clients[i];
     close(c->fd);
-    redisReaderFree(c->reader);
+    resp_reader_free(c->reader);
     free(c->out);
     free(c);
     s->clients[i] = s->clients[--s->nclients];
+}
+
+/* Close the clients that leave too many answers unread. */
+static void reap_clients(struct sentinel *s)
+{
+    for (size_t i = s->nclients; i-- > 0;) {
+        if (s->clients[i]->outlen > SENTINEL_MAX_OUTPUT)
+            drop_client(s, i);
+    }
 }
 
 static void accept_clients(struct sentinel *s)
@@ -469,32 +543,91 @@ static void accept_clients(struct sentinel *s)
         }
         struct client *c = xcalloc(1, sizeof(*c));
         c->fd = fd;
-        c->reader = redisReaderCreate();
+        c->reader = resp_reader_new(&sentinel_request_limits);
         s->clients[s->nclients++] = c;
     }
 }
 
-/* Read what arrived and answer it; false when the client is gone. */
+/* Read what arrived; false when the client is gone. */
+static bool read_client(struct client *c)
+{
+    char buf[SENTINEL_READ_CHUNK];
+    ssize_t n = read(c->fd, buf, sizeof(buf));
+
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR;
+    return n > 0 && redisReaderFeed(c->reader, buf, (size_t)n) == REDIS_OK;
+}
+
+/* Write what the socket takes; false when the client is gone. */
+static bool write_client(struct client *c)
+{
+    ssize_t n = send(c->fd, c->out, c->outlen, MSG_NOSIGNAL);
+
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR;
+    memmove(c->out, c->out + n, c->outlen - (size_t)n);
+    c->outlen -= (size_t)n;
+    if (c->outlen == 0) {
+        free(c->out); /* a subscriber may wait for days: keep nothing */
+        c->out = NULL;
+    }
+    return true;
+}
+
+/* Answer the next complete request, if one is there. False when the client
+ * sent something that is not a request or breaks a limit: it is told why,
+ * if its socket takes it, and must be closed. */
+static bool answer_one(struct sentinel *s, struct client *c)
+{
+    redisReply *req = NULL;
+    char why[128];
+    int rc = resp_reader_next_request(c->reader, &req, why, sizeof(why));
+
+    if (rc < 0) {
+        out_error_quoting(c, "ERR Protocol error: ", why, strlen(why), "");
+        write_client(c);
+        return false;
+    }
+    c->more = rc == 1;
+    if (rc == 1) {
+        dispatch(s, c, req->elements, req->element);
+        freeReplyObject(req);
+    }
+    return true;
+}
+
+/* One turn for one client: read (unless a request already waits), answer
+ * one request, write. False when the client is gone or must go. */
 static bool serve_client(struct sentinel *s, struct client *c, short revents)
 {
-    if (revents & POLLIN) {
-        char buf[4096];
-        ssize_t n = read(c->fd, buf, sizeof(buf));
-        if (n <= 0)
-            return n < 0 && errno == EAGAIN;
-        if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK || !handle_requests(s, c))
-            return false;
-        if (c->outlen > MAX_REQUEST * 16)
-            return false; /* not reading its answers */
+    if (revents & (POLLERR | POLLHUP))
+        return false;
+    if ((revents & POLLIN) && !c->more && !read_client(c))
+        return false;
+    if (!answer_one(s, c))
+        return false;
+    return c->outlen == 0 || write_client(c);
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+/* Fill fds for this turn: the stop pipe, the listening socket, and each
+ * client. Returns whether some client has a request waiting, so the turn
+ * must not sleep. */
+static bool poll_set(const struct sentinel *s, struct pollfd *fds)
+{
+    bool busy = false;
+
+    fds[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+    for (size_t i = 0; i < s->nclients; i++) {
+        const struct client *c = s->clients[i];
+        short events = (short)((c->more ? 0 : POLLIN) | (c->outlen > 0 ? POLLOUT : 0));
+        fds[i + 2] = (struct pollfd){.fd = c->fd, .events = events};
+        busy |= c->more;
     }
-    if (c->outlen > 0) {
-        ssize_t n = write(c->fd, c->out, c->outlen);
-        if (n < 0)
-            return errno == EAGAIN;
-        memmove(c->out, c->out + n, c->outlen - (size_t)n);
-        c->outlen -= (size_t)n;
-    }
-    return !(revents & (POLLERR | POLLHUP));
+    return busy;
 }
 
 static void *sentinel_main(void *arg)
@@ -504,27 +637,24 @@ static void *sentinel_main(void *arg)
     int64_t next_watch = time_mono_us();
 
     for (;;) {
-        fds[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
-        fds[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
-        for (size_t i = 0; i < s->nclients; i++)
-            fds[i + 2] =
-                (struct pollfd){.fd = s->clients[i]->fd,
-                                .events = (short)(POLLIN | (s->clients[i]->outlen ? POLLOUT : 0))};
-        if (poll(fds, s->nclients + 2, WATCH_INTERVAL_US / 1000) < 0 && errno != EINTR)
+        bool busy = poll_set(s, fds);
+        if (poll(fds, s->nclients + 2, busy ? 0 : WATCH_INTERVAL_US / 1000) < 0 && errno != EINTR)
             break;
         if (fds[0].revents)
             break;
-        size_t n = s->nclients;
-        for (size_t i = n; i-- > 0;) {
-            if (fds[i + 2].revents && !serve_client(s, s->clients[i], fds[i + 2].revents))
+        for (size_t i = s->nclients; i-- > 0;) {
+            struct client *c = s->clients[i];
+            short revents = fds[i + 2].revents;
+            if ((revents != 0 || c->more) && !serve_client(s, c, revents))
                 drop_client(s, i);
         }
-        if (fds[1].revents)
+        if (fds[1].revents & POLLIN)
             accept_clients(s);
         if (time_mono_us() >= next_watch) {
             watch_primaries(s);
             next_watch = time_mono_us() + WATCH_INTERVAL_US;
         }
+        reap_clients(s);
     }
     free(fds);
     return NULL;

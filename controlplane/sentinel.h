@@ -8,11 +8,20 @@
  * sentinels, PING, AUTH, CLIENT and SUBSCRIBE, publishing +switch-master
  * when a group's primary changes. A client that sends AUTH with a cluster's
  * auth token may ask about that cluster only; without AUTH only PING is
- * answered. */
+ * answered.
+ *
+ * Anyone who reaches the port may connect, so every request and answer is
+ * bounded (see the top of sentinel.c): a client past a limit is closed,
+ * and none can make the listener slow for the others or stop it from
+ * shutting down. */
 #ifndef CAIRN_SENTINEL_H
 #define CAIRN_SENTINEL_H
 
 #include "app.h"
+#include "resp_reader.h"
+
+/* What one client request may be: a few dozen short arguments. */
+extern const struct resp_limits sentinel_request_limits;
 
 struct sentinel;
 

@@ -13,6 +13,7 @@
 
 #include "resp.h"
 #include "resp_reader.h"
+#include "sentinel.h"
 
 #include "fixtures/fixture.h"
 
@@ -137,6 +138,8 @@ static void test_nesting(void **state)
     assert_int_equal(ok->element[0]->element[0]->integer, 7);
     resp_reply_free(ok);
     expect_refused(&small, "*1\r\n*1\r\n*1\r\n:7\r\n", 16, "arrays nested 3 deep, more than 2");
+    /* A request is flat: the listener's limits refuse any nesting. */
+    expect_refused(&sentinel_request_limits, "*1\r\n*0\r\n", 8, "arrays nested 2 deep");
 }
 
 static void test_string_lengths(void **state)
@@ -191,6 +194,32 @@ static void test_buffered_bytes(void **state)
     memset(line, 'y', sizeof(line));
     line[0] = '+';
     expect_refused(&small, line, sizeof(line), " bytes without a complete reply, more than 64");
+}
+
+/* The listener's own limits: a real client's longest request passes, one
+ * argument or one byte more does not. */
+static void test_sentinel_request_limits(void **state)
+{
+    static const char hello[] = "*7\r\n$5\r\nHELLO\r\n$1\r\n2\r\n$4\r\nAUTH\r\n$7\r\ndefault\r\n"
+                                "$64\r\n0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+                                "abcdef\r\n$7\r\nSETNAME\r\n$3\r\napp\r\n";
+    char *text = xmalloc(8 * 4096);
+    size_t len;
+
+    (void)state;
+    resp_reply_free(expect_parsed(&sentinel_request_limits, hello, sizeof(hello) - 1));
+    len = (size_t)sprintf(text, "*%zu\r\n", sentinel_request_limits.max_elements);
+    for (size_t i = 0; i < sentinel_request_limits.max_elements; i++)
+        len += (size_t)sprintf(text + len, "$1\r\nx\r\n");
+    resp_reply_free(expect_parsed(&sentinel_request_limits, text, len));
+    len = (size_t)sprintf(text, "*%zu\r\n", sentinel_request_limits.max_elements + 1);
+    expect_refused(&sentinel_request_limits, text, len, "elements, more than");
+    len = (size_t)sprintf(text, "*1\r\n$%zu\r\n", sentinel_request_limits.max_string + 1);
+    memset(text + len, 'a', sentinel_request_limits.max_string + 1);
+    len += sentinel_request_limits.max_string + 1;
+    len += (size_t)sprintf(text + len, "\r\n");
+    expect_refused(&sentinel_request_limits, text, len, "bytes, more than");
+    free(text);
 }
 
 static void test_reply_budget(void **state)
@@ -292,11 +321,17 @@ static void test_bound_in_place(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_request_parses),        cmocka_unit_test(test_pipelined_requests),
-        cmocka_unit_test(test_array_counts),          cmocka_unit_test(test_nesting),
-        cmocka_unit_test(test_string_lengths),        cmocka_unit_test(test_buffered_bytes),
-        cmocka_unit_test(test_reply_budget),          cmocka_unit_test(test_not_requests),
-        cmocka_unit_test(test_engine_fixtures_parse), cmocka_unit_test(test_bound_in_place),
+        cmocka_unit_test(test_request_parses),
+        cmocka_unit_test(test_pipelined_requests),
+        cmocka_unit_test(test_array_counts),
+        cmocka_unit_test(test_nesting),
+        cmocka_unit_test(test_string_lengths),
+        cmocka_unit_test(test_buffered_bytes),
+        cmocka_unit_test(test_reply_budget),
+        cmocka_unit_test(test_not_requests),
+        cmocka_unit_test(test_engine_fixtures_parse),
+        cmocka_unit_test(test_bound_in_place),
+        cmocka_unit_test(test_sentinel_request_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
