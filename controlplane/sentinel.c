@@ -11,7 +11,16 @@
  *   - a client has one request answered per turn, and nothing more is read
  *     from it while a complete request waits: no client starves the others,
  *     and none makes its reader hold more than one request;
- *   - answers a client leaves unread are at most SENTINEL_MAX_OUTPUT bytes. */
+ *   - answers a client leaves unread are at most SENTINEL_MAX_OUTPUT bytes;
+ *   - at most --sentinel-max-clients connections, of which at most
+ *     SENTINEL_MAX_UNAUTHENTICATED (and never more than half) have not sent
+ *     a valid AUTH; a connection beyond either cap closes the oldest
+ *     unauthenticated one, so strangers holding connections never lock out
+ *     a client with a token;
+ *   - a connection has SENTINEL_AUTH_TIMEOUT_US to authenticate, then may
+ *     stay silent for SENTINEL_IDLE_TIMEOUT_US unless it subscribed (a
+ *     subscriber waits for +switch-master by design, and still answers
+ *     PING; TCP keepalive finds one whose host is gone). */
 #define _GNU_SOURCE
 #include "sentinel.h"
 
@@ -19,6 +28,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -37,7 +48,6 @@
 #include "timeutil.h"
 #include "xalloc.h"
 
-#define MAX_CLIENTS 1024
 /* How often subscribed groups are checked; also the longest a turn of the
  * loop waits when nothing happens. */
 #define WATCH_INTERVAL_US 100000
@@ -54,8 +64,32 @@
 /* The longest answer (SENTINEL replicas: 8 replicas on 255-byte addresses)
  * is under 8 KB; a client leaving eight of those unread is not reading. */
 #define SENTINEL_MAX_OUTPUT (64 * 1024)
+/* Real clients authenticate in their first round trip, so a few at a time
+ * wait for it; this caps what strangers can hold: each at most a request
+ * buffered, one being parsed and SENTINEL_MAX_OUTPUT unread, ~120 KB. */
+#define SENTINEL_MAX_UNAUTHENTICATED 128
+/* Time to authenticate: a client does it within a round trip of
+ * connecting. */
+#define SENTINEL_AUTH_TIMEOUT_US (10 * 1000000LL)
+/* An authenticated client silent this long is closed; clients open a new
+ * connection when they next need one (redis-py's pool does so by itself). */
+#define SENTINEL_IDLE_TIMEOUT_US (300 * 1000000LL)
+/* Connections taken per turn, so a flood of connects cannot starve the
+ * clients already served. */
+#define SENTINEL_ACCEPT_BATCH 64
+/* After accept() fails for want of descriptors or memory, the listening
+ * socket stays readable: stop polling it this long rather than spin. */
+#define SENTINEL_ACCEPT_PAUSE_US 100000
+/* Warnings about refused or closed connections: one a minute at most, so
+ * that a flood of connects cannot flood the log. */
+#define SENTINEL_WARN_INTERVAL_US (60 * 1000000LL)
 /* An error reply quotes at most this much of a client's argument. */
 #define SENTINEL_QUOTE_MAX 64
+/* TCP keepalive as Redis's tcp-keepalive 300 sets it: a peer whose host is
+ * gone is found within ten minutes. */
+#define SENTINEL_KEEPALIVE_IDLE_S  300
+#define SENTINEL_KEEPALIVE_INTVL_S 100
+#define SENTINEL_KEEPALIVE_COUNT   3
 /* What HELLO says the server is: the Sentinel protocol of this version. */
 #define SENTINEL_REPORTED_VERSION "7.0.0"
 
@@ -72,8 +106,10 @@ struct client {
     redisReader *reader; /* bounded by sentinel_request_limits */
     char *out;
     size_t outlen;
-    bool more;        /* a complete request may wait in its reader */
-    char cluster[48]; /* the cluster its AUTH opened, "" before */
+    int64_t connected_us; /* when it was accepted */
+    int64_t active_us;    /* when its last request was answered */
+    bool more;            /* a complete request may wait in its reader */
+    char cluster[48];     /* the cluster its AUTH opened, "" before */
     bool subscribed;
     char primary[300]; /* "ip port" last told to a subscriber, "" unknown */
 };
@@ -83,8 +119,11 @@ struct sentinel {
     int listen_fd, port;
     int wake[2]; /* self-pipe: stop */
     pthread_t thread;
-    struct client *clients[MAX_CLIENTS];
+    size_t max_clients, max_unauthenticated;
+    struct client **clients; /* max_clients of them */
     size_t nclients;
+    int64_t accept_paused_until_us;
+    int64_t warned_us; /* when the last warning about refusals was logged */
 };
 
 /* Whether c has sent a valid AUTH: it may then ask about its cluster. */
@@ -512,6 +551,16 @@ static void watch_primaries(struct sentinel *s)
 
 /* ---- clients ---------------------------------------------------------------------- */
 
+/* A warning about refused or closed connections, at most one a minute;
+ * detail is logfmt pairs. */
+static void warn_refusing(struct sentinel *s, int64_t now, const char *msg, const char *detail)
+{
+    if (s->warned_us != 0 && now - s->warned_us < SENTINEL_WARN_INTERVAL_US)
+        return;
+    s->warned_us = now;
+    log_warn(msg, "%s", detail);
+}
+
 static void drop_client(struct sentinel *s, size_t i)
 {
     struct client *c = s->clients[i];
@@ -522,29 +571,101 @@ static void drop_client(struct sentinel *s, size_t i)
     s->clients[i] = s->clients[--s->nclients];
 }
 
-/* Close the clients that leave too many answers unread. */
-static void reap_clients(struct sentinel *s)
+/* When c is closed unless it sends something: an unauthenticated client
+ * when its time to authenticate is up, an authenticated one when it has
+ * been silent too long, a subscriber never. */
+static int64_t client_deadline(const struct client *c)
+{
+    if (!authenticated(c))
+        return c->connected_us + SENTINEL_AUTH_TIMEOUT_US;
+    if (c->subscribed)
+        return INT64_MAX;
+    return c->active_us + SENTINEL_IDLE_TIMEOUT_US;
+}
+
+/* Close the clients whose deadline has passed or that leave too many
+ * answers unread. */
+static void reap_clients(struct sentinel *s, int64_t now)
 {
     for (size_t i = s->nclients; i-- > 0;) {
-        if (s->clients[i]->outlen > SENTINEL_MAX_OUTPUT)
+        const struct client *c = s->clients[i];
+        if (now >= client_deadline(c) || c->outlen > SENTINEL_MAX_OUTPUT)
             drop_client(s, i);
     }
 }
 
-static void accept_clients(struct sentinel *s)
+/* Make room for one more connection: true when there is room or the oldest
+ * unauthenticated connection was closed for it; false when every
+ * connection is authenticated and the total cap is reached. */
+static bool make_room(struct sentinel *s, int64_t now)
 {
-    for (;;) {
-        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return;
-        if (s->nclients == MAX_CLIENTS) {
-            close(fd);
+    size_t unauthenticated = 0, oldest = SIZE_MAX;
+    char detail[96];
+
+    for (size_t i = 0; i < s->nclients; i++) {
+        const struct client *c = s->clients[i];
+        if (authenticated(c))
             continue;
+        unauthenticated++;
+        if (oldest == SIZE_MAX || c->connected_us < s->clients[oldest]->connected_us)
+            oldest = i;
+    }
+    if (s->nclients < s->max_clients && unauthenticated < s->max_unauthenticated)
+        return true;
+    snprintf(detail, sizeof(detail), "clients=%zu unauthenticated=%zu max_clients=%zu", s->nclients,
+             unauthenticated, s->max_clients);
+    if (oldest == SIZE_MAX) {
+        warn_refusing(s, now, "sentinel refused a connection: all are in use", detail);
+        return false;
+    }
+    warn_refusing(s, now, "sentinel closed its oldest unauthenticated connection for a new one",
+                  detail);
+    drop_client(s, oldest);
+    return true;
+}
+
+static void keep_alive(int fd)
+{
+    static const int on = 1, idle = SENTINEL_KEEPALIVE_IDLE_S, intvl = SENTINEL_KEEPALIVE_INTVL_S,
+                     count = SENTINEL_KEEPALIVE_COUNT;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+}
+
+static void admit(struct sentinel *s, int fd, int64_t now)
+{
+    static const char full[] = "-ERR max number of clients reached\r\n";
+
+    if (!make_room(s, now)) {
+        (void)!send(fd, full, sizeof(full) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+        return;
+    }
+    keep_alive(fd);
+    struct client *c = xcalloc(1, sizeof(*c));
+    c->fd = fd;
+    c->reader = resp_reader_new(&sentinel_request_limits);
+    c->connected_us = c->active_us = now;
+    s->clients[s->nclients++] = c;
+}
+
+static void accept_clients(struct sentinel *s, int64_t now)
+{
+    for (int k = 0; k < SENTINEL_ACCEPT_BATCH; k++) {
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            admit(s, fd, now);
+        } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            char detail[128];
+            snprintf(detail, sizeof(detail), "error=\"%s\"", strerror(errno));
+            s->accept_paused_until_us = now + SENTINEL_ACCEPT_PAUSE_US;
+            warn_refusing(s, now, "sentinel cannot accept connections", detail);
+            return;
+        } else if (errno != ECONNABORTED && errno != EINTR && errno != EPROTO) {
+            return; /* EAGAIN: none left */
         }
-        struct client *c = xcalloc(1, sizeof(*c));
-        c->fd = fd;
-        c->reader = resp_reader_new(&sentinel_request_limits);
-        s->clients[s->nclients++] = c;
     }
 }
 
@@ -578,7 +699,7 @@ static bool write_client(struct client *c)
 /* Answer the next complete request, if one is there. False when the client
  * sent something that is not a request or breaks a limit: it is told why,
  * if its socket takes it, and must be closed. */
-static bool answer_one(struct sentinel *s, struct client *c)
+static bool answer_one(struct sentinel *s, struct client *c, int64_t now)
 {
     redisReply *req = NULL;
     char why[128];
@@ -591,6 +712,7 @@ static bool answer_one(struct sentinel *s, struct client *c)
     }
     c->more = rc == 1;
     if (rc == 1) {
+        c->active_us = now;
         dispatch(s, c, req->elements, req->element);
         freeReplyObject(req);
     }
@@ -599,28 +721,29 @@ static bool answer_one(struct sentinel *s, struct client *c)
 
 /* One turn for one client: read (unless a request already waits), answer
  * one request, write. False when the client is gone or must go. */
-static bool serve_client(struct sentinel *s, struct client *c, short revents)
+static bool serve_client(struct sentinel *s, struct client *c, short revents, int64_t now)
 {
     if (revents & (POLLERR | POLLHUP))
         return false;
     if ((revents & POLLIN) && !c->more && !read_client(c))
         return false;
-    if (!answer_one(s, c))
+    if (!answer_one(s, c, now))
         return false;
     return c->outlen == 0 || write_client(c);
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
 
-/* Fill fds for this turn: the stop pipe, the listening socket, and each
- * client. Returns whether some client has a request waiting, so the turn
- * must not sleep. */
-static bool poll_set(const struct sentinel *s, struct pollfd *fds)
+/* Fill fds for this turn: the stop pipe, the listening socket (unless
+ * accepts are paused), and each client. Returns whether some client has a
+ * request waiting, so the turn must not sleep. */
+static bool poll_set(const struct sentinel *s, struct pollfd *fds, int64_t now)
 {
     bool busy = false;
 
     fds[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
-    fds[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = now >= s->accept_paused_until_us ? s->listen_fd : -1,
+                             .events = POLLIN};
     for (size_t i = 0; i < s->nclients; i++) {
         const struct client *c = s->clients[i];
         short events = (short)((c->more ? 0 : POLLIN) | (c->outlen > 0 ? POLLOUT : 0));
@@ -633,28 +756,29 @@ static bool poll_set(const struct sentinel *s, struct pollfd *fds)
 static void *sentinel_main(void *arg)
 {
     struct sentinel *s = arg;
-    struct pollfd *fds = xcalloc(MAX_CLIENTS + 2, sizeof(*fds));
+    struct pollfd *fds = xcalloc(s->max_clients + 2, sizeof(*fds));
     int64_t next_watch = time_mono_us();
 
     for (;;) {
-        bool busy = poll_set(s, fds);
+        bool busy = poll_set(s, fds, time_mono_us());
         if (poll(fds, s->nclients + 2, busy ? 0 : WATCH_INTERVAL_US / 1000) < 0 && errno != EINTR)
             break;
         if (fds[0].revents)
             break;
+        int64_t now = time_mono_us();
         for (size_t i = s->nclients; i-- > 0;) {
             struct client *c = s->clients[i];
             short revents = fds[i + 2].revents;
-            if ((revents != 0 || c->more) && !serve_client(s, c, revents))
+            if ((revents != 0 || c->more) && !serve_client(s, c, revents, now))
                 drop_client(s, i);
         }
         if (fds[1].revents & POLLIN)
-            accept_clients(s);
-        if (time_mono_us() >= next_watch) {
+            accept_clients(s, now);
+        if (now >= next_watch) {
             watch_primaries(s);
-            next_watch = time_mono_us() + WATCH_INTERVAL_US;
+            next_watch = now + WATCH_INTERVAL_US;
         }
-        reap_clients(s);
+        reap_clients(s, now);
     }
     free(fds);
     return NULL;
@@ -693,12 +817,18 @@ struct sentinel *sentinel_start(struct app *app, const char *host, int port, cha
     socklen_t len = sizeof(bound);
     s->app = app;
     s->listen_fd = fd;
+    s->max_clients = (size_t)app->cfg.sentinel_max_clients;
+    s->max_unauthenticated = s->max_clients / 2 < SENTINEL_MAX_UNAUTHENTICATED
+                                 ? s->max_clients / 2
+                                 : SENTINEL_MAX_UNAUTHENTICATED;
+    s->clients = xcalloc(s->max_clients, sizeof(*s->clients));
     getsockname(fd, (struct sockaddr *)&bound, &len);
     s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                 : ((struct sockaddr_in *)&bound)->sin_port);
     if (pipe2(s->wake, O_CLOEXEC) != 0) {
         snprintf(err, errsize, "could not make a pipe: %s", strerror(errno));
         close(fd);
+        free(s->clients);
         free(s);
         return NULL;
     }
@@ -720,5 +850,6 @@ void sentinel_stop(struct sentinel *s)
     close(s->listen_fd);
     close(s->wake[0]);
     close(s->wake[1]);
+    free(s->clients);
     free(s);
 }
