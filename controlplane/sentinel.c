@@ -114,6 +114,13 @@ struct client {
     char primary[300]; /* "ip port" last told to a subscriber, "" unknown */
 };
 
+/* A group's primary as read once in a round of watch_primaries(). */
+struct watched {
+    const char *cluster;
+    bool known;
+    char primary[300];
+};
+
 struct sentinel {
     struct app *app;
     int listen_fd, port;
@@ -122,6 +129,7 @@ struct sentinel {
     size_t max_clients, max_unauthenticated;
     struct client **clients; /* max_clients of them */
     size_t nclients;
+    struct watched *watched; /* max_clients of them, for watch_primaries() */
     int64_t accept_paused_until_us;
     int64_t warned_us; /* when the last warning about refusals was logged */
 };
@@ -526,26 +534,45 @@ static void dispatch(struct sentinel *s, struct client *c, size_t argc, redisRep
 
 /* ---- +switch-master -------------------------------------------------------------- */
 
+/* The primary of cluster as read in this round, reading it (once per round
+ * however many subscribe to it) when not yet read. */
+static const struct watched *watch(struct sentinel *s, size_t *nwatched, const char *cluster)
+{
+    for (size_t k = 0; k < *nwatched; k++) {
+        if (strcmp(s->watched[k].cluster, cluster) == 0)
+            return &s->watched[k];
+    }
+    struct watched *w = &s->watched[(*nwatched)++];
+    struct group g = {0};
+    w->cluster = cluster;
+    w->known = load_group(s, cluster, &g) && g.nprimaries == 1;
+    if (w->known)
+        snprintf(w->primary, sizeof(w->primary), "%s %d", g.primary.address, g.primary.port);
+    return w;
+}
+
 /* Tell each subscriber when its group's primary moved. */
 static void watch_primaries(struct sentinel *s)
 {
+    size_t nwatched = 0;
+
     for (size_t i = 0; i < s->nclients; i++) {
         struct client *c = s->clients[i];
-        struct group g = {0};
-        char now[300];
-        if (!c->subscribed || !load_group(s, c->cluster, &g) || g.nprimaries != 1)
+        if (!c->subscribed)
             continue;
-        snprintf(now, sizeof(now), "%s %d", g.primary.address, g.primary.port);
-        if (c->primary[0] != '\0' && strcmp(c->primary, now) != 0) {
+        const struct watched *w = watch(s, &nwatched, c->cluster);
+        if (!w->known)
+            continue;
+        if (c->primary[0] != '\0' && strcmp(c->primary, w->primary) != 0) {
             char msg[700];
-            snprintf(msg, sizeof(msg), "%s %s %s", c->cluster, c->primary, now);
+            snprintf(msg, sizeof(msg), "%s %s %s", c->cluster, c->primary, w->primary);
             out_fmt(c, "*3\r\n");
             out_bulk(c, "message");
             out_bulk(c, "+switch-master");
             out_bulk(c, msg);
-            log_info("published +switch-master", "cluster=%s to=\"%s\"", c->cluster, now);
+            log_info("published +switch-master", "cluster=%s to=\"%s\"", c->cluster, w->primary);
         }
-        snprintf(c->primary, sizeof(c->primary), "%s", now);
+        snprintf(c->primary, sizeof(c->primary), "%s", w->primary);
     }
 }
 
@@ -822,6 +849,7 @@ struct sentinel *sentinel_start(struct app *app, const char *host, int port, cha
                                  ? s->max_clients / 2
                                  : SENTINEL_MAX_UNAUTHENTICATED;
     s->clients = xcalloc(s->max_clients, sizeof(*s->clients));
+    s->watched = xcalloc(s->max_clients, sizeof(*s->watched));
     getsockname(fd, (struct sockaddr *)&bound, &len);
     s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                 : ((struct sockaddr_in *)&bound)->sin_port);
@@ -829,6 +857,7 @@ struct sentinel *sentinel_start(struct app *app, const char *host, int port, cha
         snprintf(err, errsize, "could not make a pipe: %s", strerror(errno));
         close(fd);
         free(s->clients);
+        free(s->watched);
         free(s);
         return NULL;
     }
@@ -851,5 +880,6 @@ void sentinel_stop(struct sentinel *s)
     close(s->wake[0]);
     close(s->wake[1]);
     free(s->clients);
+    free(s->watched);
     free(s);
 }
