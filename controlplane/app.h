@@ -21,6 +21,7 @@ struct config {
     const char *secret_key_file;       /* seals engine passwords; NULL: clusters refused */
     char sentinel_host[64];            /* Sentinel-compatible discovery; "" when off */
     int sentinel_port;
+    int sentinel_max_clients;    /* Sentinel connections at once */
     int heartbeat_timeout_s;     /* a host silent this long is lost */
     int sync_wait_ms;            /* longest an agent's sync is held; -1 until set */
     int replace_after_s;         /* a node lost (or crashed) this long is replaced */

@@ -33,6 +33,8 @@ static const struct setting settings[] = {
     {"agent-bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", SET_SECRET, 16, 256,
      AT(agent_bootstrap_token)},
     {"sentinel-listen", "CAIRN_SENTINEL_LISTEN", SET_SENTINEL, 0, 0, 0},
+    {"sentinel-max-clients", "CAIRN_SENTINEL_MAX_CLIENTS", SET_INT, 4, 65536,
+     AT(sentinel_max_clients)},
     {"secret-key-file", "CAIRN_SECRET_KEY_FILE", SET_STRING, 0, 0, AT(secret_key_file)},
     {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", SET_INT, 2, 3600, AT(heartbeat_timeout_s)},
     {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", SET_INT, 0, 10000, AT(sync_wait_ms)},
@@ -151,6 +153,7 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->upgrade_parallel_shards = 1;
     strcpy(cfg->sentinel_host, "127.0.0.1");
     cfg->sentinel_port = 26379;
+    cfg->sentinel_max_clients = 1024;
     cfg->sync_wait_ms = -1; /* unset: derived from the heartbeat timeout */
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         const char *v = getenv(settings[i].env);

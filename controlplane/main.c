@@ -28,7 +28,8 @@ static const char usage[] =
     "              [--max-connections N] [--max-connections-per-address N]\n"
     "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
     "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
-    "              [--sentinel-listen HOST:PORT|off] [--replace-after SECONDS]\n"
+    "              [--sentinel-listen HOST:PORT|off] [--sentinel-max-clients N]\n"
+    "              [--replace-after SECONDS]\n"
     "              [--metrics-retention-days DAYS] [--upgrade-node-timeout SECONDS]\n"
     "              [--upgrade-parallel-shards N]\n"
     "              [--test-clock-offset SECONDS]\n"
@@ -42,7 +43,8 @@ static const char usage[] =
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
     "CAIRN_MAX_CONNECTIONS, CAIRN_MAX_CONNECTIONS_PER_ADDRESS,\n"
     "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS,\n"
-    "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN, CAIRN_REPLACE_AFTER,\n"
+    "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN, CAIRN_SENTINEL_MAX_CLIENTS,\n"
+    "CAIRN_REPLACE_AFTER,\n"
     "CAIRN_METRICS_RETENTION_DAYS.\n";
 
 /* Options shared by every subcommand; --name and --scope only mean
@@ -79,6 +81,7 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"sync-wait-ms", required_argument, NULL, 0},
         {"secret-key-file", required_argument, NULL, 0},
         {"sentinel-listen", required_argument, NULL, 0},
+        {"sentinel-max-clients", required_argument, NULL, 0},
         {"replace-after", required_argument, NULL, 0},
         {"metrics-retention-days", required_argument, NULL, 0},
         {"upgrade-node-timeout", required_argument, NULL, 0},

@@ -12,6 +12,25 @@
 
 #include "xalloc.h"
 
+/* The largest arrays Cairn asks for are CLUSTER SLOT-STATS's 16384 slots
+ * (and CLUSTER SLOTS at its most fragmented): four times that. */
+#define ENGINE_MAX_ELEMENTS (4 * 16384)
+/* hiredis's own ceiling; COMMAND nests arrays 8 deep (Valkey 8.0). */
+#define ENGINE_MAX_DEPTH 8
+/* CLUSTER NODES of a 1000-node cluster is ~250 KB, INFO everything tens of
+ * KB: 16 MB is far above any string Cairn asks for. */
+#define ENGINE_MAX_STRING (16 << 20)
+/* CLUSTER SLOT-STATS over every slot builds a tree of ~11 MB. */
+#define ENGINE_MAX_REPLY (64 << 20)
+
+const struct resp_limits resp_engine_limits = {
+    .max_elements = ENGINE_MAX_ELEMENTS,
+    .max_depth = ENGINE_MAX_DEPTH,
+    .max_string = ENGINE_MAX_STRING,
+    .max_reply = ENGINE_MAX_REPLY,
+    .max_buffered = 2 * ENGINE_MAX_STRING, /* a whole string and what follows it */
+};
+
 struct resp_conn {
     redisContext *ctx;
     char *addr; /* "host:port", for messages */
@@ -83,6 +102,7 @@ static struct resp_conn *conn_new(redisContext *ctx, const struct resp_options *
     c->addr = xasprintf("%s:%d", opt->host, opt->port);
     c->blocking = blocking;
     c->command_timeout_ms = timeout_or_default(opt->command_timeout_ms);
+    resp_reader_bound(ctx->reader, &resp_engine_limits);
     return c;
 }
 
@@ -90,6 +110,7 @@ void resp_close(struct resp_conn *c)
 {
     if (c == NULL)
         return;
+    resp_reader_unbound(c->ctx->reader);
     redisFree(c->ctx);
     free(c->addr);
     free(c);
@@ -172,18 +193,47 @@ struct resp_conn *resp_connect_nonblock(const struct resp_options *opt, char *er
     return c;
 }
 
+/* The next reply read so far (resp_reader_next()); a reply beyond the
+ * limits fails c as a protocol error. */
+static int take_reply(struct resp_conn *c, redisReply **reply, char *err, size_t errsize)
+{
+    char why[128];
+    int rc = resp_reader_next(c->ctx->reader, reply, why, sizeof(why));
+
+    if (rc < 0) {
+        c->last = RESP_ERR_PROTOCOL;
+        snprintf(err, errsize, "%s: %s", c->addr, why);
+    }
+    return rc;
+}
+
 /* Send one formatted command on a blocking connection and wait for its
- * reply; the contract is resp_command()'s. */
+ * reply; the contract is resp_command()'s. This is redisGetReply()'s loop,
+ * with the reply taken through the bounded reader. */
 static redisReply *run(struct resp_conn *c, const char *cmd, size_t len, char *err, size_t errsize)
 {
-    void *reply = NULL;
+    redisReply *reply = NULL;
+    int done = 0, rc;
 
     assert(c->blocking);
-    if (redisAppendFormattedCommand(c->ctx, cmd, len) != REDIS_OK ||
-        redisGetReply(c->ctx, &reply) != REDIS_OK) {
+    if (redisAppendFormattedCommand(c->ctx, cmd, len) != REDIS_OK) {
         fail_ctx(c, err, errsize);
         return NULL;
     }
+    while (!done) {
+        if (redisBufferWrite(c->ctx, &done) != REDIS_OK) {
+            fail_ctx(c, err, errsize);
+            return NULL;
+        }
+    }
+    while ((rc = take_reply(c, &reply, err, errsize)) == 0) {
+        if (redisBufferRead(c->ctx) != REDIS_OK) {
+            fail_ctx(c, err, errsize);
+            return NULL;
+        }
+    }
+    if (rc < 0)
+        return NULL;
     if (!resp_reply_check(reply, err, errsize)) {
         c->last = RESP_ERR_REPLY;
         resp_reply_free(reply);
@@ -351,13 +401,10 @@ int resp_next_reply(struct resp_conn *c, redisReply **reply, char *err, size_t e
 {
     *reply = NULL;
     for (;;) {
-        void *r = NULL;
-        if (redisGetReply(c->ctx, &r) != REDIS_OK) {
-            fail_ctx(c, err, errsize);
-            return -1;
-        }
-        if (r == NULL)
-            return 0;
+        redisReply *r = NULL;
+        int rc = take_reply(c, &r, err, errsize);
+        if (rc <= 0)
+            return rc;
         if (c->auth_pending) {
             char why[256];
             c->auth_pending = false;

@@ -22,6 +22,10 @@
  * out of step with the engine: close it and connect again. After
  * RESP_ERR_REPLY it stays usable.
  *
+ * Replies are read under resp_engine_limits (see resp_reader.h): a reply
+ * beyond them is RESP_ERR_PROTOCOL, so an engine that misbehaves cannot
+ * make cairnd or an agent allocate what it declares.
+ *
  * Also here: small pure helpers for reading reply trees (resp_reply_*),
  * shared by the ROLE and CLUSTER parsers. */
 #ifndef CAIRN_ENGINE_RESP_H
@@ -33,6 +37,12 @@
 #include <hiredis/hiredis.h>
 
 #include "info.h"
+#include "resp_reader.h"
+
+/* What an engine's reply may be: far above the largest reply Cairn asks
+ * for (COMMAND, CLUSTER SLOT-STATS over every slot), far below what would
+ * hurt the process reading it. */
+extern const struct resp_limits resp_engine_limits;
 
 /* Connect and command timeout when an option is left at 0. */
 #define RESP_DEFAULT_TIMEOUT_MS 1000
@@ -50,7 +60,7 @@ enum resp_error {
     RESP_OK = 0,
     RESP_ERR_IO,       /* connect, read or write failed, or the engine closed the link */
     RESP_ERR_TIMEOUT,  /* no connection or reply within the timeout */
-    RESP_ERR_PROTOCOL, /* the bytes read are not RESP */
+    RESP_ERR_PROTOCOL, /* the bytes read are not RESP, or break resp_engine_limits */
     RESP_ERR_REPLY,    /* the engine sent an error reply, or one of the wrong type */
 };
 

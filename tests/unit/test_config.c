@@ -12,8 +12,13 @@
 #include "config.h"
 
 static const char *const variables[] = {
-    "CAIRN_LISTEN",       "CAIRN_DATABASE_URL",   "CAIRN_HTTP_THREADS",
-    "CAIRN_DB_POOL_SIZE", "CAIRN_MAX_BODY_BYTES", "CAIRN_SHUTDOWN_TIMEOUT",
+    "CAIRN_LISTEN",
+    "CAIRN_DATABASE_URL",
+    "CAIRN_HTTP_THREADS",
+    "CAIRN_DB_POOL_SIZE",
+    "CAIRN_MAX_BODY_BYTES",
+    "CAIRN_SHUTDOWN_TIMEOUT",
+    "CAIRN_SENTINEL_MAX_CLIENTS",
 };
 
 /* Start and end every test with no CAIRN_* variable set, whatever the
@@ -108,6 +113,7 @@ static void test_env_defaults(void **state)
     assert_int_equal(cfg.max_body_bytes, 1 << 20);
     assert_false(cfg.no_migrate);
     assert_int_equal(cfg.shutdown_timeout_s, 10);
+    assert_int_equal(cfg.sentinel_max_clients, 1024);
 }
 
 static void test_env_overrides(void **state)
@@ -168,14 +174,15 @@ static void test_env_bad_values(void **state)
     static const struct {
         const char *name, *value;
     } bad[] = {
-        {"CAIRN_HTTP_THREADS", "0"},        {"CAIRN_HTTP_THREADS", "257"},
-        {"CAIRN_HTTP_THREADS", "abc"},      {"CAIRN_HTTP_THREADS", "8x"},
-        {"CAIRN_HTTP_THREADS", "-1"},       {"CAIRN_HTTP_THREADS", "4.5"},
-        {"CAIRN_DB_POOL_SIZE", "0"},        {"CAIRN_DB_POOL_SIZE", "1025"},
-        {"CAIRN_MAX_BODY_BYTES", "63"},     {"CAIRN_MAX_BODY_BYTES", "67108865"},
-        {"CAIRN_MAX_BODY_BYTES", "1M"},     {"CAIRN_SHUTDOWN_TIMEOUT", "-1"},
-        {"CAIRN_SHUTDOWN_TIMEOUT", "3601"}, {"CAIRN_LISTEN", "nocolon"},
-        {"CAIRN_LISTEN", "host:70000"},     {"CAIRN_HTTP_THREADS", "99999999999999999999"},
+        {"CAIRN_HTTP_THREADS", "0"},         {"CAIRN_HTTP_THREADS", "257"},
+        {"CAIRN_HTTP_THREADS", "abc"},       {"CAIRN_HTTP_THREADS", "8x"},
+        {"CAIRN_HTTP_THREADS", "-1"},        {"CAIRN_HTTP_THREADS", "4.5"},
+        {"CAIRN_DB_POOL_SIZE", "0"},         {"CAIRN_DB_POOL_SIZE", "1025"},
+        {"CAIRN_MAX_BODY_BYTES", "63"},      {"CAIRN_MAX_BODY_BYTES", "67108865"},
+        {"CAIRN_MAX_BODY_BYTES", "1M"},      {"CAIRN_SHUTDOWN_TIMEOUT", "-1"},
+        {"CAIRN_SHUTDOWN_TIMEOUT", "3601"},  {"CAIRN_LISTEN", "nocolon"},
+        {"CAIRN_LISTEN", "host:70000"},      {"CAIRN_HTTP_THREADS", "99999999999999999999"},
+        {"CAIRN_SENTINEL_MAX_CLIENTS", "3"}, {"CAIRN_SENTINEL_MAX_CLIENTS", "65537"},
     };
 
     (void)state;
@@ -213,6 +220,8 @@ static void test_set_flags(void **state)
     assert_int_equal(cfg.shutdown_timeout_s, 30);
     assert_true(config_set(&cfg, "database-url", "postgres:///cairn", err, sizeof(err)));
     assert_string_equal(cfg.database_url, "postgres:///cairn");
+    assert_true(config_set(&cfg, "sentinel-max-clients", "300", err, sizeof(err)));
+    assert_int_equal(cfg.sentinel_max_clients, 300);
 }
 
 static void test_set_flag_overrides_env(void **state)
