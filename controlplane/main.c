@@ -193,10 +193,10 @@ static bool prepare_schema(const struct config *cfg, bool no_migrate)
     return ok;
 }
 
-/* Descriptors cairnd holds besides HTTP connections: the database pool
- * (counted apart), the Sentinel listener's clients, engine connections of
+/* Descriptors cairnd holds besides HTTP connections, the database pool and
+ * the Sentinel listener's clients (counted apart): engine connections of
  * the runner and the failover checks, logs, pipes, epoll. */
-#define OTHER_DESCRIPTORS 1536
+#define OTHER_DESCRIPTORS 512
 
 /* Every HTTP connection holds a descriptor, and running out of them stops
  * cairnd accepting any (agents and health probes included). Raise the
@@ -215,7 +215,8 @@ static void fit_descriptors(struct config *cfg)
             return;
     }
     long long room = rl.rlim_cur == RLIM_INFINITY ? 1LL << 30 : (long long)rl.rlim_cur;
-    long long spare = room - OTHER_DESCRIPTORS - cfg->db_pool_size - HTTP_RESERVED_CONNECTIONS;
+    long long spare = room - OTHER_DESCRIPTORS - cfg->db_pool_size - cfg->sentinel_max_clients -
+                      HTTP_RESERVED_CONNECTIONS;
     if (cfg->max_connections > spare) {
         int fitted = spare > 16 ? (int)spare : 16;
         log_warn("too few file descriptors for --max-connections; lowered",
