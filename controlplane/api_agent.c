@@ -33,7 +33,7 @@ static bool check_uuid(const json_t *value, char *msg, size_t msgsize)
 
 static const char *const engines[] = {"redis", "valkey", NULL};
 static const char *const statuses[] = {"starting", "running",      "loading", "stopped",
-                                     "crashed",  "unresponsive", NULL};
+                                       "crashed",  "unresponsive", NULL};
 static const char *const roles[] = {"primary", "replica", NULL};
 
 static const struct jspec_field engine_fields[] = {

@@ -543,8 +543,8 @@ void api_prometheus(struct http_request *req)
                 "Seconds this cairnd spent answering requests.");
     prom_add(&p, "cairn_http_request_seconds_total %.6f\n", hs.request_seconds_total);
     if ((st = db_acquire(req->app->db, &conn)) == DB_OK) {
-        if ((st = prom_counts(conn, &p, "cairn_hosts", "Hosts by status.", &hosts_by_status, "status",
-                              NULL)) == DB_OK &&
+        if ((st = prom_counts(conn, &p, "cairn_hosts", "Hosts by status.", &hosts_by_status,
+                              "status", NULL)) == DB_OK &&
             (st = prom_counts(conn, &p, "cairn_clusters", "Clusters by status.",
                               &clusters_by_status, "status", NULL)) == DB_OK &&
             (st = prom_counts(conn, &p, "cairn_operations", "Operations by kind and status.",

@@ -12,8 +12,8 @@ static enum db_status fetch_page(struct db_conn *conn, const void *filter, const
 static const struct api_list operations = {"operations", "operations", PAGE_KEY_TIME_UUID,
                                            fetch_page};
 
-static const char *const statuses[] = {"scheduled", "pending", "running", "succeeded",
-                                     "failed",  "cancelled", NULL};
+static const char *const statuses[] = {"scheduled", "pending",   "running", "succeeded",
+                                       "failed",    "cancelled", NULL};
 static const char *const kinds[] = {
     "create",         "delete",   "scale_shards", "scale_replicas",   "change_node_type",
     "upgrade_engine", "failover", "replace_node", "apply_parameters", NULL};

@@ -18,9 +18,9 @@
         "c.updated_at") ","                                                                        \
                         "  'current_operation', (SELECT jsonb_build_object('id', o.id, 'kind', "   \
                         "o.kind,"                                                                  \
-                        "      'status', o.status, 'step_name', o.step_name, 'progress', "           \
+                        "      'status', o.status, 'step_name', o.step_name, 'progress', "         \
                         "o.progress)"                                                              \
-                        "    FROM operations o WHERE o.cluster_id = c.id AND o.status IN "          \
+                        "    FROM operations o WHERE o.cluster_id = c.id AND o.status IN "         \
                         "('pending', 'running')"                                                   \
                         "    ORDER BY o.created_at DESC LIMIT 1),"                                 \
                         "  'shards', coalesce((SELECT jsonb_agg(jsonb_build_object('id', s.name,"  \
@@ -52,7 +52,7 @@
                         "        FROM nodes n JOIN hosts h ON h.id = n.host_id WHERE "             \
                         "n.cluster_id = c.id"                                                      \
                         "        AND n.role = 'replica' AND n.process_state = 'running'"           \
-                        "        AND h.status = 'healthy' AND n.desired_state <> 'deleted'"         \
+                        "        AND h.status = 'healthy' AND n.desired_state <> 'deleted'"        \
                         "        AND n.master_link_status = 'up' AND NOT coalesce(n.loading, "     \
                         "false)"                                                                   \
                         "        AND NOT coalesce(n.sync_in_progress, false)), '[]'::jsonb))"      \
@@ -61,7 +61,7 @@
                         "h.address, n.port)"                                                       \
                         "      FROM nodes n JOIN hosts h ON h.id = n.host_id WHERE n.cluster_id "  \
                         "= c.id"                                                                   \
-                        "      AND n.process_state = 'running' AND h.status = 'healthy'"            \
+                        "      AND n.process_state = 'running' AND h.status = 'healthy'"           \
                         "      AND n.desired_state <> 'deleted'), '[]'::jsonb)) END))"
 
 static const struct db_stmt get_cluster = {"SELECT " CLUSTER_JSON "::text FROM clusters c"

@@ -14,7 +14,7 @@
 
 #define OPERATION_JSON                                                                             \
     "json_build_object('id', id, 'cluster_id', cluster_id, 'cluster_uid', cluster_uid,"            \
-    " 'kind', kind, 'status', status,"                                                               \
+    " 'kind', kind, 'status', status,"                                                             \
     " 'step', step, 'step_name', step_name, 'steps', steps, 'progress', progress,"                 \
     " 'error', error,"                                                                             \
     " 'created_at', " STORE_TS("created_at") ", 'started_at', " STORE_TS(                          \
@@ -27,7 +27,8 @@ static const struct db_stmt list_operations = {"SELECT " STORE_TS(
                   " WHERE ($1::text IS NULL OR cluster_uid = " LATEST_LIFE(
                       "$1", "operations",
                       "created_at") ")"
-                                    "   AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL "
+                                    "   AND ($2::text IS NULL OR status = $2) AND ($3::text IS "
+                                    "NULL "
                                     "OR kind = $3)"
                                     "   AND ($4::timestamptz IS NULL OR (created_at, id) < "
                                     "($4::timestamptz, "

@@ -96,8 +96,7 @@ enum db_status store_host_register(struct db_conn *conn, const struct store_host
     PQclear(res);
     if ((st = record_engines(conn, host_id, r->engines)) != DB_OK)
         return st;
-    return store_host_event(conn, host_id, inserted ? "HostRegistered" : "HostReregistered",
-                            "info",
+    return store_host_event(conn, host_id, inserted ? "HostRegistered" : "HostReregistered", "info",
                             inserted ? "host %s in %s registered"
                                      : "host %s in %s registered again (new agent credential)");
 }
@@ -367,7 +366,7 @@ enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, double
 
 #define HOST_JSON                                                                                  \
     "json_build_object('id', h.id, 'name', h.name, 'az', h.az, 'address', h.address,"              \
-    " 'status', h.status, 'capacity', json_build_object('vcpus', h.vcpus,"                           \
+    " 'status', h.status, 'capacity', json_build_object('vcpus', h.vcpus,"                         \
     "   'memory_mib', h.memory_mib),"                                                              \
     " 'allocated', (SELECT json_build_object('vcpus', coalesce(sum(t.vcpus), 0),"                  \
     "     'memory_mib', coalesce(round(sum(t.memory_gib) * 1024), 0)::bigint,"                     \

@@ -54,7 +54,8 @@ static const struct db_stmt hosts_without = {
 /* The first node that is not healthy enough, and why. */
 static const struct db_stmt unhealthy = {
     "SELECT n.id, s.name, CASE"
-    "   WHEN h.status IS DISTINCT FROM 'healthy' THEN 'its host is ' || coalesce(h.status, 'unknown')"
+    "   WHEN h.status IS DISTINCT FROM 'healthy' THEN 'its host is ' || coalesce(h.status, "
+    "'unknown')"
     "   WHEN n.process_state IS DISTINCT FROM 'running' THEN"
     "     'it is ' || coalesce(n.process_state, 'not reported yet')"
     "   WHEN n.role = 'replica' AND n.master_link_status IS DISTINCT FROM 'up' THEN"

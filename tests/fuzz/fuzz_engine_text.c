@@ -28,8 +28,11 @@ static void check_info(const char *text, size_t len)
     engine_info_get_double(info, "memory", "mem_fragmentation_ratio", &d);
     if (agent_collect_engine(info, NULL, 1000000, &snap) &&
         agent_collect_engine(info, NULL, 61000000, &later)) {
-        agent_collect_engine_interval(&snap, &later, &out);
-        agent_collect_engine_interval(NULL, &later, &out);
+        struct agent_engine_first young = {
+            .since_us = 1000000, .started = true, .started_us = 1000000};
+        agent_collect_engine_interval(&snap, &later, NULL, &out);
+        agent_collect_engine_interval(NULL, &later, &young, &out);
+        agent_collect_engine_interval(NULL, &later, NULL, &out);
         agent_collect_lag(&later, NULL, &out);
     }
     engine_info_free(info);
