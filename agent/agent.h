@@ -43,6 +43,11 @@
 #define AGENT_PING_STARTING_INTERVAL_US 50000LL
 #define AGENT_PING_TIMEOUT_US           1000000LL
 #define AGENT_INFO_INTERVAL_US          2000000LL
+/* An engine's word on its own role counts only from readings taken this
+ * long into a run: a cluster-mode replica calls itself master from its
+ * start until its cluster cron (every 100 ms once loaded) points it at its
+ * primary again, and reported, that word makes cairnd take it for one. */
+#define AGENT_ROLE_SETTLE_US 1000000LL
 
 /* Graceful stop: SIGTERM, then SIGKILL to the process group after this. */
 #define AGENT_STOP_DEADLINE_US 10000000LL

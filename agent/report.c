@@ -33,7 +33,11 @@ json_t *agent_report_engines(const struct engine_binary *bins, size_t n)
 json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
 {
     bool alive = n->pid != 0;
-    bool seen = alive && n->seen.valid;
+    /* Only what was read of this very process: a reading of the one before
+     * a restart says nothing of it. */
+    bool seen = alive && n->seen.valid && n->seen.process_id == n->pid;
+    bool settled = seen && n->healthy_since_us > 0 &&
+                   n->seen.at_us - n->healthy_since_us >= AGENT_ROLE_SETTLE_US;
     const char *engine = n->has_run  ? engine_kind_name(n->run.kind)
                          : n->wanted ? engine_kind_name(n->want.kind)
                                      : NULL;
@@ -53,7 +57,7 @@ json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
     return json_pack("{s:s, s:o, s:s, s:i, s:o, s:s, s:o, s:o, s:o, s:b, s:b, s:i, s:o}", "node_id",
                      n->id, "pid", alive ? json_integer(n->pid) : json_null(), "status",
                      agent_converge_state_name(n->state), "port", port, "role",
-                     seen ? json_string(n->seen.replica ? "replica" : "primary") : json_null(),
+                     settled ? json_string(n->seen.replica ? "replica" : "primary") : json_null(),
                      "engine", engine, "version", version ? json_string(version) : json_null(),
                      "replication_offset",
                      seen && n->seen.has_offset ? json_integer(n->seen.offset) : json_null(),

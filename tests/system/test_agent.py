@@ -236,7 +236,10 @@ def test_desired_engine_is_started_and_answers_ping(stack):
     a = stack.agent()
     hid = stack.host_id(a)
     nid = stack.add_node(hid, engine="valkey", version="8.0")
-    node = stack.wait_serving(hid, nid, timeout=10)
+    stack.wait_serving(hid, nid, timeout=10)
+    # Its role comes from a reading taken a second into its run (an engine
+    # says "master" before its replication is set up).
+    node = stack.wait_node(hid, nid, lambda n: n["role"] is not None, 5, "the node's role")
     pid, port = node["pid"], node["port"]
     eq(port, a.ports[0], "the lowest port of the agent's range")
     eq((node["status"], node["running_version"], node["role"], node["restarts"],

@@ -259,24 +259,50 @@ static void test_report_node(void **state)
     struct agent_node n = node_fixture();
 
     (void)state;
-    /* A running replica that INFO has described. */
+    /* A running replica that INFO has described, a second into its run. */
     n.pid = 4242;
     n.state = AGENT_NODE_RUNNING;
+    n.healthy_since_us = 3000000 - AGENT_ROLE_SETTLE_US;
     n.restarts = 2;
     n.seen = (struct agent_observed){.valid = true,
+                                     .process_id = 4242,
                                      .replica = true,
                                      .has_offset = true,
                                      .offset = 99,
                                      .link_up = 1,
                                      .sync_in_progress = true,
                                      .version = "8.0.1",
-                                     .at_us = 1000000};
-    expect_json(agent_report_node(&n, 1250000),
+                                     .at_us = 3000000};
+    expect_json(agent_report_node(&n, 3250000),
                 "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"
                 "\"role\":\"replica\",\"engine\":\"valkey\",\"version\":\"8.0.1\","
                 "\"replication_offset\":99,\"master_link_status\":\"up\","
                 "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
                 "\"observed_ms_ago\":250}");
+
+    /* Read too early in its run, the engine's word on its role is no word:
+     * a cluster-mode replica calls itself master until its cluster cron
+     * has run. Everything else it said stands. */
+    n.healthy_since_us = 3000000 - AGENT_ROLE_SETTLE_US + 1;
+    n.seen.replica = false;
+    expect_json(agent_report_node(&n, 3250000),
+                "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"
+                "\"role\":null,\"engine\":\"valkey\",\"version\":\"8.0.1\","
+                "\"replication_offset\":99,\"master_link_status\":\"up\","
+                "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
+                "\"observed_ms_ago\":250}");
+
+    /* Restarted (a new pid) with only the old process's reading: none of it
+     * is this process's. */
+    n.healthy_since_us = 3000000 - AGENT_ROLE_SETTLE_US;
+    n.pid = 4343;
+    expect_json(agent_report_node(&n, 3250000),
+                "{\"node_id\":\"" ID "\",\"pid\":4343,\"status\":\"running\",\"port\":7001,"
+                "\"role\":null,\"engine\":\"valkey\",\"version\":\"8.0.1\","
+                "\"replication_offset\":null,\"master_link_status\":null,"
+                "\"sync_in_progress\":false,\"loading\":false,\"restarts\":2,"
+                "\"observed_ms_ago\":null}");
+    n.pid = 4242;
 
     /* Just started: nothing from INFO yet, the binary's version stands in. */
     n.state = AGENT_NODE_STARTING;
