@@ -547,6 +547,24 @@ class Instance:
         return self.pg.psql(sql, self.dbname)
 
 
+def drain(sock, timeout):
+    """Everything the peer sends on sock until it closes the connection:
+    (bytes, closed), closed False when it is still open after `timeout`
+    seconds of silence."""
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data, True
+            data += chunk
+    except socket.timeout:
+        return data, False
+    except ConnectionResetError:
+        return data, True
+
+
 def raw_http(port, head, body=b"", piece=65536, timeout=10.0):
     """Send a hand-written HTTP/1.1 request and read one response.
 

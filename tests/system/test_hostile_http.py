@@ -3,7 +3,6 @@ exactly as they were: each is answered with a problem document (or a close),
 and cairnd goes on serving."""
 
 import json
-import os
 import socket
 import time
 
@@ -24,18 +23,12 @@ def alive(inst):
 
 def raw(port, data, timeout=5.0):
     """Send raw bytes on a new connection; return everything the server sent
-    until it closed the connection or went quiet for `timeout` seconds."""
+    until it closed the connection, ending with b"<quiet>" when it was still
+    open after `timeout` seconds of silence."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(data)
-        out = b""
-        try:
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    return out
-                out += chunk
-        except socket.timeout:
-            return out + b"<quiet>"
+        out, closed = harness.drain(s, timeout)
+        return out if closed else out + b"<quiet>"
 
 
 def parse(answer):

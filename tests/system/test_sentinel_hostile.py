@@ -26,6 +26,7 @@ import redis
 import agents
 import clusters
 import expect
+import harness
 from clusters import password, wait_available, wait_until
 from expect import eq
 
@@ -100,25 +101,8 @@ def ask(s, *args):
     return read_line(s)
 
 
-def drain(s, timeout):
-    """What the server says on s until it closes it: (bytes, closed), closed
-    False when it is still open after timeout s."""
-    s.settimeout(timeout)
-    data = b""
-    try:
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                return data, True
-            data += chunk
-    except socket.timeout:
-        return data, False
-    except ConnectionResetError:
-        return data, True
-
-
 def closed_by_server(s, timeout):
-    return drain(s, timeout)[1]
+    return harness.drain(s, timeout)[1]
 
 
 def send_quietly(s, data):
@@ -156,7 +140,7 @@ def test_array_count_flood_leaves_the_listener_responsive(stack, group, sockets)
     eq(found, primary, "the primary, discovered")
     assert took < 1, f"the listener took {took:.2f} s to answer"
     told = b"-ERR Protocol error: array of 2147483647 elements, more than 64\r\n"
-    answers = [drain(s, 2) for s in hostile[1::2]]
+    answers = [harness.drain(s, 2) for s in hostile[1::2]]
     assert all(closed for _, closed in answers), "a connection sending *2147483647 stays open"
     # Each is told why, unless it was closed first to make room for others.
     assert {said for said, _ in answers} <= {told, b""}, answers
@@ -260,7 +244,7 @@ def test_connection_caps(stack, group, sockets):
         """A new connection: b"" when admitted (then authenticated), else
         what the listener said before closing it."""
         s = sockets()
-        said, closed = drain(s, 0.3)
+        said, closed = harness.drain(s, 0.3)
         if closed:
             return s, said
         eq(ask(s, "AUTH", pw), b"+OK\r\n", "AUTH on an admitted connection")
