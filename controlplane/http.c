@@ -723,8 +723,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * spares reading it, but costs the connection) or the request is
          * malformed. Otherwise replying on the final call keeps the
          * connection alive. */
-        bool admitted = admit(req);
-        if (!(admitted && preflight(srv, req)) && (!admitted || has_body(conn)))
+        if (!admit(req))
+            return queue_reply(req);
+        if (!preflight(srv, req) && has_body(conn))
             return queue_reply(req);
         return MHD_YES;
     }

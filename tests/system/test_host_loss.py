@@ -140,6 +140,14 @@ def watch_healthy(stack, seconds, what):
         time.sleep(0.1)
 
 
+def nothing_lost_or_failed_over(stack, cid, primary, since, what):
+    """No host lost since `since`, no failover of group cid, and its primary
+    is still `primary`, after `what`."""
+    eq(losses(stack, since), [], f"hosts lost after {what}")
+    eq(failover_events(stack, cid), [], f"failovers after {what}")
+    eq(primary_id(clusters.get(stack.api, cid)), primary, f"the primary after {what}")
+
+
 def test_restart_after_a_long_pause_loses_no_host_and_fails_nothing_over(stack, cleanup):
     """cairnd killed for 1.5 heartbeat timeouts, then started again: the
     agents reconnect, no host is lost and the group keeps its primary."""
@@ -150,9 +158,7 @@ def test_restart_after_a_long_pause_loses_no_host_and_fails_nothing_over(stack, 
     took = wait_reported(stack, back, "the restart")
     watch_healthy(stack, WATCH_S, "after the restart")
 
-    eq(losses(stack, killed), [], "hosts lost after the restart")
-    eq(failover_events(stack, cid), [], "failovers after the restart")
-    eq(primary_id(clusters.get(stack.api, cid)), primary, "the primary after the restart")
+    nothing_lost_or_failed_over(stack, cid, primary, killed, "the restart")
     print(f"\ncairnd down {back - killed:.2f} s (heartbeat timeout {HEARTBEAT_S} s); every agent "
           f"synced {took:.2f} s after it answered again; no host lost")
 
@@ -197,9 +203,7 @@ def test_database_outage_loses_no_host(stack, cleanup):
     took = wait_reported(stack, back, "the outage")
     watch_healthy(stack, WATCH_S, "after the outage")
 
-    eq(losses(stack, stopped), [], "hosts lost after the outage")
-    eq(failover_events(stack, cid), [], "failovers after the outage")
-    eq(primary_id(clusters.get(stack.api, cid)), primary, "the primary after the outage")
+    nothing_lost_or_failed_over(stack, cid, primary, stopped, "the outage")
     print(f"\nPostgreSQL down {back - stopped:.2f} s; every agent synced {took:.2f} s after it "
           f"was back; no host lost")
 
