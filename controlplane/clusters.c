@@ -204,57 +204,35 @@ static const struct db_stmt set_available = {
 static const struct db_stmt set_status = {
     "UPDATE clusters SET status = $2, updated_at = now() WHERE id = $1"};
 
-struct milestone {
-    const char *id, *op_id, *code, *error;
-    const char *status; /* failures: the cluster's status after, or NULL to keep it */
-};
-
-static enum db_status available_fn(struct db_conn *conn, void *arg)
+enum db_status cluster_mark_available(struct db_conn *conn, const char *cluster_id,
+                                      const char *op_id)
 {
-    struct milestone *m = arg;
-    const char *params[1] = {m->id};
+    const char *params[1] = {cluster_id};
     enum db_status st;
     PQclear(db_query(conn, &set_available, 1, params, &st));
     if (st != DB_OK)
         return st;
-    return cluster_add_event(conn, m->id, m->op_id, "ClusterAvailable", "info",
+    return cluster_add_event(conn, cluster_id, op_id, "ClusterAvailable", "info",
                              "the cluster is available", NULL);
 }
 
-bool cluster_mark_available(struct app *app, const char *cluster_id, const char *op_id, char *err,
-                            size_t errsize)
+enum db_status cluster_mark_failed(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                                   const char *code, const char *error, const char *status)
 {
-    struct milestone m = {cluster_id, op_id, NULL, NULL, NULL};
-    bool ok = db_tx(app->db, DB_READ_COMMITTED, available_fn, &m) == DB_OK;
-    if (!ok)
-        snprintf(err, errsize, "could not record that the cluster is available");
-    return ok;
-}
-
-static enum db_status failed_fn(struct db_conn *conn, void *arg)
-{
-    struct milestone *m = arg;
-    const char *params[2] = {m->id, m->status};
+    const char *params[2] = {cluster_id, status};
     enum db_status st = DB_OK;
     char *detail = NULL;
-    json_t *d = json_pack("{s:s, s:s}", "code", m->code, "message", m->error);
+    json_t *d = json_pack("{s:s, s:s}", "code", code, "message", error);
 
-    if (m->status != NULL)
+    if (status != NULL)
         PQclear(db_query(conn, &set_status, 2, params, &st));
     if (st == DB_OK) {
         detail = json_dumps(d, JSON_COMPACT);
-        st = cluster_add_event(conn, m->id, m->op_id, "OperationFailed", "error", m->error, detail);
+        st = cluster_add_event(conn, cluster_id, op_id, "OperationFailed", "error", error, detail);
     }
     free(detail);
     json_decref(d);
     return st;
-}
-
-void cluster_mark_failed(struct app *app, const char *cluster_id, const char *op_id,
-                         const char *code, const char *error, const char *status)
-{
-    struct milestone m = {cluster_id, op_id, code, error, status};
-    (void)db_tx(app->db, DB_READ_COMMITTED, failed_fn, &m);
 }
 
 /* ---- delete steps ------------------------------------------------------------ */
@@ -279,14 +257,9 @@ static enum db_status exec1(struct db_conn *conn, const struct db_stmt *stmt, co
     return st;
 }
 
-static enum db_status mark_deleted_fn(struct db_conn *conn, void *arg)
+enum db_status cluster_nodes_mark_deleted(struct db_conn *conn, const char *cluster_id)
 {
-    return exec1(conn, &mark_deleted, arg);
-}
-
-bool cluster_nodes_mark_deleted(struct app *app, const char *cluster_id)
-{
-    return db_tx(app->db, DB_READ_COMMITTED, mark_deleted_fn, (void *)cluster_id) == DB_OK;
+    return exec1(conn, &mark_deleted, cluster_id);
 }
 
 struct count_call {
@@ -315,20 +288,13 @@ int cluster_nodes_remaining(struct app *app, const char *cluster_id)
     return db_tx(app->db, DB_READ_COMMITTED, remaining_fn, &c) == DB_OK ? c.left : -1;
 }
 
-static enum db_status drop_fn(struct db_conn *conn, void *arg)
+enum db_status cluster_drop(struct db_conn *conn, const char *cluster_id, const char *op_id)
 {
-    struct milestone *m = arg;
-    enum db_status st = exec1(conn, &drop, m->id);
+    enum db_status st = exec1(conn, &drop, cluster_id);
     if (st != DB_OK)
         return st;
-    return cluster_add_event(conn, m->id, m->op_id, "ClusterDeleted", "info",
+    return cluster_add_event(conn, cluster_id, op_id, "ClusterDeleted", "info",
                              "the cluster was deleted", NULL);
-}
-
-bool cluster_drop(struct app *app, const char *cluster_id, const char *op_id)
-{
-    struct milestone m = {cluster_id, op_id, NULL, NULL, NULL};
-    return db_tx(app->db, DB_READ_COMMITTED, drop_fn, &m) == DB_OK;
 }
 
 /* ---- create ---------------------------------------------------------------- */
@@ -1003,33 +969,21 @@ static const struct db_stmt parameters_done = {
     "      'applies', 'at each node''s next restart')) END"
     " WHERE id = $1"};
 
-struct params_call {
-    const char *id, *op_id, *restart_needed;
-};
-
-static enum db_status params_done_fn(struct db_conn *conn, void *arg)
-{
-    struct params_call *c = arg;
-    const char *params[2] = {c->id, c->restart_needed};
-    enum db_status st;
-    PQclear(db_query(conn, &parameters_done, 2, params, &st));
-    if (st != DB_OK)
-        return st;
-    char *detail = xasprintf("{\"restart_needed\": %s}", c->restart_needed);
-    st = cluster_add_event(conn, c->id, c->op_id, "ParametersApplied", "info",
-                           "the cluster's parameters were applied", detail);
-    free(detail);
-    return st;
-}
-
-bool cluster_parameters_applied(struct app *app, const char *cluster_id, const char *op_id,
-                                const json_t *restart_needed)
+enum db_status cluster_parameters_applied(struct db_conn *conn, const char *cluster_id,
+                                          const char *op_id, const json_t *restart_needed)
 {
     char *text = json_dumps(restart_needed, JSON_COMPACT);
-    struct params_call c = {cluster_id, op_id, text};
-    bool ok = db_tx(app->db, DB_READ_COMMITTED, params_done_fn, &c) == DB_OK;
+    const char *params[2] = {cluster_id, text};
+    enum db_status st;
+    PQclear(db_query(conn, &parameters_done, 2, params, &st));
+    if (st == DB_OK) {
+        char *detail = xasprintf("{\"restart_needed\": %s}", text);
+        st = cluster_add_event(conn, cluster_id, op_id, "ParametersApplied", "info",
+                               "the cluster's parameters were applied", detail);
+        free(detail);
+    }
     free(text);
-    return ok;
+    return st;
 }
 
 /* ---- observed roles ----------------------------------------------------------- */
@@ -1147,15 +1101,11 @@ static const struct db_stmt swap_roles = {
     "  reported_at = now(), role_observed_at = now()"
     " WHERE id IN ($1::uuid, $2::uuid)"};
 
-struct done_call {
-    const char *id, *op_id, *previous, *target;
-    long long pause_ms;
-};
-
-static enum db_status failover_done_fn(struct db_conn *conn, void *arg)
+enum db_status cluster_failover_done(struct db_conn *conn, const char *cluster_id,
+                                     const char *op_id, const char *previous, const char *target,
+                                     long long pause_ms)
 {
-    struct done_call *c = arg;
-    const char *params[2] = {c->previous, c->target};
+    const char *params[2] = {previous, target};
     enum db_status st;
 
     PQclear(db_query(conn, &swap_roles, 2, params, &st));
@@ -1163,19 +1113,12 @@ static enum db_status failover_done_fn(struct db_conn *conn, void *arg)
         return st;
     char *detail = xasprintf("{\"from\": \"%s\", \"to\": \"%s\", \"write_pause_ms\": %lld, "
                              "\"planned\": true}",
-                             c->previous, c->target, c->pause_ms);
-    char *message = xasprintf("planned failover done; writes paused for %lld ms", c->pause_ms);
-    st = cluster_add_event(conn, c->id, c->op_id, "FailoverComplete", "info", message, detail);
+                             previous, target, pause_ms);
+    char *message = xasprintf("planned failover done; writes paused for %lld ms", pause_ms);
+    st = cluster_add_event(conn, cluster_id, op_id, "FailoverComplete", "info", message, detail);
     free(detail);
     free(message);
     return st;
-}
-
-bool cluster_failover_done(struct app *app, const char *cluster_id, const char *op_id,
-                           const char *previous, const char *target, long long pause_ms)
-{
-    struct done_call c = {cluster_id, op_id, previous, target, pause_ms};
-    return db_tx(app->db, DB_READ_COMMITTED, failover_done_fn, &c) == DB_OK;
 }
 
 /* ---- node replacement ------------------------------------------------------------ */
@@ -1322,33 +1265,22 @@ static const struct db_stmt joined_node = {
     "UPDATE nodes SET role = 'replica', observed_role = 'replica', master_link_status = 'up',"
     "  sync_in_progress = false, role_observed_at = now() WHERE id = $1::uuid"};
 
-struct joined_call {
-    const char *cluster_id, *op_id, *dead_id, *new_id;
-};
-
-static enum db_status joined_fn(struct db_conn *conn, void *arg)
+enum db_status cluster_replacement_done(struct db_conn *conn, const char *cluster_id,
+                                        const char *op_id, const char *dead_id, const char *new_id)
 {
-    const struct joined_call *c = arg;
-    const char *params[1] = {c->new_id};
+    const char *params[1] = {new_id};
     enum db_status st;
 
     PQclear(db_query(conn, &joined_node, 1, params, &st));
     if (st != DB_OK)
         return st;
-    char *message = xasprintf("node %s replaced node %s and is in sync with its primary", c->new_id,
-                              c->dead_id);
-    json_t *detail = json_pack("{s:s, s:s}", "replaced", c->dead_id, "node_id", c->new_id);
+    char *message =
+        xasprintf("node %s replaced node %s and is in sync with its primary", new_id, dead_id);
+    json_t *detail = json_pack("{s:s, s:s}", "replaced", dead_id, "node_id", new_id);
     char *text = json_dumps(detail, JSON_COMPACT);
-    st = cluster_add_event(conn, c->cluster_id, c->op_id, "NodeReplaced", "info", message, text);
+    st = cluster_add_event(conn, cluster_id, op_id, "NodeReplaced", "info", message, text);
     free(text);
     json_decref(detail);
     free(message);
     return st;
-}
-
-bool cluster_replacement_done(struct app *app, const char *cluster_id, const char *op_id,
-                              const char *dead_id, const char *new_id)
-{
-    struct joined_call c = {cluster_id, op_id, dead_id, new_id};
-    return db_tx(app->db, DB_READ_COMMITTED, joined_fn, &c) == DB_OK;
 }

@@ -56,8 +56,9 @@ long long cluster_now_ms(void);
 
 /* The end of a planned failover: record the roles the engines confirmed
  * and a FailoverComplete event with the write pause. */
-bool cluster_failover_done(struct app *app, const char *cluster_id, const char *op_id,
-                           const char *previous, const char *target, long long pause_ms);
+enum db_status cluster_failover_done(struct db_conn *conn, const char *cluster_id,
+                                     const char *op_id, const char *previous, const char *target,
+                                     long long pause_ms);
 
 enum cluster_failover_result {
     CLUSTER_FAILOVER_QUEUED,
@@ -79,19 +80,21 @@ enum cluster_failover_result cluster_failover(struct app *app, const char *clust
  * having confirmed it), replicas linked, nothing loading or syncing. */
 bool cluster_roles_observed(struct app *app, const struct cluster_nodes *nodes);
 
-/* Create-operation milestones; each records its event. */
-bool cluster_mark_available(struct app *app, const char *cluster_id, const char *op_id, char *err,
-                            size_t errsize);
+/* Operation milestones, written in the transaction that records the step
+ * (runner.h); each records its event. The cluster is available, at the
+ * version its nodes run. */
+enum db_status cluster_mark_available(struct db_conn *conn, const char *cluster_id,
+                                      const char *op_id);
 /* Record an OperationFailed event; status (e.g. "create-failed") becomes
  * the cluster's status unless NULL. */
-void cluster_mark_failed(struct app *app, const char *cluster_id, const char *op_id,
-                         const char *code, const char *error, const char *status);
+enum db_status cluster_mark_failed(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                                   const char *code, const char *error, const char *status);
 
 /* The end of an apply_parameters operation: available again, and
  * pending_changes keeps only the parameters (names in restart_needed, a
  * JSON array) that wait for each node's next restart. */
-bool cluster_parameters_applied(struct app *app, const char *cluster_id, const char *op_id,
-                                const json_t *restart_needed);
+enum db_status cluster_parameters_applied(struct db_conn *conn, const char *cluster_id,
+                                          const char *op_id, const json_t *restart_needed);
 
 /* Node replacement. cluster_replacement_place() places a new replica in the
  * dead node's shard by the scheduler's rules, on a healthy host, and marks
@@ -107,15 +110,15 @@ bool cluster_replacement_place(struct app *app, const char *cluster_id, const ch
                                const char *dead_id, struct cluster_replacement *out, char *err,
                                size_t errsize);
 /* The new node is in sync: record its role and a NodeReplaced event. */
-bool cluster_replacement_done(struct app *app, const char *cluster_id, const char *op_id,
-                              const char *dead_id, const char *new_id);
+enum db_status cluster_replacement_done(struct db_conn *conn, const char *cluster_id,
+                                        const char *op_id, const char *dead_id, const char *new_id);
 
 /* Delete-operation steps. cluster_nodes_remaining() drops the rows of nodes
  * on lost hosts and returns how many nodes are left, or -1 on a database
- * error. */
-bool cluster_nodes_mark_deleted(struct app *app, const char *cluster_id);
+ * error. The other two are step commits (runner.h). */
+enum db_status cluster_nodes_mark_deleted(struct db_conn *conn, const char *cluster_id);
 int cluster_nodes_remaining(struct app *app, const char *cluster_id);
-bool cluster_drop(struct app *app, const char *cluster_id, const char *op_id);
+enum db_status cluster_drop(struct db_conn *conn, const char *cluster_id, const char *op_id);
 
 enum cluster_create_result {
     CLUSTER_CREATED,      /* placed, stored, create operation queued */

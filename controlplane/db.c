@@ -3,8 +3,10 @@
 #define _GNU_SOURCE
 #include "db.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +272,68 @@ PGresult *db_query_formats(struct db_conn *c, const struct db_stmt *stmt, int np
         return NULL;
     }
     return res;
+}
+
+void db_param_text(struct db_params *p, const char *value)
+{
+    assert(p->n < DB_MAX_PARAMS);
+    p->values[p->n++] = value;
+}
+
+static void param_number(struct db_params *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void param_number(struct db_params *p, const char *fmt, ...)
+{
+    va_list ap;
+    assert(p->n < DB_MAX_PARAMS);
+    va_start(ap, fmt);
+    vsnprintf(p->numbers[p->n], sizeof(p->numbers[p->n]), fmt, ap);
+    va_end(ap);
+    p->values[p->n] = p->numbers[p->n];
+    p->n++;
+}
+
+void db_param_int(struct db_params *p, long long value)
+{
+    param_number(p, "%lld", value);
+}
+
+void db_param_bool(struct db_params *p, bool value)
+{
+    db_param_text(p, value ? "true" : "false");
+}
+
+/* %.17g: every double reads back as itself. */
+void db_param_double(struct db_params *p, double value)
+{
+    param_number(p, "%.17g", value);
+}
+
+PGresult *db_query_params(struct db_conn *conn, const struct db_stmt *stmt,
+                          const struct db_params *p, enum db_status *status)
+{
+    return db_query(conn, stmt, p->n, p->values, status);
+}
+
+long long db_int(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? 0 : strtoll(PQgetvalue(res, row, col), NULL, 10);
+}
+
+bool db_bool(const PGresult *res, int row, int col)
+{
+    return !PQgetisnull(res, row, col) && PQgetvalue(res, row, col)[0] == 't';
+}
+
+double db_double(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? 0.0 : strtod(PQgetvalue(res, row, col), NULL);
+}
+
+const char *db_text(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
 }
 
 enum db_status db_exec(struct db_conn *c, const char *sql)

@@ -60,6 +60,37 @@ PGresult *db_query_formats(struct db_conn *conn, const struct db_stmt *stmt, int
                            const char *const *params, const int *lengths, const int *formats,
                            enum db_status *status);
 
+/* Typed parameters, so callers neither print numbers into buffers nor
+ * count slots by hand:
+ *
+ *     struct db_params p = {0};
+ *     db_param_text(&p, cluster_id);
+ *     db_param_int(&p, generation);
+ *     PGresult *res = db_query_params(conn, &stmt, &p, &st);
+ *
+ * $1 is the first parameter added. Numbers are kept in the struct itself;
+ * text is borrowed and must outlive the query. More than DB_MAX_PARAMS is a
+ * bug (asserted). */
+#define DB_MAX_PARAMS 16
+struct db_params {
+    int n;
+    const char *values[DB_MAX_PARAMS];
+    char numbers[DB_MAX_PARAMS][24];
+};
+void db_param_text(struct db_params *p, const char *value); /* NULL: SQL NULL */
+void db_param_int(struct db_params *p, long long value);
+void db_param_bool(struct db_params *p, bool value);
+void db_param_double(struct db_params *p, double value);
+PGresult *db_query_params(struct db_conn *conn, const struct db_stmt *stmt,
+                          const struct db_params *p, enum db_status *status);
+
+/* Typed results: column col of row of res. NULL reads as 0, false, 0.0 or
+ * NULL (db_text); db_text's string belongs to res. */
+long long db_int(const PGresult *res, int row, int col);
+bool db_bool(const PGresult *res, int row, int col);
+double db_double(const PGresult *res, int row, int col);
+const char *db_text(const PGresult *res, int row, int col);
+
 /* Run one or more SQL commands without parameters (BEGIN, a migration). */
 enum db_status db_exec(struct db_conn *conn, const char *sql);
 

@@ -320,25 +320,22 @@ static enum op_result wait_ready(struct op_ctx *ctx)
     return op_wait(ctx, POLL_MS);
 }
 
-static enum op_result mark_available(struct op_ctx *ctx)
+static enum db_status mark_available(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    return cluster_mark_available(ctx->app, ctx->cluster_id, ctx->op_id, ctx->error,
-                                  sizeof(ctx->error))
-               ? OP_NEXT
-               : op_wait(ctx, POLL_MS);
+    return cluster_mark_available(conn, ctx->cluster_id, ctx->op_id);
 }
 
-static void create_failed(struct op_ctx *ctx)
+static enum db_status create_failed(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error,
-                        "create-failed");
+    return cluster_mark_failed(conn, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error,
+                               "create-failed");
 }
 
 /* A delete that cannot finish leaves the cluster deleting; a new DELETE
  * tries again. */
-static void delete_failed(struct op_ctx *ctx)
+static enum db_status delete_failed(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, NULL);
+    return cluster_mark_failed(conn, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, NULL);
 }
 
 /* Slots before the meeting, as valkey-cli does it: a primary that already
@@ -351,7 +348,7 @@ static const struct op_step create_steps[] = {
     {"meet", meet},
     {"replicate", replicate},
     {"wait_ready", wait_ready},
-    {"mark_available", mark_available},
+    {"mark_available", NULL, mark_available},
 };
 
 const struct op_kind op_cluster_create = {
@@ -359,9 +356,9 @@ const struct op_kind op_cluster_create = {
 
 /* ---- delete -------------------------------------------------------------- */
 
-static enum op_result stop_nodes(struct op_ctx *ctx)
+static enum db_status stop_nodes(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    return cluster_nodes_mark_deleted(ctx->app, ctx->cluster_id) ? OP_NEXT : op_wait(ctx, POLL_MS);
+    return cluster_nodes_mark_deleted(conn, ctx->cluster_id);
 }
 
 /* The agents stop the engines and remove their data; cairnd drops a node's
@@ -379,15 +376,15 @@ static enum op_result wait_removed(struct op_ctx *ctx)
                    FORM_WAIT_LIMIT_S);
 }
 
-static enum op_result drop_cluster(struct op_ctx *ctx)
+static enum db_status drop_cluster(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    return cluster_drop(ctx->app, ctx->cluster_id, ctx->op_id) ? OP_NEXT : op_wait(ctx, POLL_MS);
+    return cluster_drop(conn, ctx->cluster_id, ctx->op_id);
 }
 
 static const struct op_step delete_steps[] = {
-    {"stop_nodes", stop_nodes},
+    {"stop_nodes", NULL, stop_nodes},
     {"wait_removed", wait_removed},
-    {"drop_cluster", drop_cluster},
+    {"drop_cluster", NULL, drop_cluster},
 };
 
 const struct op_kind op_cluster_delete = {
@@ -467,30 +464,31 @@ static enum op_result config_set(struct op_ctx *ctx)
     return OP_NEXT;
 }
 
-static enum op_result finish_parameters(struct op_ctx *ctx)
+static enum db_status finish_parameters(struct db_conn *conn, const struct op_ctx *ctx)
 {
     json_t *later = json_object_get(ctx->context, "restart_needed");
     json_t *none = json_array();
-    bool ok = cluster_parameters_applied(ctx->app, ctx->cluster_id, ctx->op_id,
-                                         later != NULL ? later : none);
+    enum db_status st =
+        cluster_parameters_applied(conn, ctx->cluster_id, ctx->op_id, later != NULL ? later : none);
     json_decref(none);
-    return ok ? OP_NEXT : op_wait(ctx, POLL_MS);
+    return st;
 }
 
 /* The cluster serves on as before; its status goes back to available. */
-static void parameters_failed(struct op_ctx *ctx)
+static enum db_status back_to_available(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, "available");
+    return cluster_mark_failed(conn, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error,
+                               "available");
 }
 
 static const struct op_step parameter_steps[] = {
     {"config_set", config_set},
-    {"finish", finish_parameters},
+    {"finish", NULL, finish_parameters},
 };
 
 const struct op_kind op_cluster_apply_parameters = {
     "apply_parameters", parameter_steps, sizeof(parameter_steps) / sizeof(parameter_steps[0]),
-    parameters_failed};
+    back_to_available};
 
 /* ---- planned failover ---------------------------------------------------------- */
 
@@ -520,7 +518,7 @@ static bool observe_shard(const struct ops_topo *t, int shard, struct observed *
     return true;
 }
 
-static const char *context_str(struct op_ctx *ctx, const char *key)
+static const char *context_str(const struct op_ctx *ctx, const char *key)
 {
     return json_string_value(json_object_get(ctx->context, key));
 }
@@ -708,33 +706,33 @@ static enum op_result repoint_replicas(struct op_ctx *ctx)
     return op_wait(ctx, 20);
 }
 
-static enum op_result record_failover(struct op_ctx *ctx)
+static enum op_result measure_pause(struct op_ctx *ctx)
 {
     long long pause = json_integer_value(json_object_get(ctx->context, "switched_ms")) -
                       json_integer_value(json_object_get(ctx->context, "started_ms"));
     json_object_set_new(ctx->context, "write_pause_ms", json_integer(pause));
-    return cluster_failover_done(ctx->app, ctx->cluster_id, ctx->op_id,
-                                 json_string_value(json_object_get(ctx->context, "previous")),
-                                 json_string_value(json_object_get(ctx->context, "target")), pause)
-               ? OP_NEXT
-               : op_wait(ctx, POLL_MS);
+    return OP_NEXT;
 }
 
-static void failover_failed(struct op_ctx *ctx)
+static enum db_status record_failover(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, "available");
+    return cluster_failover_done(
+        conn, ctx->cluster_id, ctx->op_id,
+        json_string_value(json_object_get(ctx->context, "previous")),
+        json_string_value(json_object_get(ctx->context, "target")),
+        json_integer_value(json_object_get(ctx->context, "write_pause_ms")));
 }
 
 static const struct op_step failover_steps[] = {
     {"start_failover", start_failover},
     {"wait_switch", wait_switch},
-    {"record", record_failover},
+    {"record", measure_pause, record_failover},
     {"repoint_replicas", repoint_replicas},
 };
 
 const struct op_kind op_cluster_failover = {"failover", failover_steps,
                                             sizeof(failover_steps) / sizeof(failover_steps[0]),
-                                            failover_failed};
+                                            back_to_available};
 
 enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub)
 {
@@ -915,23 +913,21 @@ static enum op_result forget_dead(struct op_ctx *ctx)
     return op_wait(ctx, 200);
 }
 
-static enum op_result finish_replacement(struct op_ctx *ctx)
+static enum db_status finish_replacement(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    return cluster_replacement_done(ctx->app, ctx->cluster_id, ctx->op_id, context_str(ctx, "node"),
-                                    context_str(ctx, "new"))
-               ? OP_NEXT
-               : op_wait(ctx, POLL_MS);
+    return cluster_replacement_done(conn, ctx->cluster_id, ctx->op_id, context_str(ctx, "node"),
+                                    context_str(ctx, "new"));
 }
 
 /* The cluster serves on with one node fewer; the monitor tries again. */
-static void replacement_failed(struct op_ctx *ctx)
+static enum db_status replacement_failed(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    cluster_mark_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, NULL);
+    return cluster_mark_failed(conn, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, NULL);
 }
 
 static const struct op_step replace_steps[] = {
-    {"place", place_replacement}, {"wait_engine", wait_new_engine}, {"join", join_replacement},
-    {"forget_dead", forget_dead}, {"finish", finish_replacement},
+    {"place", place_replacement}, {"wait_engine", wait_new_engine},     {"join", join_replacement},
+    {"forget_dead", forget_dead}, {"finish", NULL, finish_replacement},
 };
 
 const struct op_kind op_cluster_replace_node = {"replace_node", replace_steps,

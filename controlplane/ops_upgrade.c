@@ -409,19 +409,22 @@ static enum op_result upgrade_shards(struct op_ctx *ctx)
     return op_wait(ctx, wait < 0 ? 0 : wait);
 }
 
-static enum op_result finish(struct op_ctx *ctx)
+static enum op_result measure(struct op_ctx *ctx)
 {
     long long took =
         cluster_now_ms() - json_integer_value(json_object_get(ctx->context, "started_ms"));
     json_object_set_new(ctx->context, "duration_ms", json_integer(took));
-    return upgrade_done(ctx->app, ctx->cluster_id, ctx->op_id, ctx->context)
-               ? OP_NEXT
-               : op_wait(ctx, POLL_MS);
+    return OP_NEXT;
+}
+
+static enum db_status finish(struct db_conn *conn, const struct op_ctx *ctx)
+{
+    return upgrade_done(conn, ctx->cluster_id, ctx->op_id, ctx->context);
 }
 
 /* Nothing upgraded yet (a failed check, the first node rolled back): the
  * spec goes back to what runs, so the cluster is as it was. */
-static void failed(struct op_ctx *ctx)
+static enum db_status failed(struct db_conn *conn, const struct op_ctx *ctx)
 {
     json_int_t upgraded = json_integer_value(json_object_get(ctx->context, "nodes_done"));
     const char *key;
@@ -429,14 +432,14 @@ static void failed(struct op_ctx *ctx)
     json_object_foreach (json_object_get(ctx->context, "lanes"), key, lane) {
         upgraded += json_integer_value(json_object_get(lane, "nodes_done"));
     }
-    upgrade_failed(ctx->app, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, ctx->context,
-                   upgraded == 0);
+    return upgrade_failed(conn, ctx->cluster_id, ctx->op_id, ctx->code, ctx->error, ctx->context,
+                          upgraded == 0);
 }
 
 static const struct op_step upgrade_steps[] = {
     {"precheck", precheck},
     {"upgrade_shards", upgrade_shards},
-    {"finish", finish},
+    {"finish", measure, finish},
 };
 
 const struct op_kind op_cluster_upgrade_engine = {

@@ -3,7 +3,11 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "jspec.h"
 
 static const struct problem_info registry[PROBLEM_COUNT] = {
 #define PROBLEM_ROW(code, status, title) [PROBLEM_##code] = {#code, status, title, NULL},
@@ -45,4 +49,32 @@ enum problem_code problem_by_code(const char *name)
         if (strcmp(problem_info((enum problem_code)i)->code, name) == 0)
             return (enum problem_code)i;
     return PROBLEM_INTERNAL_ERROR;
+}
+
+bool problem_set(struct problem *p, enum problem_code code, const char *fmt, ...)
+{
+    va_list ap;
+    p->set = true;
+    p->code = code;
+    va_start(ap, fmt);
+    vsnprintf(p->detail, sizeof(p->detail), fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+void problem_field(struct problem *p, const char *field, const char *message)
+{
+    if (p->errors == NULL)
+        p->errors = json_array();
+    jspec_error(p->errors, field, message);
+    if (!p->set) {
+        p->set = true;
+        p->code = PROBLEM_VALIDATION_FAILED;
+    }
+}
+
+void problem_clear(struct problem *p)
+{
+    json_decref(p->errors);
+    memset(p, 0, sizeof(*p));
 }

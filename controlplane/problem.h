@@ -6,6 +6,9 @@
 #ifndef CAIRN_PROBLEM_H
 #define CAIRN_PROBLEM_H
 
+#include <jansson.h>
+#include <stdbool.h>
+
 #define PROBLEM_CODES(X)                                                                           \
     X(MALFORMED_REQUEST, 400, "Request line or headers are malformed")                             \
     X(MALFORMED_JSON, 400, "Request body is not valid JSON")                                       \
@@ -55,6 +58,30 @@ struct problem_info {
     const char *title; /* short human summary */
     const char *type;  /* "urn:cairn:problem:validation-failed" */
 };
+
+/* What went wrong, as domain code says it and the API replies it: a code
+ * from the registry, a detail for people, and for VALIDATION_FAILED the
+ * failing fields. A function that can refuse takes a struct problem * and
+ * fills it when it returns false (or, inside a transaction, DB_REFUSED);
+ * the handler replies with http_reply_error(). Start from {0}; a problem
+ * holding errors is freed by http_reply_error() or problem_clear(). */
+struct problem {
+    bool set;
+    enum problem_code code;
+    char detail[512];
+    json_t *errors; /* [{field, message}], or NULL */
+};
+
+/* Fill p (replacing what it held, errors kept) and return false, so that a
+ * refusal reads `return problem_set(p, PROBLEM_X, "...")`. */
+bool problem_set(struct problem *p, enum problem_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Add a failing field; p becomes VALIDATION_FAILED unless it is set. */
+void problem_field(struct problem *p, const char *field, const char *message);
+
+/* Release what p holds and zero it. */
+void problem_clear(struct problem *p);
 
 /* The registry entry for code; never NULL for a valid code. */
 const struct problem_info *problem_info(enum problem_code code);

@@ -133,13 +133,22 @@ static enum db_status claim_fn(struct db_conn *conn, void *arg)
 
 struct record_call {
     const char *const *params;
+    op_commit_fn effect; /* the step's commit() or the kind's failed(), or NULL */
+    const struct op_ctx *ctx;
 };
 
+/* The step's effect and its record, together; nothing if the lease is gone. */
 static enum db_status record_fn(struct db_conn *conn, void *arg)
 {
     struct record_call *rc = arg;
-    enum db_status st;
+    enum db_status st = DB_OK;
+    if (rc->effect != NULL)
+        st = rc->effect(conn, rc->ctx);
+    if (st != DB_OK)
+        return st;
     PGresult *res = db_query(conn, &record, 12, rc->params, &st);
+    if (res != NULL && strcmp(PQcmdTuples(res), "1") != 0)
+        st = DB_NOT_FOUND; /* the operation is no longer leased to us */
     PQclear(res);
     return st;
 }
@@ -154,6 +163,7 @@ static void run_step(struct runner *r, struct claimed *c)
                          .context = c->context,
                          .step = c->step};
     enum op_result result;
+    op_commit_fn effect = NULL;
     char started[80], next[16], progress[16], wait[16];
     const char *state = "running", *step_name = NULL, *done_name = NULL;
 
@@ -166,8 +176,11 @@ static void run_step(struct runner *r, struct claimed *c)
         result = op_fail(&ctx, "UNKNOWN_OPERATION", "this cairnd cannot run %s step %d", c->kind,
                          c->step);
     } else {
-        step_name = kind->steps[c->step].name;
-        result = kind->steps[c->step].run(&ctx);
+        const struct op_step *s = &kind->steps[c->step];
+        step_name = s->name;
+        result = s->run != NULL ? s->run(&ctx) : OP_NEXT;
+        if (result == OP_NEXT)
+            effect = s->commit;
     }
     int step = c->step;
     if (result == OP_NEXT) {
@@ -184,8 +197,8 @@ static void run_step(struct runner *r, struct claimed *c)
         done_name = step_name;
         log_warn("operation failed", "operation=%s kind=%s step=%s code=%s error=\"%s\"", c->id,
                  c->kind, step_name ? step_name : "-", ctx.code, ctx.error);
-        if (kind != NULL && kind->failed != NULL)
-            kind->failed(&ctx);
+        if (kind != NULL)
+            effect = kind->failed;
     }
     if (result == OP_WAIT)
         json_object_set_new(c->context, "step_started_at", json_string(started));
@@ -202,11 +215,11 @@ static void run_step(struct runner *r, struct claimed *c)
         c->id,     r->owner,  next,     context_text, done_name,
         started,   step_name, progress, state,        result == OP_FAILED ? ctx.code : NULL,
         ctx.error, wait};
-    struct record_call rc = {params};
+    struct record_call rc = {params, effect, &ctx};
     enum db_status st = db_tx(r->app->db, DB_READ_COMMITTED, record_fn, &rc);
     if (st != DB_OK)
-        log_warn("could not record an operation step; another runner will redo it", "operation=%s",
-                 c->id);
+        log_warn("could not record an operation step; it runs again", "operation=%s step=%s", c->id,
+                 done_name != NULL ? done_name : "-");
     free(context_text);
 }
 

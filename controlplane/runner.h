@@ -7,7 +7,16 @@
  * still holding the lease; a runner that dies loses its lease and another
  * cairnd (or the same one restarted) resumes the operation at the recorded
  * step. A step must therefore be safe to run again: it checks before it
- * acts. */
+ * acts.
+ *
+ * A step has two halves. run() acts on the world outside the database
+ * (engines, agents' desired sets) and decides: next, wait or fail. commit()
+ * writes the step's effect on the store, and runs in the same transaction
+ * that records the step as done -- so a reader never sees a cluster marked
+ * available while its create still runs, and a runner that dies between the
+ * two leaves neither. A kind's failed() runs in the transaction that records
+ * the failure, for the same reason. If the lease was lost meanwhile, the
+ * whole transaction rolls back and the new holder redoes the step. */
 #ifndef CAIRN_RUNNER_H
 #define CAIRN_RUNNER_H
 
@@ -15,6 +24,7 @@
 #include <stdbool.h>
 
 #include "app.h"
+#include "db.h"
 
 enum op_result {
     OP_NEXT,   /* the step is done: go on to the next one */
@@ -35,9 +45,15 @@ struct op_ctx {
     char code[64];   /* OP_FAILED: a stable code, e.g. ENGINE_START_FAILED */
 };
 
+/* A step's store half: DB_OK to record the step, anything else rolls the
+ * record back and the step runs again later. It may run more than once
+ * (serialization retries), so it only reads ctx. */
+typedef enum db_status (*op_commit_fn)(struct db_conn *conn, const struct op_ctx *ctx);
+
 struct op_step {
     const char *name;
-    enum op_result (*run)(struct op_ctx *ctx);
+    enum op_result (*run)(struct op_ctx *ctx); /* NULL: nothing outside the store; OP_NEXT */
+    op_commit_fn commit;                       /* after OP_NEXT, may be NULL */
 };
 
 /* A kind of operation: its steps, and what happens when it ends. */
@@ -45,7 +61,7 @@ struct op_kind {
     const char *name; /* operations.kind */
     const struct op_step *steps;
     int nsteps;
-    void (*failed)(struct op_ctx *ctx); /* after OP_FAILED, may be NULL */
+    op_commit_fn failed; /* after OP_FAILED, may be NULL */
 };
 
 struct runner;

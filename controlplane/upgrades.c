@@ -515,10 +515,11 @@ static enum db_status done_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
-bool upgrade_done(struct app *app, const char *cluster_id, const char *op_id, const json_t *context)
+enum db_status upgrade_done(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                            const json_t *context)
 {
     struct milestone_call c = {cluster_id, op_id, context, NULL, NULL, false};
-    return db_tx(app->db, DB_READ_COMMITTED, done_fn, &c) == DB_OK;
+    return done_fn(conn, &c);
 }
 
 static const struct db_stmt set_failed = {
@@ -547,12 +548,12 @@ static enum db_status failed_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
-void upgrade_failed(struct app *app, const char *cluster_id, const char *op_id, const char *code,
-                    const char *error, const json_t *context, bool rolled_back)
+enum db_status upgrade_failed(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                              const char *code, const char *error, const json_t *context,
+                              bool rolled_back)
 {
     struct milestone_call c = {cluster_id, op_id, context, code, error, rolled_back};
-    if (db_tx(app->db, DB_READ_COMMITTED, failed_fn, &c) != DB_OK)
-        log_warn("could not record the end of a failed upgrade", "cluster=%s", cluster_id);
+    return failed_fn(conn, &c);
 }
 
 /* ---- the upgrade report ------------------------------------------------------------ */

@@ -68,12 +68,15 @@ bool upgrade_node_set_engine(struct app *app, const char *node_id, const char *e
                              const char *version);
 void upgrade_node_done(struct app *app, const char *cluster_id, const char *op_id,
                        const char *node_id, const char *running, long long seconds);
-bool upgrade_done(struct app *app, const char *cluster_id, const char *op_id,
-                  const json_t *context);
+/* The end of an upgrade, in the transaction that records it (runner.h):
+ * available again, with an EngineUpgradeComplete event. */
+enum db_status upgrade_done(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                            const json_t *context);
 /* A failed upgrade: the cluster is available; rolled_back puts the spec's
  * engine and version back to context's "from". */
-void upgrade_failed(struct app *app, const char *cluster_id, const char *op_id, const char *code,
-                    const char *error, const json_t *context, bool rolled_back);
+enum db_status upgrade_failed(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                              const char *code, const char *error, const json_t *context,
+                              bool rolled_back);
 
 /* GET /v1/operations/{id}: the operation, and for an upgrade that has
  * ended its report: the duration, each failover's write pause, and the

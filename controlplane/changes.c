@@ -1,0 +1,138 @@
+/* changes.c -- the field -> change table described in changes.h. */
+#include "changes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ops_cluster.h"
+#include "store.h"
+#include "upgrades.h"
+
+/* multi_az asked of a cluster placed without it holds only if no replica
+ * shares its primary's AZ: the nodes do not move by themselves. */
+static enum db_status multi_az_check(struct db_conn *conn, struct change_request *r,
+                                     struct problem *p)
+{
+    char shard[16], az[64];
+    bool breach = false;
+
+    if (!json_is_true(json_object_get(r->next, "multi_az")) ||
+        json_is_true(json_object_get(r->stored, "multi_az")))
+        return DB_OK;
+    enum db_status st = store_cluster_multi_az_breach(conn, r->cluster_id, &breach, shard,
+                                                      sizeof(shard), az, sizeof(az));
+    if (st != DB_OK || !breach)
+        return st;
+    problem_set(p, PROBLEM_INSUFFICIENT_CAPACITY,
+                "multi_az needs every replica outside its primary's AZ, and shard %s has one in %s "
+                "with its primary; replace that node first",
+                shard, az);
+    return DB_REFUSED;
+}
+
+/* In the order the API documents them. */
+static const struct change_row rows[] = {
+    {"description", CHANGE_AT_ONCE, NULL, true, NULL},
+    {"tags", CHANGE_AT_ONCE, NULL, true, NULL},
+    {"maintenance_window", CHANGE_AT_ONCE, NULL, true, NULL},
+    {"automatic_failover", CHANGE_AT_ONCE, NULL, true, NULL},
+    {"multi_az", CHANGE_AT_ONCE, NULL, true, multi_az_check},
+    {"parameters", CHANGE_BY_OPERATION, &change_op_apply_parameters, false, NULL},
+    {"engine", CHANGE_BY_OPERATION, &change_op_upgrade_engine, false, NULL},
+    {"engine_version", CHANGE_BY_OPERATION, &change_op_upgrade_engine, false, NULL},
+    {"node_type", CHANGE_NOT_YET, NULL, false, NULL},
+    {"num_shards", CHANGE_NOT_YET, NULL, false, NULL},
+    {"replicas_per_shard", CHANGE_NOT_YET, NULL, false, NULL},
+    {"auth_token", CHANGE_NOT_YET, NULL, true, NULL},
+};
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+static const struct change_row immutable = {"", CHANGE_IMMUTABLE, NULL, true, NULL};
+
+const struct change_row *change_row(const char *field)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        if (strcmp(rows[i].field, field) == 0)
+            return &rows[i];
+    return &immutable;
+}
+
+/* Append name to a comma-separated list in buf. */
+static void list_add(char *buf, size_t size, const char *name)
+{
+    size_t used = strlen(buf);
+    snprintf(buf + used, size - used, "%s%s", used > 0 ? ", " : "", name);
+}
+
+bool change_not_yet(const char *fields, struct problem *p)
+{
+    char can[256] = "";
+    for (size_t i = 0; i < NROWS; i++)
+        if (rows[i].how == CHANGE_AT_ONCE || rows[i].how == CHANGE_BY_OPERATION)
+            list_add(can, sizeof(can), rows[i].field);
+    return problem_set(p, PROBLEM_CHANGE_NOT_SUPPORTED_YET,
+                       "this version of Cairn cannot change %s of an existing cluster yet; "
+                       "these can be changed: %s",
+                       fields, can);
+}
+
+static bool refuse_combined(const struct change_plan *plan, const struct change_op *alone,
+                            struct problem *p)
+{
+    char apart[256] = "";
+    for (int i = 0; i < plan->nrows; i++)
+        if (!plan->rows[i]->combines && plan->rows[i]->op != alone)
+            list_add(apart, sizeof(apart), plan->rows[i]->field);
+    if (apart[0] == '\0')
+        return true;
+    return problem_set(p, PROBLEM_COMBINED_CHANGES,
+                       "%s is not combined with changes to %s: make them one at a time so that "
+                       "cause and effect stay apart, or say \"allow_combined_changes\": true",
+                       alone->what, apart);
+}
+
+static void add_op(struct change_plan *plan, const struct change_op *op)
+{
+    for (int i = 0; i < plan->nops; i++)
+        if (plan->ops[i] == op)
+            return;
+    if (plan->nops < CHANGE_MAX_OPS)
+        plan->ops[plan->nops++] = op;
+}
+
+bool change_plan(const json_t *changed, bool allow_combined, struct change_plan *plan,
+                 struct problem *p)
+{
+    const struct change_op *alone = NULL;
+    char not_yet[256] = "";
+    size_t i;
+    json_t *name;
+
+    memset(plan, 0, sizeof(*plan));
+    json_array_foreach (changed, i, name) {
+        const struct change_row *row = change_row(json_string_value(name));
+        if (plan->nrows < (int)(sizeof(plan->rows) / sizeof(plan->rows[0])))
+            plan->rows[plan->nrows++] = row;
+        if (row->op != NULL && row->op->alone)
+            alone = row->op;
+    }
+    if (alone != NULL && !allow_combined && !refuse_combined(plan, alone, p))
+        return false;
+    for (int k = 0; k < plan->nrows; k++) {
+        const char *field = json_string_value(json_array_get(changed, (size_t)k));
+        if (plan->rows[k]->how == CHANGE_IMMUTABLE)
+            problem_field(p, field, "cannot be changed after the cluster is created");
+        else if (plan->rows[k]->how == CHANGE_NOT_YET)
+            list_add(not_yet, sizeof(not_yet), field);
+    }
+    if (p->set)
+        return false;
+    if (not_yet[0] != '\0')
+        return change_not_yet(not_yet, p);
+    if (alone != NULL)
+        add_op(plan, alone); /* its restart carries the rest */
+    for (int k = 0; alone == NULL && k < plan->nrows; k++)
+        if (plan->rows[k]->op != NULL)
+            add_op(plan, plan->rows[k]->op);
+    return true;
+}

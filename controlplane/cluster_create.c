@@ -1,0 +1,177 @@
+/* cluster_create.c -- POST (and PUT of a new) cluster: placed by the
+ * scheduler's rules, stored with its shards, nodes and sealed engine
+ * password, and its create operation queued, in one transaction -- nothing
+ * is left allocated when it cannot be placed. */
+#include "clusters.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_spec.h"
+#include "crypto.h"
+#include "log.h"
+#include "ops_cluster.h"
+#include "runner.h"
+#include "scheduler.h"
+#include "store.h"
+#include "xalloc.h"
+
+#define PASSWORD_BYTES 32
+
+struct create_call {
+    struct app *app;
+    const json_t *spec;
+    const char *spec_text, *password;
+    bool created;
+    char op_id[STORE_UUID_SIZE];
+    struct problem *p;
+};
+
+static const char *spec_str(const json_t *spec, const char *key)
+{
+    return json_string_value(json_object_get(spec, key));
+}
+
+static int spec_int(const json_t *spec, const char *key)
+{
+    return (int)json_integer_value(json_object_get(spec, key));
+}
+
+/* Store shards and nodes as placed (host_of as sched_place() filled it),
+ * then give each host used its nodes' ports. */
+static enum db_status store_layout(struct db_conn *conn, const json_t *spec,
+                                   const struct store_placement *pl, const int *host_of)
+{
+    const char *id = spec_str(spec, "id");
+    int shards = spec_int(spec, "num_shards"), per = 1 + spec_int(spec, "replicas_per_shard");
+    bool cluster_mode = strcmp(spec_str(spec, "cluster_mode"), "enabled") == 0;
+    enum db_status st = DB_OK;
+
+    for (int s = 0; s < shards && st == DB_OK; s++) {
+        char shard_id[STORE_UUID_SIZE];
+        int first = -1, last = -1;
+        if (cluster_mode)
+            cspec_split_slots(shards, s, &first, &last);
+        if ((st = store_shard_insert(conn, id, s, first, last, shard_id)) != DB_OK)
+            break;
+        for (int k = 0; k < per && st == DB_OK; k++) {
+            struct store_node_placed n = {id,
+                                          shard_id,
+                                          pl->hosts[host_of[s * per + k]].id,
+                                          spec_str(spec, "engine"),
+                                          spec_str(spec, "engine_version"),
+                                          spec_str(spec, "node_type"),
+                                          k};
+            st = store_node_insert(conn, &n);
+        }
+    }
+    for (size_t i = 0; i < pl->nhosts && st == DB_OK; i++) {
+        bool used = false;
+        for (int n = 0; n < shards * per && !used; n++)
+            used = (size_t)host_of[n] == i;
+        if (used)
+            st = store_host_assign_ports(conn, pl->hosts[i].id);
+    }
+    return st;
+}
+
+/* The cluster's rows, its create operation and its events. */
+static enum db_status store_cluster(struct db_conn *conn, struct create_call *c,
+                                    const struct store_placement *pl, const int *host_of)
+{
+    const char *id = spec_str(c->spec, "id");
+    char *sealed = cluster_seal_secret(c->app, id, c->password);
+    enum db_status st = store_cluster_insert(conn, id, c->spec_text, sealed);
+    free(sealed);
+    if (st == DB_CONFLICT) { /* created meanwhile by another request */
+        problem_set(c->p, PROBLEM_CLUSTER_ALREADY_EXISTS,
+                    "cluster %s exists with another spec; change it with PATCH", id);
+        return DB_REFUSED;
+    }
+    if (st != DB_OK || (st = store_layout(conn, c->spec, pl, host_of)) != DB_OK ||
+        (st = store_operation_queue(conn, id, op_cluster_create.name, NULL, c->op_id)) != DB_OK)
+        return st;
+    char detail[160];
+    snprintf(detail, sizeof(detail), "{\"shards\": %d, \"replicas_per_shard\": %d}",
+             spec_int(c->spec, "num_shards"), spec_int(c->spec, "replicas_per_shard"));
+    st = store_event_add(conn, id, c->op_id, "ClusterCreating", "info", "creating the cluster",
+                         detail);
+    if (st == DB_OK)
+        st = store_events_nodes_placed(conn, id, c->op_id);
+    c->created = st == DB_OK;
+    return st;
+}
+
+static enum db_status create_fn(struct db_conn *conn, void *arg)
+{
+    struct create_call *c = arg;
+    const json_t *spec = c->spec;
+    const char *id = spec_str(spec, "id");
+    struct store_placement pl;
+    bool exists, same;
+    char err[512];
+
+    problem_clear(c->p);
+    c->created = false;
+    /* Same id: the same spec is a retried POST, another spec a conflict. */
+    enum db_status st = store_cluster_same_spec(conn, id, c->spec_text, &exists, &same);
+    if (st != DB_OK || same)
+        return st == DB_OK ? DB_REFUSED : st; /* nothing to do: roll back */
+    if (exists) {
+        problem_set(c->p, PROBLEM_CLUSTER_ALREADY_EXISTS,
+                    "cluster %s exists with another spec; change it with PATCH", id);
+        return DB_REFUSED;
+    }
+    st = store_placement_read(conn, spec_str(spec, "engine"), spec_str(spec, "engine_version"),
+                              spec_str(spec, "node_type"), &pl);
+    if (st != DB_OK)
+        return st;
+    struct sched_request req = {.shards = spec_int(spec, "num_shards"),
+                                .replicas = spec_int(spec, "replicas_per_shard"),
+                                .vcpus = pl.vcpus,
+                                .memory_mib = pl.memory_mib,
+                                .multi_az = json_is_true(json_object_get(spec, "multi_az"))};
+    int *host_of = xcalloc((size_t)req.shards * (size_t)(1 + req.replicas), sizeof(int));
+    if (!sched_place(pl.hosts, pl.nhosts, &req, host_of, err, sizeof(err))) {
+        problem_set(c->p, PROBLEM_INSUFFICIENT_CAPACITY, "%s", err);
+        st = DB_REFUSED; /* roll back: nothing is allocated */
+    } else {
+        st = store_cluster(conn, c, &pl, host_of);
+    }
+    free(host_of);
+    store_placement_free(&pl);
+    return st;
+}
+
+bool cluster_create(struct app *app, const json_t *spec, const char *auth_token, bool *created,
+                    struct problem *p)
+{
+    char generated[64];
+    struct create_call c = {.app = app, .spec = spec, .p = p};
+
+    if (!app->have_secret_key)
+        return problem_set(p, PROBLEM_SECRET_KEY_UNAVAILABLE,
+                           "cairnd has no secret key to seal engine passwords with: start it "
+                           "with --secret-key-file");
+    if (auth_token == NULL) {
+        unsigned char raw[PASSWORD_BYTES];
+        crypto_random(raw, sizeof(raw));
+        crypto_b64url(raw, sizeof(raw), generated);
+        auth_token = generated;
+    }
+    c.password = auth_token;
+    char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    c.spec_text = text;
+    enum db_status st = db_tx(app->db, DB_READ_COMMITTED, create_fn, &c);
+    free(text);
+    *created = c.created;
+    if (st == DB_REFUSED && !p->set)
+        return true; /* the same cluster exists: a retried request */
+    if (!problem_db(p, st))
+        return false;
+    log_info("cluster placed", "cluster=%s operation=%s", spec_str(spec, "id"), c.op_id);
+    if (app->runner != NULL)
+        runner_poke(app->runner);
+    return true;
+}

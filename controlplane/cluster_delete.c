@@ -1,0 +1,48 @@
+/* cluster_delete.c -- DELETE of a cluster: it is marked deleting and its
+ * delete operation queued, in one transaction; the operation does the rest
+ * (ops_cluster.c). */
+#include "clusters.h"
+
+#include "ops_cluster.h"
+#include "runner.h"
+#include "store.h"
+
+struct delete_call {
+    const char *id;
+    struct problem *p;
+};
+
+static enum db_status delete_fn(struct db_conn *conn, void *arg)
+{
+    struct delete_call *c = arg;
+    struct store_cluster_locked row = {0};
+    char op_id[STORE_UUID_SIZE];
+
+    problem_clear(c->p);
+    enum db_status st = store_cluster_lock(conn, c->id, &row);
+    json_decref(row.spec);
+    if (st == DB_NOT_FOUND) {
+        problem_set(c->p, PROBLEM_CLUSTER_NOT_FOUND, "cluster %s does not exist", c->id);
+        return DB_REFUSED;
+    }
+    if (st == DB_OK)
+        st = store_operation_queue(conn, c->id, op_cluster_delete.name, NULL, op_id);
+    if (st == DB_CONFLICT)
+        return problem_busy(c->p, c->id);
+    if (st == DB_OK)
+        st = store_cluster_set_status(conn, c->id, "deleting");
+    if (st == DB_OK)
+        st = store_event_add(conn, c->id, op_id, "ClusterDeleting", "info", "deleting the cluster",
+                             NULL);
+    return st;
+}
+
+bool cluster_delete(struct app *app, const char *cluster_id, struct problem *p)
+{
+    struct delete_call c = {cluster_id, p};
+    if (!problem_db(p, db_tx(app->db, DB_READ_COMMITTED, delete_fn, &c)))
+        return false;
+    if (app->runner != NULL)
+        runner_poke(app->runner);
+    return true;
+}

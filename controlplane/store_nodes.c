@@ -1,0 +1,259 @@
+/* store_nodes.c -- the nodes of clusters as operations read and change
+ * them: placement and last reported state, roles cairnd itself confirmed,
+ * deletion, and the rows of a node replacement. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+#include "xalloc.h"
+
+static enum db_status exec_text(struct db_conn *conn, const struct db_stmt *stmt, const char *a,
+                                const char *b)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, a);
+    if (b != NULL)
+        db_param_text(&p, b);
+    PQclear(db_query_params(conn, stmt, &p, &st));
+    return st;
+}
+
+/* ---- a cluster's nodes ----------------------------------------------------------- */
+
+static const struct db_stmt load_cluster = {
+    "SELECT coalesce(spec ->> 'cluster_mode', 'enabled') = 'enabled',"
+    "  encode(auth_secret, 'hex') FROM clusters WHERE id = $1"};
+
+static const struct db_stmt load_nodes = {
+    "SELECT n.id, coalesce(n.host_id::text, ''), coalesce(h.address, ''), coalesce(n.port, 0),"
+    "  s.index, n.ordinal, coalesce(lower(s.slots[1]), -1), coalesce(upper(s.slots[1]) - 1, -1),"
+    "  coalesce(n.process_state, ''), coalesce(h.status = 'lost', false), coalesce(n.role, ''),"
+    "  coalesce(h.az, ''), n.engine, n.engine_version, coalesce(n.running_version, '')"
+    " FROM nodes n JOIN shards s ON s.id = n.shard_id LEFT JOIN hosts h ON h.id = n.host_id"
+    " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
+    " ORDER BY s.index, n.ordinal"};
+
+static void copy(char *dst, size_t size, const PGresult *res, int row, int col)
+{
+    snprintf(dst, size, "%s", db_text(res, row, col));
+}
+
+static void read_node(const PGresult *res, int r, struct cluster_node *n)
+{
+    copy(n->id, sizeof(n->id), res, r, 0);
+    copy(n->host_id, sizeof(n->host_id), res, r, 1);
+    copy(n->address, sizeof(n->address), res, r, 2);
+    n->port = (int)db_int(res, r, 3);
+    n->shard = (int)db_int(res, r, 4);
+    n->ordinal = (int)db_int(res, r, 5);
+    n->slot_first = (int)db_int(res, r, 6);
+    n->slot_last = (int)db_int(res, r, 7);
+    copy(n->process_state, sizeof(n->process_state), res, r, 8);
+    n->host_lost = db_bool(res, r, 9);
+    copy(n->role, sizeof(n->role), res, r, 10);
+    copy(n->az, sizeof(n->az), res, r, 11);
+    copy(n->engine, sizeof(n->engine), res, r, 12);
+    copy(n->engine_version, sizeof(n->engine_version), res, r, 13);
+    copy(n->running_version, sizeof(n->running_version), res, r, 14);
+}
+
+enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,
+                                   struct cluster_nodes *out, bool *cluster_mode, char **secret_hex)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, cluster_id);
+    PGresult *res = db_query_params(conn, &load_cluster, &p, &st);
+    if (res == NULL)
+        return st;
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return DB_NOT_FOUND;
+    }
+    *cluster_mode = db_bool(res, 0, 0);
+    free(*secret_hex);
+    *secret_hex = db_text(res, 0, 1) != NULL ? xstrdup(db_text(res, 0, 1)) : NULL;
+    PQclear(res);
+    if ((res = db_query_params(conn, &load_nodes, &p, &st)) == NULL)
+        return st;
+    free(out->items);
+    out->count = (size_t)PQntuples(res);
+    out->items = xcalloc(out->count + 1, sizeof(struct cluster_node));
+    for (size_t i = 0; i < out->count; i++)
+        read_node(res, (int)i, &out->items[i]);
+    PQclear(res);
+    return DB_OK;
+}
+
+/* ---- roles cairnd confirmed --------------------------------------------------------- */
+
+static const struct db_stmt record_role = {
+    "UPDATE nodes SET role = $2, observed_role = $2,"
+    "  master_link_status = CASE WHEN $2 = 'replica' THEN 'up' END,"
+    "  loading = false, sync_in_progress = false, reported_at = now(), role_observed_at = now()"
+    " WHERE id = $1::uuid"};
+
+enum db_status store_node_set_role(struct db_conn *conn, const char *node_id, const char *role)
+{
+    return exec_text(conn, &record_role, node_id, role);
+}
+
+static const struct db_stmt swap_roles = {
+    "UPDATE nodes SET role = CASE WHEN id = $2::uuid THEN 'primary' ELSE 'replica' END,"
+    "  observed_role = CASE WHEN id = $2::uuid THEN 'primary' ELSE 'replica' END,"
+    "  master_link_status = CASE WHEN id = $2::uuid THEN NULL ELSE master_link_status END,"
+    "  reported_at = now(), role_observed_at = now()"
+    " WHERE id IN ($1::uuid, $2::uuid)"};
+
+enum db_status store_nodes_swap_roles(struct db_conn *conn, const char *previous,
+                                      const char *target)
+{
+    return exec_text(conn, &swap_roles, previous, target);
+}
+
+/* ---- deletion ---------------------------------------------------------------- */
+
+static const struct db_stmt mark_deleted = {
+    "UPDATE nodes SET desired_state = 'deleted', updated_at = now()"
+    " WHERE cluster_id = $1 AND desired_state <> 'deleted'"};
+
+enum db_status store_nodes_mark_deleted(struct db_conn *conn, const char *cluster_id)
+{
+    return exec_text(conn, &mark_deleted, cluster_id, NULL);
+}
+
+static const struct db_stmt drop_lost = {
+    "DELETE FROM nodes n USING hosts h WHERE n.cluster_id = $1 AND h.id = n.host_id"
+    " AND h.status = 'lost'"};
+
+static const struct db_stmt count_nodes = {"SELECT count(*) FROM nodes WHERE cluster_id = $1"};
+
+enum db_status store_nodes_remaining(struct db_conn *conn, const char *cluster_id, int *left)
+{
+    const char *params[1] = {cluster_id};
+    long long n = 0;
+    enum db_status st = exec_text(conn, &drop_lost, cluster_id, NULL);
+    if (st == DB_OK)
+        st = store_get_int64(conn, &count_nodes, 1, params, &n);
+    *left = (int)n;
+    return st;
+}
+
+/* ---- replacement ------------------------------------------------------------- */
+
+static const struct db_stmt dead_node = {
+    "SELECT n.shard_id, n.node_type, n.engine, n.engine_version, coalesce(h.address, ''),"
+    "  coalesce(n.port, 0), n.desired_state = 'deleted',"
+    "  coalesce((c.spec ->> 'multi_az')::boolean, false), s.index"
+    " FROM nodes n JOIN clusters c ON c.id = n.cluster_id JOIN shards s ON s.id = n.shard_id"
+    " LEFT JOIN hosts h ON h.id = n.host_id WHERE n.id = $1::uuid AND n.cluster_id = $2"
+    " FOR UPDATE OF n"};
+
+enum db_status store_node_to_replace(struct db_conn *conn, const char *cluster_id,
+                                     const char *node_id, struct store_node_to_replace *out)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, node_id);
+    db_param_text(&p, cluster_id);
+    PGresult *res = db_query_params(conn, &dead_node, &p, &st);
+    if (res == NULL)
+        return st;
+    st = PQntuples(res) == 1 && !db_bool(res, 0, 6) ? DB_OK : DB_NOT_FOUND;
+    if (st == DB_OK) {
+        copy(out->shard_id, sizeof(out->shard_id), res, 0, 0);
+        copy(out->node_type, sizeof(out->node_type), res, 0, 1);
+        copy(out->engine, sizeof(out->engine), res, 0, 2);
+        copy(out->engine_version, sizeof(out->engine_version), res, 0, 3);
+        copy(out->address, sizeof(out->address), res, 0, 4);
+        out->port = (int)db_int(res, 0, 5);
+        out->multi_az = db_bool(res, 0, 7);
+        out->shard = (int)db_int(res, 0, 8);
+    }
+    PQclear(res);
+    return st;
+}
+
+static const struct db_stmt shard_mates = {
+    "SELECT n.host_id, h.az, n.role = 'primary' FROM nodes n JOIN hosts h ON h.id = n.host_id"
+    " WHERE n.shard_id = $1::uuid AND n.id <> $2::uuid AND n.desired_state <> 'deleted'"};
+
+enum db_status store_shard_mates(struct db_conn *conn, const char *shard_id, const char *node_id,
+                                 struct store_shard_mates *out)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, shard_id);
+    db_param_text(&p, node_id);
+    PGresult *res = db_query_params(conn, &shard_mates, &p, &st);
+    if (res == NULL)
+        return st;
+    out->n = (size_t)PQntuples(res);
+    out->hosts = xcalloc(out->n + 1, sizeof(*out->hosts));
+    out->azs = xcalloc(out->n + 1, sizeof(*out->azs));
+    out->primary_az = NULL;
+    for (size_t i = 0; i < out->n; i++) {
+        out->hosts[i] = xstrdup(db_text(res, (int)i, 0));
+        out->azs[i] = xstrdup(db_text(res, (int)i, 1));
+        if (db_bool(res, (int)i, 2))
+            out->primary_az = out->azs[i];
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+void store_shard_mates_free(struct store_shard_mates *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->hosts[i]);
+        free(m->azs[i]);
+    }
+    free(m->hosts);
+    free(m->azs);
+    memset(m, 0, sizeof(*m));
+}
+
+/* The new node is a replica from the start; while cairnd joins it (the
+ * operation's limits add up to under 5 minutes), its own reading of the role
+ * wins over reports: role_observed_at is in the future until the join
+ * records it. The node it replaces is marked deleted. */
+static const struct db_stmt insert_replacement = {
+    "INSERT INTO nodes (cluster_id, shard_id, host_id, engine, engine_version, node_type, ordinal,"
+    "  role, role_observed_at)"
+    " SELECT $1, $2::uuid, $3::uuid, $4, $5, $6, max(ordinal) + 1, 'replica',"
+    "  now() + interval '5 minutes'"
+    " FROM nodes WHERE shard_id = $2::uuid RETURNING id"};
+
+static const struct db_stmt retire_node = {
+    "UPDATE nodes SET desired_state = 'deleted' WHERE id = $1::uuid"};
+
+enum db_status store_node_replace(struct db_conn *conn, const char *cluster_id, const char *dead_id,
+                                  const struct store_node_to_replace *dead, const char *host_id,
+                                  char *new_id)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, cluster_id);
+    db_param_text(&p, dead->shard_id);
+    db_param_text(&p, host_id);
+    db_param_text(&p, dead->engine);
+    db_param_text(&p, dead->engine_version);
+    db_param_text(&p, dead->node_type);
+    PGresult *res = db_query_params(conn, &insert_replacement, &p, &st);
+    if (res == NULL)
+        return st;
+    snprintf(new_id, STORE_UUID_SIZE, "%s", db_text(res, 0, 0));
+    PQclear(res);
+    return exec_text(conn, &retire_node, dead_id, NULL);
+}
+
+static const struct db_stmt joined_node = {
+    "UPDATE nodes SET role = 'replica', observed_role = 'replica', master_link_status = 'up',"
+    "  sync_in_progress = false, role_observed_at = now() WHERE id = $1::uuid"};
+
+enum db_status store_node_joined(struct db_conn *conn, const char *node_id)
+{
+    return exec_text(conn, &joined_node, node_id, NULL);
+}

@@ -1,0 +1,187 @@
+/* store_placement.c -- what placing nodes reads and writes: the placement
+ * lock, the hosts with what they have left, and the shards and nodes of a
+ * cluster as the scheduler (scheduler.c) placed them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler.h"
+#include "store.h"
+#include "xalloc.h"
+
+/* pg_advisory_xact_lock key for placements ("place" in ASCII): two
+ * placements must not both count the same free capacity. */
+static const struct db_stmt placement_lock = {"SELECT pg_advisory_xact_lock(482184995685)"};
+
+static const struct db_stmt node_type_shape = {
+    "SELECT vcpus, round(memory_gib * 1024)::bigint FROM node_types WHERE name = $1"};
+
+/* Every host with what it has left, and whether it can run engine/line. */
+static const struct db_stmt placement_hosts = {
+    "SELECT h.id, h.az, h.vcpus - coalesce(a.vcpus, 0), h.memory_mib - coalesce(a.memory_mib, 0),"
+    "  h.status = 'healthy' AND EXISTS (SELECT 1 FROM host_engines e"
+    "    WHERE e.host_id = h.id AND e.engine = $1 AND e.version = $2)"
+    " FROM hosts h LEFT JOIN ("
+    "   SELECT n.host_id, sum(t.vcpus) AS vcpus, round(sum(t.memory_gib) * 1024)::bigint"
+    "     AS memory_mib"
+    "   FROM nodes n JOIN node_types t ON t.name = n.node_type"
+    "   WHERE n.desired_state <> 'deleted' GROUP BY n.host_id) a ON a.host_id = h.id"
+    " ORDER BY h.name"};
+
+static enum db_status node_type_shape_of(struct db_conn *conn, const char *node_type,
+                                         struct store_placement *out)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, node_type);
+    PGresult *res = db_query_params(conn, &node_type_shape, &p, &st);
+    if (res == NULL)
+        return st;
+    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
+    if (st == DB_OK) {
+        out->vcpus = (int)db_int(res, 0, 0);
+        out->memory_mib = db_int(res, 0, 1);
+    }
+    PQclear(res);
+    return st;
+}
+
+enum db_status store_placement_read(struct db_conn *conn, const char *engine, const char *line,
+                                    const char *node_type, struct store_placement *out)
+{
+    struct db_params p = {0};
+    enum db_status st;
+
+    memset(out, 0, sizeof(*out));
+    PQclear(db_query(conn, &placement_lock, 0, NULL, &st));
+    if (st != DB_OK || (st = node_type_shape_of(conn, node_type, out)) != DB_OK)
+        return st;
+    db_param_text(&p, engine);
+    db_param_text(&p, line);
+    PGresult *res = db_query_params(conn, &placement_hosts, &p, &st);
+    if (res == NULL)
+        return st;
+    out->nhosts = (size_t)PQntuples(res);
+    out->hosts = xcalloc(out->nhosts + 1, sizeof(*out->hosts));
+    for (size_t i = 0; i < out->nhosts; i++) {
+        int r = (int)i;
+        out->hosts[i].id = xstrdup(db_text(res, r, 0));
+        out->hosts[i].az = xstrdup(db_text(res, r, 1));
+        out->hosts[i].free_vcpus = (int)db_int(res, r, 2);
+        out->hosts[i].free_memory_mib = db_int(res, r, 3);
+        out->hosts[i].eligible = db_bool(res, r, 4);
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+void store_placement_free(struct store_placement *p)
+{
+    for (size_t i = 0; i < p->nhosts; i++) {
+        free((char *)p->hosts[i].id);
+        free((char *)p->hosts[i].az);
+    }
+    free(p->hosts);
+    memset(p, 0, sizeof(*p));
+}
+
+/* ---- a new cluster's rows ------------------------------------------------------ */
+
+static const struct db_stmt spec_equal = {
+    "SELECT spec = $2::jsonb FROM clusters WHERE id = $1 FOR UPDATE"};
+
+enum db_status store_cluster_same_spec(struct db_conn *conn, const char *id, const char *spec,
+                                       bool *exists, bool *same)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, id);
+    db_param_text(&p, spec);
+    PGresult *res = db_query_params(conn, &spec_equal, &p, &st);
+    if (res == NULL)
+        return st;
+    *exists = PQntuples(res) == 1;
+    *same = *exists && db_bool(res, 0, 0);
+    PQclear(res);
+    return DB_OK;
+}
+
+static const struct db_stmt insert_cluster = {
+    "INSERT INTO clusters (id, spec, auth_secret, status) VALUES ($1, $2::jsonb, $3::bytea,"
+    " 'creating')"};
+
+enum db_status store_cluster_insert(struct db_conn *conn, const char *id, const char *spec,
+                                    const char *sealed_secret)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, id);
+    db_param_text(&p, spec);
+    db_param_text(&p, sealed_secret);
+    PQclear(db_query_params(conn, &insert_cluster, &p, &st));
+    return st;
+}
+
+static const struct db_stmt insert_shard = {
+    "INSERT INTO shards (cluster_id, index, name, slots) VALUES ($1, $2::int,"
+    " lpad(($2::int + 1)::text, 4, '0'),"
+    " CASE WHEN $3::int < 0 THEN '{}'::int4range[]"
+    "      ELSE ARRAY[int4range($3::int, $4::int, '[]')] END) RETURNING id"};
+
+enum db_status store_shard_insert(struct db_conn *conn, const char *cluster_id, int index,
+                                  int slot_first, int slot_last, char *shard_id)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, cluster_id);
+    db_param_int(&p, index);
+    db_param_int(&p, slot_first);
+    db_param_int(&p, slot_last);
+    PGresult *res = db_query_params(conn, &insert_shard, &p, &st);
+    if (res == NULL)
+        return st;
+    snprintf(shard_id, STORE_UUID_SIZE, "%s", db_text(res, 0, 0));
+    PQclear(res);
+    return DB_OK;
+}
+
+static const struct db_stmt insert_node = {
+    "INSERT INTO nodes (cluster_id, shard_id, host_id, engine, engine_version, node_type, ordinal)"
+    " VALUES ($1, $2::uuid, $3::uuid, $4, $5, $6, $7::int)"};
+
+enum db_status store_node_insert(struct db_conn *conn, const struct store_node_placed *n)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, n->cluster_id);
+    db_param_text(&p, n->shard_id);
+    db_param_text(&p, n->host_id);
+    db_param_text(&p, n->engine);
+    db_param_text(&p, n->engine_version);
+    db_param_text(&p, n->node_type);
+    db_param_int(&p, n->ordinal);
+    PQclear(db_query_params(conn, &insert_node, &p, &st));
+    return st;
+}
+
+static const struct db_stmt placed_events = {
+    "INSERT INTO events (cluster_id, operation_id, host_id, type, message, detail)"
+    " SELECT n.cluster_id, $2::uuid, n.host_id, 'NodePlaced',"
+    "   format('node %s of shard %s placed on %s in %s, port %s', n.id, s.name, h.name, h.az,"
+    "          n.port),"
+    "   json_build_object('node_id', n.id, 'shard', s.name, 'host_id', h.id, 'az', h.az,"
+    "                     'port', n.port, 'placed_as', CASE WHEN n.ordinal = 0 THEN 'primary'"
+    "                     ELSE 'replica' END)"
+    " FROM nodes n JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
+    " WHERE n.cluster_id = $1 ORDER BY s.index, n.ordinal"};
+
+enum db_status store_events_nodes_placed(struct db_conn *conn, const char *cluster_id,
+                                         const char *op_id)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, cluster_id);
+    db_param_text(&p, op_id);
+    PQclear(db_query_params(conn, &placed_events, &p, &st));
+    return st;
+}
