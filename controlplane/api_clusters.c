@@ -8,6 +8,7 @@
 
 #include "api.h"
 #include "cluster_spec.h"
+#include "cluster_modify.h"
 #include "clusters.h"
 #include "upgrades.h"
 #include "xalloc.h"
@@ -138,7 +139,6 @@ void api_clusters_create(struct http_request *req)
 {
     json_t *errors = json_array();
     json_t *spec = cspec_normalize(req->json, errors);
-    char err[512];
     enum db_status st;
 
     /* The catalog is checked whenever the fields are there to check, so one
@@ -170,55 +170,25 @@ void api_clusters_create(struct http_request *req)
     }
     json_decref(errors);
     char *id = xstrdup(json_string_value(json_object_get(spec, "id")));
-    enum cluster_create_result r =
-        cluster_create(req->app, spec, cspec_auth_token(req->json), &st, err, sizeof(err));
+    struct problem p = {0};
+    bool created;
+    if (cluster_create(req->app, spec, cspec_auth_token(req->json), &created, &p))
+        reply_cluster(req, id, created ? 202 : 200, created);
+    else
+        http_reply_error(req, &p);
     json_decref(spec);
-    switch (r) {
-    case CLUSTER_CREATED:
-        reply_cluster(req, id, 202, true);
-        break;
-    case CLUSTER_EXISTS_SAME:
-        reply_cluster(req, id, 200, false);
-        break;
-    case CLUSTER_EXISTS_OTHER:
-        http_reply_problem(req, PROBLEM_CLUSTER_ALREADY_EXISTS, NULL,
-                           "cluster %s exists with another spec; change it with PATCH", id);
-        break;
-    case CLUSTER_NO_CAPACITY:
-        http_reply_problem(req, PROBLEM_INSUFFICIENT_CAPACITY, NULL, "%s", err);
-        break;
-    case CLUSTER_NO_KEY:
-        http_reply_problem(req, PROBLEM_SECRET_KEY_UNAVAILABLE, NULL, "%s", err);
-        break;
-    case CLUSTER_DB_ERROR:
-        http_reply_db_error(req, st);
-        break;
-    }
     free(id);
 }
 
 void api_clusters_delete(struct http_request *req)
 {
     const char *id = http_param(req, "id");
-    enum db_status st;
+    struct problem p = {0};
 
-    switch (cluster_delete(req->app, id, &st)) {
-    case CLUSTER_DELETE_QUEUED:
+    if (cluster_delete(req->app, id, &p))
         reply_cluster(req, id, 202, false);
-        break;
-    case CLUSTER_DELETE_NOT_FOUND:
-        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
-        break;
-    case CLUSTER_DELETE_BUSY:
-        http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,
-                           "cluster %s has an operation in progress; retry when it has ended "
-                           "(GET /v1/operations?cluster_id=%s)",
-                           id, id);
-        break;
-    case CLUSTER_DELETE_DB_ERROR:
-        http_reply_db_error(req, st);
-        break;
-    }
+    else
+        http_reply_error(req, &p);
 }
 
 void api_clusters_auth(struct http_request *req)
@@ -261,69 +231,21 @@ static void modify(struct http_request *req, bool replace)
 {
     const char *id = http_param(req, "id");
     long long match = if_match(req);
-    json_t *errors = json_array();
-    char err[512];
-    enum db_status st;
+    struct cluster_modify_out out;
+    struct problem p = {0};
 
     if (match == -2) {
-        json_decref(errors);
         http_reply_problem(req, PROBLEM_PRECONDITION_FAILED, NULL,
                            "If-Match must be an ETag this API gave, such as \"3\"");
-        return;
-    }
-    struct cluster_modify_out out;
-    enum cluster_modify_result r = cluster_modify(req->app, id, req->json, replace, match, errors,
-                                                  &st, err, sizeof(err), &out);
-    if (r != CLUSTER_MODIFY_INVALID)
-        json_decref(errors);
-    switch (r) {
-    case CLUSTER_MODIFIED:
-        reply_cluster(req, id, 200, false);
-        break;
-    case CLUSTER_MODIFY_NOT_FOUND:
-        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
-        break;
-    case CLUSTER_MODIFY_STALE:
-        http_reply_problem(req, PROBLEM_PRECONDITION_FAILED, NULL, "%s; read it again", err);
-        break;
-    case CLUSTER_MODIFY_INVALID:
-        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors,
-                           "%zu field(s) cannot take these values", json_array_size(errors));
-        break;
-    case CLUSTER_MODIFY_NOT_YET:
-        http_reply_problem(req, PROBLEM_CHANGE_NOT_SUPPORTED_YET, NULL,
-                           "this version of Cairn cannot change %s of an existing cluster yet; "
-                           "description, tags, maintenance_window, parameters, automatic_failover "
-                           "and multi_az can be changed",
-                           err);
-        break;
-    case CLUSTER_MODIFY_PLACEMENT:
-        http_reply_problem(req, PROBLEM_INSUFFICIENT_CAPACITY, NULL, "%s", err);
-        break;
-    case CLUSTER_MODIFY_UPGRADE: {
+    } else if (!cluster_modify(req->app, id, req->json, replace, match, &out, &p)) {
+        http_reply_error(req, &p);
+    } else if (out.accepted) {
         char *location = xasprintf("/v1/operations/%s", out.op_id);
         http_add_header(req, "Location", location);
         free(location);
         reply_cluster(req, id, 202, false);
-        break;
-    }
-    case CLUSTER_MODIFY_COMBINED:
-        http_reply_problem(req, PROBLEM_COMBINED_CHANGES, NULL,
-                           "an engine upgrade is not combined with changes to %s: make them one "
-                           "at a time so that cause and effect stay apart, or say "
-                           "\"allow_combined_changes\": true",
-                           err);
-        break;
-    case CLUSTER_MODIFY_REFUSED:
-        http_reply_problem(req, problem_by_code(out.code), NULL, "%s", err);
-        break;
-    case CLUSTER_MODIFY_BUSY:
-        http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,
-                           "cluster %s has an operation in progress; retry when it has ended", id);
-        break;
-    case CLUSTER_MODIFY_DB_ERROR:
-        http_reply_db_error(req, st);
-        break;
+    } else {
+        reply_cluster(req, id, 200, false);
     }
 }
 
@@ -377,41 +299,17 @@ void api_clusters_failover(struct http_request *req)
 {
     const char *id = http_param(req, "id");
     const char *shard = json_string_value(json_object_get(req->json, "shard_id"));
-    char op_id[40];
-    enum db_status st;
+    char op_id[STORE_UUID_SIZE];
+    struct problem p = {0};
 
-    switch (cluster_failover(req->app, id, shard, op_id, &st)) {
-    case CLUSTER_FAILOVER_QUEUED: {
-        char *location = xasprintf("/v1/operations/%s", op_id);
-        http_add_header(req, "Location", location);
-        free(location);
-        api_reply_get_status(req, store_operation_get, op_id, PROBLEM_OPERATION_NOT_FOUND, 202);
-        break;
+    if (!cluster_failover(req->app, id, shard, op_id, &p)) {
+        http_reply_error(req, &p);
+        return;
     }
-    case CLUSTER_FAILOVER_NOT_FOUND:
-        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
-        break;
-    case CLUSTER_FAILOVER_NO_SHARD: {
-        json_t *errors = json_array();
-        jspec_error(errors, "shard_id",
-                    shard == NULL ? "is required in cluster mode"
-                                  : "names no shard of this cluster");
-        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors, "which shard should fail over?");
-        break;
-    }
-    case CLUSTER_FAILOVER_NO_REPLICA:
-        http_reply_problem(req, PROBLEM_NO_IN_SYNC_REPLICA, NULL,
-                           "no replica of this shard is linked and in sync: a planned failover "
-                           "would lose writes");
-        break;
-    case CLUSTER_FAILOVER_BUSY:
-        http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,
-                           "cluster %s has an operation in progress; retry when it has ended", id);
-        break;
-    case CLUSTER_FAILOVER_DB_ERROR:
-        http_reply_db_error(req, st);
-        break;
-    }
+    char *location = xasprintf("/v1/operations/%s", op_id);
+    http_add_header(req, "Location", location);
+    free(location);
+    api_reply_get_status(req, store_operation_get, op_id, PROBLEM_OPERATION_NOT_FOUND, 202);
 }
 
 /* DELETE /v1/clusters/{id}/pending-changes: cancel the engine upgrade that

@@ -472,27 +472,6 @@ bool cspec_diff(const json_t *before, const json_t *after, json_t *changed_field
     return json_array_size(changed_fields) > n;
 }
 
-static const struct field_change {
-    const char *field;
-    enum cspec_change change;
-} field_changes[] = {
-    {"description", CSPEC_APPLIED},        {"tags", CSPEC_APPLIED},
-    {"maintenance_window", CSPEC_APPLIED}, {"parameters", CSPEC_APPLIED},
-    {"num_shards", CSPEC_NOT_YET},         {"replicas_per_shard", CSPEC_NOT_YET},
-    {"node_type", CSPEC_NOT_YET},          {"engine", CSPEC_NOT_YET},
-    {"engine_version", CSPEC_NOT_YET},     {"automatic_failover", CSPEC_APPLIED},
-    {"multi_az", CSPEC_APPLIED},           {"auth_token", CSPEC_NOT_YET},
-};
-
-enum cspec_change cspec_field_change(const char *field)
-{
-    for (size_t i = 0; i < sizeof(field_changes) / sizeof(field_changes[0]); i++) {
-        if (strcmp(field_changes[i].field, field) == 0)
-            return field_changes[i].change;
-    }
-    return CSPEC_IMMUTABLE;
-}
-
 /* ---- Slots ------------------------------------------------------------- */
 
 /* The first slot of shard k of shards (k == shards: one past the last):

@@ -117,20 +117,6 @@ bool cspec_diff(const json_t *before, const json_t *after, json_t *changed_field
  * reports the spec's rules and the catalog's in one reply. */
 extern const struct jspec_field cspec_any_object[];
 
-/* What a change of a spec field means for PATCH and PUT of a cluster. */
-enum cspec_change {
-    CSPEC_APPLIED,   /* applied by this version of Cairn */
-    CSPEC_NOT_YET,   /* valid, refused for now with 409 CHANGE_NOT_SUPPORTED_YET */
-    CSPEC_IMMUTABLE, /* fixed at creation: 400 */
-};
-
-/* Classify a top-level spec field: description, tags, maintenance_window
- * and parameters are applied; num_shards, replicas_per_shard, node_type,
- * engine, engine_version, automatic_failover, multi_az and auth_token
- * (rotation) are not yet; id, cluster_mode, and any name that is not a
- * field of the spec, are immutable. */
-enum cspec_change cspec_field_change(const char *field);
-
 /* The slots of shard (0-based) of shards, as the inclusive range
  * [*first, *last]: the 16384 slots split evenly and contiguously, shard k
  * starting at round(k * 16384 / shards) with halves rounded up. That is the

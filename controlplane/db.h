@@ -21,6 +21,8 @@ enum db_status {
     DB_RETRY,       /* serialization failure or deadlock: try the transaction again */
     DB_UNAVAILABLE, /* no connection to the database */
     DB_ERROR,       /* anything else: logged where it happened */
+    DB_REFUSED,     /* the transaction's function refused the change and said why (a
+                       struct problem in its argument): roll back, do not retry */
 };
 
 enum db_isolation { DB_READ_COMMITTED, DB_SERIALIZABLE };

@@ -160,16 +160,28 @@ void http_reply_problem(struct http_request *req, enum problem_code code, json_t
     reply_document(req, info->status, doc, "application/problem+json");
 }
 
-void http_reply_db_error(struct http_request *req, enum db_status status)
+void http_reply_error(struct http_request *req, struct problem *p)
 {
-    if (status == DB_UNAVAILABLE)
-        http_reply_problem(req, PROBLEM_DATABASE_UNAVAILABLE, NULL,
-                           "the database cannot be reached; retry shortly");
-    else
-        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL,
+    json_t *errors = p->errors;
+    p->errors = NULL;
+    if (p->code == PROBLEM_INTERNAL_ERROR && p->detail[0] == '\0')
+        http_reply_problem(req, p->code, errors,
                            "the request failed on a database error; see the server log for "
                            "request %s",
                            req->request_id);
+    else if (p->detail[0] == '\0' && errors != NULL)
+        http_reply_problem(req, p->code, errors, "%zu field(s) of the request body are invalid",
+                           json_array_size(errors));
+    else
+        http_reply_problem(req, p->code, errors, "%s", p->detail);
+    problem_clear(p);
+}
+
+void http_reply_db_error(struct http_request *req, enum db_status status)
+{
+    struct problem p = {0};
+    (void)problem_db(&p, status == DB_REFUSED ? DB_ERROR : status);
+    http_reply_error(req, &p);
 }
 
 const char *http_query(struct http_request *req, const char *name)

@@ -110,6 +110,10 @@ void http_reply_empty(struct http_request *req, int status);
 void http_reply_problem(struct http_request *req, enum problem_code code, json_t *errors,
                         const char *detail_fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Reply with what p says (problem.h), and clear it. An INTERNAL_ERROR
+ * without a detail names the request, whose log lines say more. */
+void http_reply_error(struct http_request *req, struct problem *p);
+
 /* Reply for a database failure: 503 DATABASE_UNAVAILABLE or 500. */
 void http_reply_db_error(struct http_request *req, enum db_status status);
 

@@ -486,6 +486,40 @@ static const struct op_step parameter_steps[] = {
     {"finish", NULL, finish_parameters},
 };
 
+/* PATCH of parameters (changes.h): the cluster is modifying, and
+ * pending_changes says what is on its way. */
+static enum db_status parameters_request(struct db_conn *conn, struct change_request *r,
+                                         struct problem *p)
+{
+    const json_t *now = json_object_get(r->next, "parameters");
+    json_t *pending = json_pack("{s:O, s:s}", "values", now, "applies",
+                                "now, where the engine can change them live");
+    json_t *removed = json_array();
+    const char *name;
+    json_t *value;
+    json_object_foreach (json_object_get(r->stored, "parameters"), name, value) {
+        if (json_object_get(now, name) == NULL)
+            json_array_append_new(removed, json_string(name));
+    }
+    json_t *context = json_pack("{s:O, s:o}", "parameters", now, "removed", removed);
+    enum db_status st = store_cluster_mark_modifying(conn, r->cluster_id, "parameters", pending);
+    if (st == DB_OK)
+        st = store_operation_queue(conn, r->cluster_id, op_cluster_apply_parameters.name, context,
+                                   r->op_id);
+    if (st == DB_CONFLICT)
+        st = problem_busy(p, r->cluster_id);
+    json_decref(context);
+    json_decref(pending);
+    r->poke = true;
+    return st;
+}
+
+const struct change_op change_op_apply_parameters = {
+    .kind = &op_cluster_apply_parameters,
+    .what = "a change of parameters",
+    .queue = parameters_request,
+};
+
 const struct op_kind op_cluster_apply_parameters = {
     "apply_parameters", parameter_steps, sizeof(parameter_steps) / sizeof(parameter_steps[0]),
     back_to_available};

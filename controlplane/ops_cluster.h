@@ -6,6 +6,7 @@
 #ifndef CAIRN_OPS_CLUSTER_H
 #define CAIRN_OPS_CLUSTER_H
 
+#include "changes.h"
 #include "clusters.h"
 #include "runner.h"
 
@@ -14,6 +15,9 @@ extern const struct op_kind op_cluster_delete;
 extern const struct op_kind op_cluster_apply_parameters;
 extern const struct op_kind op_cluster_failover;
 extern const struct op_kind op_cluster_replace_node;
+
+/* PATCH of parameters: an apply_parameters operation (changes.h). */
+extern const struct change_op change_op_apply_parameters;
 
 /* What an operation's steps work on: the cluster's nodes (placement and
  * last reported state), its engine password (NULL without AUTH) and

@@ -179,27 +179,31 @@ static int timeout_s(struct op_ctx *ctx)
 
 struct precheck_call {
     const char *cluster_id, *engine, *version;
-    struct upgrade_refusal refusal;
+    struct problem refusal;
 };
 
 static enum db_status precheck_fn(struct db_conn *conn, void *arg)
 {
     struct precheck_call *c = arg;
+    problem_clear(&c->refusal);
     return upgrade_check(conn, c->cluster_id, c->engine, c->version, &c->refusal, NULL);
 }
 
 /* Things change between a request and its window: the checks again. */
 static enum op_result precheck(struct op_ctx *ctx)
 {
-    struct precheck_call c = {ctx->cluster_id,
-                              ctx_str(ctx, "to", "engine"),
-                              ctx_str(ctx, "to", "engine_version"),
-                              {{0}, {0}}};
+    struct precheck_call c = {
+        ctx->cluster_id, ctx_str(ctx, "to", "engine"), ctx_str(ctx, "to", "engine_version"), {0}};
     if (!json_is_true(json_object_get(ctx->context, "checked"))) {
-        if (db_run(ctx->app->db, precheck_fn, &c) != DB_OK)
+        enum db_status st = db_run(ctx->app->db, precheck_fn, &c);
+        if (st == DB_REFUSED) {
+            enum op_result r =
+                op_fail(ctx, problem_info(c.refusal.code)->code, "%s", c.refusal.detail);
+            problem_clear(&c.refusal);
+            return r;
+        }
+        if (st != DB_OK)
             return op_wait(ctx, POLL_MS);
-        if (c.refusal.code[0] != '\0')
-            return op_fail(ctx, c.refusal.code, "%s", c.refusal.detail);
         json_object_set_new(ctx->context, "checked", json_true());
         json_object_set_new(ctx->context, "started_ms", json_integer(cluster_now_ms()));
     }

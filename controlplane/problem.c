@@ -73,6 +73,27 @@ void problem_field(struct problem *p, const char *field, const char *message)
     }
 }
 
+bool problem_db(struct problem *p, enum db_status st)
+{
+    if (st == DB_OK)
+        return true;
+    if (st == DB_REFUSED && p->set)
+        return false;
+    if (st == DB_UNAVAILABLE)
+        return problem_set(p, PROBLEM_DATABASE_UNAVAILABLE,
+                           "the database cannot be reached; retry shortly");
+    return problem_set(p, PROBLEM_INTERNAL_ERROR, "%s", "");
+}
+
+enum db_status problem_busy(struct problem *p, const char *cluster_id)
+{
+    problem_set(p, PROBLEM_OPERATION_IN_PROGRESS,
+                "cluster %s has an operation in progress; retry when it has ended "
+                "(GET /v1/operations?cluster_id=%s)",
+                cluster_id, cluster_id);
+    return DB_REFUSED;
+}
+
 void problem_clear(struct problem *p)
 {
     json_decref(p->errors);

@@ -9,6 +9,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "db.h"
+
 #define PROBLEM_CODES(X)                                                                           \
     X(MALFORMED_REQUEST, 400, "Request line or headers are malformed")                             \
     X(MALFORMED_JSON, 400, "Request body is not valid JSON")                                       \
@@ -79,6 +81,15 @@ bool problem_set(struct problem *p, enum problem_code code, const char *fmt, ...
 
 /* Add a failing field; p becomes VALIDATION_FAILED unless it is set. */
 void problem_field(struct problem *p, const char *field, const char *message);
+
+/* Whether st is DB_OK; otherwise p says why: after DB_REFUSED what the
+ * transaction put there, after a database failure DATABASE_UNAVAILABLE or
+ * INTERNAL_ERROR (the reply adds the request id). */
+bool problem_db(struct problem *p, enum db_status st);
+
+/* The cluster has an operation pending or running: OPERATION_IN_PROGRESS.
+ * Returns DB_REFUSED, for transactions. */
+enum db_status problem_busy(struct problem *p, const char *cluster_id);
 
 /* Release what p holds and zero it. */
 void problem_clear(struct problem *p);

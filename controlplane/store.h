@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "db.h"
 #include "page.h"
+#include "scheduler.h"
 
 /* RFC 3339 UTC text with microseconds for a timestamptz column. */
 #define STORE_TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
@@ -65,6 +66,19 @@ struct store_operation_filter {
 enum db_status store_operations_list(struct db_conn *conn, const struct store_operation_filter *f,
                                      const struct page *page, char **items, char *next_key);
 enum db_status store_operation_get(struct db_conn *conn, const char *id, char **out);
+
+/* Queue an operation of kind on the cluster with context (NULL: {}); op_id
+ * (STORE_UUID_SIZE bytes) gets its id. DB_CONFLICT when the cluster has an
+ * operation pending or running already. */
+#define STORE_UUID_SIZE 40
+enum db_status store_operation_queue(struct db_conn *conn, const char *cluster_id, const char *kind,
+                                     const json_t *context, char *op_id);
+
+/* Record an event of the cluster; op_id and detail (a JSON object's text)
+ * may be NULL. */
+enum db_status store_event_add(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                               const char *type, const char *severity, const char *message,
+                               const char *detail);
 
 /* events; each filter may be NULL (since is RFC 3339). Oldest first.
  * cluster_id and cluster_uid as for operations. */
@@ -143,6 +157,50 @@ enum db_status store_host_get(struct db_conn *conn, const char *id, char **out);
 /* clusters: the resource (JSON text), its generation (the ETag), lists */
 enum db_status store_cluster_get(struct db_conn *conn, const char *id, char **out);
 enum db_status store_cluster_generation(struct db_conn *conn, const char *id, long long *out);
+/* The request side: the cluster's row locked for a change, with its spec
+ * (parsed; the caller json_decref()s it), generation and whether an
+ * operation is pending or running. DB_NOT_FOUND when it does not exist. */
+struct store_cluster_locked {
+    json_t *spec;
+    long long generation;
+    bool busy;
+};
+enum db_status store_cluster_lock(struct db_conn *conn, const char *id,
+                                  struct store_cluster_locked *out);
+/* The shard named name of the cluster (NULL: the first, for cluster mode
+ * disabled, which has one): its index, whether the cluster runs in cluster
+ * mode, and whether a replica of it is running, linked, loaded and not in a
+ * full sync. */
+struct store_shard_pick {
+    bool found;
+    int index;
+    bool cluster_mode;
+    bool in_sync_replica;
+};
+enum db_status store_shard_pick(struct db_conn *conn, const char *cluster_id, const char *name,
+                                struct store_shard_pick *out);
+/* Store a new spec; the generation moves on by one. */
+enum db_status store_cluster_set_spec(struct db_conn *conn, const char *id, const json_t *spec);
+enum db_status store_cluster_set_status(struct db_conn *conn, const char *id, const char *status);
+/* The cluster is modifying, and pending_changes[key] says what is coming
+ * (a JSON object). */
+enum db_status store_cluster_mark_modifying(struct db_conn *conn, const char *id, const char *key,
+                                            const json_t *pending);
+/* The operation side: available (at the version its nodes run), dropped,
+ * the sealed engine password as hex (NULL: none; caller frees; DB_NOT_FOUND:
+ * no such cluster), parameters applied with those named in restart_needed
+ * (a JSON array's text) waiting for each node's next restart. */
+enum db_status store_cluster_set_available(struct db_conn *conn, const char *id);
+enum db_status store_cluster_drop(struct db_conn *conn, const char *id);
+enum db_status store_cluster_secret(struct db_conn *conn, const char *id, char **hex);
+enum db_status store_cluster_parameters_applied(struct db_conn *conn, const char *id,
+                                                const char *restart_needed);
+/* Whether a shard has a replica in its primary's AZ (the first such: its
+ * name and the AZ). */
+enum db_status store_cluster_multi_az_breach(struct db_conn *conn, const char *id, bool *breach,
+                                             char *shard, size_t shard_size, char *az,
+                                             size_t az_size);
+
 struct store_cluster_filter {
     const char *status;
     const char *engine;
@@ -150,6 +208,112 @@ struct store_cluster_filter {
 };
 enum db_status store_clusters_list(struct db_conn *conn, const struct store_cluster_filter *f,
                                    const struct page *page, char **items, char *next_key);
+
+/* placement (store_placement.c), in the placing transaction. Reading takes
+ * the placement lock (held to its end, so two placements never count the
+ * same free capacity), the node type's size, and every host with what it
+ * has left and whether it can run engine/line. DB_NOT_FOUND: no such node
+ * type. */
+struct store_placement {
+    struct sched_host *hosts; /* nhosts of them; their strings are owned here */
+    size_t nhosts;
+    int vcpus; /* of the node type */
+    long long memory_mib;
+};
+enum db_status store_placement_read(struct db_conn *conn, const char *engine, const char *line,
+                                    const char *node_type, struct store_placement *out);
+void store_placement_free(struct store_placement *p);
+
+/* A new cluster's rows. *same: a cluster of this id exists with this very
+ * spec (JSON text), which it locks. */
+enum db_status store_cluster_same_spec(struct db_conn *conn, const char *id, const char *spec,
+                                       bool *exists, bool *same);
+/* DB_CONFLICT when the id is taken. sealed_secret: bytea text, or NULL. */
+enum db_status store_cluster_insert(struct db_conn *conn, const char *id, const char *spec,
+                                    const char *sealed_secret);
+/* Shard index (0-based; named "0001" on) with slots [first, last], or none
+ * when first < 0; shard_id (STORE_UUID_SIZE bytes) gets its id. */
+enum db_status store_shard_insert(struct db_conn *conn, const char *cluster_id, int index,
+                                  int slot_first, int slot_last, char *shard_id);
+struct store_node_placed {
+    const char *cluster_id, *shard_id, *host_id;
+    const char *engine, *engine_version, *node_type;
+    int ordinal; /* 0: placed as the shard's primary */
+};
+enum db_status store_node_insert(struct db_conn *conn, const struct store_node_placed *n);
+/* A NodePlaced event for each node of the cluster. */
+enum db_status store_events_nodes_placed(struct db_conn *conn, const char *cluster_id,
+                                         const char *op_id);
+
+/* nodes as operations see them (store_nodes.c) */
+/* One node as the operations see it: placement and last reported state. */
+struct cluster_node {
+    char id[40];
+    char host_id[40];
+    char address[256];
+    int port;       /* 0 while it has none */
+    int shard;      /* shard index */
+    int ordinal;    /* 0: placed as the shard's primary */
+    int slot_first; /* the shard's slot range; -1 without slots */
+    int slot_last;
+    char process_state[16];
+    bool host_lost;
+    char role[8]; /* "primary", "replica" or "" (not known yet) */
+    char az[64];
+    char engine[16], engine_version[16]; /* desired: "valkey", "8.0" */
+    char running_version[32];            /* what its agent last saw running: "8.0.1" */
+};
+
+struct cluster_nodes {
+    struct cluster_node *items;
+    size_t count;
+};
+
+/* The cluster's live nodes (by shard, then ordinal), whether it runs in
+ * cluster mode, and its sealed engine password as hex (*secret_hex, NULL
+ * when it has none; the caller frees it). DB_NOT_FOUND: no such cluster. */
+enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,
+                                   struct cluster_nodes *out, bool *cluster_mode,
+                                   char **secret_hex);
+/* A role cairnd read from the engine itself: linked, loaded, in sync. */
+enum db_status store_node_set_role(struct db_conn *conn, const char *node_id, const char *role);
+/* After a planned failover: target is the primary, previous its replica. */
+enum db_status store_nodes_swap_roles(struct db_conn *conn, const char *previous,
+                                      const char *target);
+/* Every node of the cluster is to be deleted (its agent stops and removes it). */
+enum db_status store_nodes_mark_deleted(struct db_conn *conn, const char *cluster_id);
+/* Drop the rows of the cluster's nodes on lost hosts; *left: nodes left. */
+enum db_status store_nodes_remaining(struct db_conn *conn, const char *cluster_id, int *left);
+
+/* A node to replace, locked: DB_NOT_FOUND unless it is a live node of the
+ * cluster. */
+struct store_node_to_replace {
+    char shard_id[STORE_UUID_SIZE];
+    char node_type[64], engine[16], engine_version[16];
+    char address[256]; /* of its host, "" when it has none */
+    int port;
+    int shard; /* index */
+    bool multi_az;
+};
+enum db_status store_node_to_replace(struct db_conn *conn, const char *cluster_id,
+                                     const char *node_id, struct store_node_to_replace *out);
+/* The other live nodes of its shard: their hosts and AZs, and the AZ of the
+ * primary among them (NULL: none). Free with store_shard_mates_free(). */
+struct store_shard_mates {
+    char **hosts, **azs;
+    const char *primary_az;
+    size_t n;
+};
+enum db_status store_shard_mates(struct db_conn *conn, const char *shard_id, const char *node_id,
+                                 struct store_shard_mates *out);
+void store_shard_mates_free(struct store_shard_mates *m);
+/* A new replica of dead's shard on host_id (its id in new_id,
+ * STORE_UUID_SIZE bytes), and dead_id marked deleted. */
+enum db_status store_node_replace(struct db_conn *conn, const char *cluster_id, const char *dead_id,
+                                  const struct store_node_to_replace *dead, const char *host_id,
+                                  char *new_id);
+/* The replacement is a replica in sync with its primary. */
+enum db_status store_node_joined(struct db_conn *conn, const char *node_id);
 
 /* metric samples (metric_samples, migration 0006) */
 enum db_status store_metric_partitions(struct db_conn *conn, const char *first_at,

@@ -2,7 +2,11 @@
  * exactly as sent or defaulted, plus what is computed, kept apart (status,
  * engine_version_actual, endpoints, shards, pending_changes,
  * current_operation, generation, timestamps). */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "store.h"
+#include "xalloc.h"
 
 /* Roles come from the engines' reports, never from placement. A reader is a
  * replica that is linked and neither loading nor in a full sync. */
@@ -95,4 +99,198 @@ enum db_status store_clusters_list(struct db_conn *conn, const struct store_clus
     const char *params[5] = {page->has_after ? page->after : "", f->status, f->engine, f->tag,
                              NULL};
     return store_list(conn, &list_clusters, 5, params, page, items, next_key);
+}
+
+/* ---- the request side: spec, status ---------------------------------------- */
+
+static const struct db_stmt lock_spec = {
+    "SELECT spec::text, generation, EXISTS (SELECT 1 FROM operations o"
+    "  WHERE o.cluster_id = c.id AND o.status IN ('pending', 'running'))"
+    " FROM clusters c WHERE id = $1 FOR UPDATE"};
+
+enum db_status store_cluster_lock(struct db_conn *conn, const char *id,
+                                  struct store_cluster_locked *out)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, id);
+    PGresult *res = db_query_params(conn, &lock_spec, &p, &st);
+    if (res == NULL)
+        return st;
+    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
+    if (st == DB_OK) {
+        out->spec = json_loads(db_text(res, 0, 0), 0, NULL);
+        out->generation = db_int(res, 0, 1);
+        out->busy = db_bool(res, 0, 2);
+        if (out->spec == NULL)
+            st = DB_ERROR;
+    }
+    PQclear(res);
+    return st;
+}
+
+static const struct db_stmt set_spec = {
+    "UPDATE clusters SET spec = $2::jsonb, generation = generation + 1, updated_at = now()"
+    " WHERE id = $1"};
+
+enum db_status store_cluster_set_spec(struct db_conn *conn, const char *id, const json_t *spec)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    db_param_text(&p, id);
+    db_param_text(&p, text);
+    PQclear(db_query_params(conn, &set_spec, &p, &st));
+    free(text);
+    return st;
+}
+
+static const struct db_stmt set_status = {
+    "UPDATE clusters SET status = $2, updated_at = now() WHERE id = $1"};
+
+enum db_status store_cluster_set_status(struct db_conn *conn, const char *id, const char *status)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, id);
+    db_param_text(&p, status);
+    PQclear(db_query_params(conn, &set_status, &p, &st));
+    return st;
+}
+
+static const struct db_stmt mark_modifying = {
+    "UPDATE clusters SET status = 'modifying', updated_at = now(),"
+    "  pending_changes = pending_changes || jsonb_build_object($2::text, $3::jsonb)"
+    " WHERE id = $1"};
+
+enum db_status store_cluster_mark_modifying(struct db_conn *conn, const char *id, const char *key,
+                                            const json_t *pending)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    char *text = json_dumps(pending, JSON_COMPACT);
+    db_param_text(&p, id);
+    db_param_text(&p, key);
+    db_param_text(&p, text);
+    PQclear(db_query_params(conn, &mark_modifying, &p, &st));
+    free(text);
+    return st;
+}
+
+/* A shard with a replica in its primary's AZ, which multi_az forbids. */
+static const struct db_stmt multi_az_breach = {
+    "SELECT s.name, h.az FROM shards s"
+    " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state <> 'deleted'"
+    " JOIN hosts h ON h.id = p.host_id"
+    " WHERE s.cluster_id = $1 AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
+    "   WHERE r.shard_id = s.id AND r.id <> p.id AND r.desired_state <> 'deleted'"
+    "   AND rh.az = h.az)"
+    " ORDER BY s.index LIMIT 1"};
+
+enum db_status store_cluster_multi_az_breach(struct db_conn *conn, const char *id, bool *breach,
+                                             char *shard, size_t shard_size, char *az,
+                                             size_t az_size)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, id);
+    PGresult *res = db_query_params(conn, &multi_az_breach, &p, &st);
+    if (res == NULL)
+        return st;
+    *breach = PQntuples(res) > 0;
+    if (*breach) {
+        snprintf(shard, shard_size, "%s", db_text(res, 0, 0));
+        snprintf(az, az_size, "%s", db_text(res, 0, 1));
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+static const struct db_stmt shard_pick = {
+    "SELECT s.index, c.spec ->> 'cluster_mode' <> 'disabled',"
+    "  EXISTS (SELECT 1 FROM nodes n WHERE n.shard_id = s.id AND n.role = 'replica'"
+    "    AND n.process_state = 'running' AND n.master_link_status = 'up'"
+    "    AND NOT coalesce(n.loading, false) AND NOT coalesce(n.sync_in_progress, false))"
+    " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
+    " WHERE c.id = $1 AND ($2::text IS NULL OR s.name = $2) ORDER BY s.index"};
+
+enum db_status store_shard_pick(struct db_conn *conn, const char *cluster_id, const char *name,
+                                struct store_shard_pick *out)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, cluster_id);
+    db_param_text(&p, name);
+    PGresult *res = db_query_params(conn, &shard_pick, &p, &st);
+    if (res == NULL)
+        return st;
+    /* Unnamed, a cluster of several shards has no one to pick. */
+    out->found = PQntuples(res) == 1;
+    out->index = out->found ? (int)db_int(res, 0, 0) : -1;
+    out->cluster_mode = PQntuples(res) > 0 && db_bool(res, 0, 1);
+    out->in_sync_replica = out->found && db_bool(res, 0, 2);
+    PQclear(res);
+    return DB_OK;
+}
+
+/* ---- the operation side ------------------------------------------------------- */
+
+static enum db_status exec_id(struct db_conn *conn, const struct db_stmt *stmt, const char *id)
+{
+    const char *params[1] = {id};
+    enum db_status st;
+    PQclear(db_query(conn, stmt, 1, params, &st));
+    return st;
+}
+
+static const struct db_stmt set_available = {
+    "UPDATE clusters SET status = 'available', observed_generation = generation,"
+    "  engine_version_actual = (SELECT max(running_version) FROM nodes WHERE cluster_id = $1),"
+    "  updated_at = now() WHERE id = $1"};
+
+enum db_status store_cluster_set_available(struct db_conn *conn, const char *id)
+{
+    return exec_id(conn, &set_available, id);
+}
+
+static const struct db_stmt drop = {"DELETE FROM clusters WHERE id = $1"};
+
+enum db_status store_cluster_drop(struct db_conn *conn, const char *id)
+{
+    return exec_id(conn, &drop, id);
+}
+
+static const struct db_stmt sealed_secret = {
+    "SELECT encode(auth_secret, 'hex') FROM clusters WHERE id = $1"};
+
+enum db_status store_cluster_secret(struct db_conn *conn, const char *id, char **hex)
+{
+    const char *params[1] = {id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &sealed_secret, 1, params, &st);
+    if (res == NULL)
+        return st;
+    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
+    free(*hex);
+    *hex = st == DB_OK && db_text(res, 0, 0) != NULL ? xstrdup(db_text(res, 0, 0)) : NULL;
+    PQclear(res);
+    return st;
+}
+
+static const struct db_stmt parameters_done = {
+    "UPDATE clusters SET status = 'available', updated_at = now(),"
+    "  pending_changes = CASE WHEN jsonb_array_length($2::jsonb) = 0"
+    "    THEN pending_changes - 'parameters'"
+    "    ELSE pending_changes || jsonb_build_object('parameters', jsonb_build_object("
+    "      'values', spec -> 'parameters', 'restart_needed', $2::jsonb,"
+    "      'applies', 'at each node''s next restart')) END"
+    " WHERE id = $1"};
+
+enum db_status store_cluster_parameters_applied(struct db_conn *conn, const char *id,
+                                                const char *restart_needed)
+{
+    const char *params[2] = {id, restart_needed};
+    enum db_status st;
+    PQclear(db_query(conn, &parameters_done, 2, params, &st));
+    return st;
 }

@@ -1,5 +1,7 @@
-/* store_history.c -- operations and events, as the API reads them. Later
- * modules write them; this file only lists and fetches. */
+/* store_history.c -- operations and events: queued and recorded here, and
+ * read as the API shows them. (The runner keeps its own lease statements:
+ * runner.c.) */
+#include <stdio.h>
 #include <string.h>
 
 #include "store.h"
@@ -93,4 +95,44 @@ enum db_status store_events_list(struct db_conn *conn, const struct store_event_
                              f->cluster_uid,
                              NULL};
     return store_list(conn, &list_events, 6, params, page, items, next_key);
+}
+
+/* ---- writing ------------------------------------------------------------------ */
+
+static const struct db_stmt insert_event = {
+    "INSERT INTO events (cluster_id, operation_id, type, severity, message, detail)"
+    " VALUES ($1, $2::uuid, $3, $4, $5, coalesce($6::jsonb, '{}'))"};
+
+enum db_status store_event_add(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                               const char *type, const char *severity, const char *message,
+                               const char *detail)
+{
+    const char *params[6] = {cluster_id, op_id, type, severity, message, detail};
+    enum db_status st;
+    PQclear(db_query(conn, &insert_event, 6, params, &st));
+    return st;
+}
+
+/* operations_one_active (migration 0001) refuses a second active operation
+ * of a cluster: DB_CONFLICT. */
+static const struct db_stmt insert_operation = {
+    "INSERT INTO operations (cluster_id, kind, context)"
+    " VALUES ($1, $2, coalesce($3::jsonb, '{}')) RETURNING id"};
+
+enum db_status store_operation_queue(struct db_conn *conn, const char *cluster_id, const char *kind,
+                                     const json_t *context, char *op_id)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    char *text = context != NULL ? json_dumps(context, JSON_COMPACT) : NULL;
+    db_param_text(&p, cluster_id);
+    db_param_text(&p, kind);
+    db_param_text(&p, text);
+    PGresult *res = db_query_params(conn, &insert_operation, &p, &st);
+    free(text);
+    if (res == NULL)
+        return st;
+    snprintf(op_id, STORE_UUID_SIZE, "%s", db_text(res, 0, 0));
+    PQclear(res);
+    return DB_OK;
 }

@@ -13,6 +13,7 @@
 #include "clusters.h"
 #include "log.h"
 #include "metrics.h"
+#include "ops_upgrade.h"
 #include "runner.h"
 #include "store.h"
 #include "xalloc.h"
@@ -94,59 +95,47 @@ static const struct db_stmt lone_nodes = {
     " WHERE s.cluster_id = $1 AND (SELECT count(*) FROM nodes o WHERE o.shard_id = s.id"
     "   AND o.desired_state <> 'deleted') = 1"};
 
-static void refuse(struct upgrade_refusal *r, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void refuse(struct upgrade_refusal *r, const char *code, const char *fmt, ...)
-{
-    va_list ap;
-    snprintf(r->code, sizeof(r->code), "%s", code);
-    va_start(ap, fmt);
-    vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
-    va_end(ap);
-}
-
 enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const char *engine,
-                             const char *version, struct upgrade_refusal *refusal,
-                             json_t **downtime)
+                             const char *version, struct problem *p, json_t **downtime)
 {
     const char *params[3] = {cluster_id, engine, version};
     char lag[24], free_at[16], used_at[16];
     enum db_status st;
     PGresult *res;
 
-    refusal->code[0] = '\0';
     long long live = 0;
     if ((st = store_get_int64(conn, &cluster_live, 1, params, &live)) != DB_OK)
         return st;
     if (live == 0) {
-        refuse(refusal, "CLUSTER_NOT_FOUND", "cluster %s does not exist or is being deleted",
-               cluster_id != NULL ? cluster_id : "(none)");
-        return DB_OK;
+        problem_set(p, PROBLEM_CLUSTER_NOT_FOUND, "cluster %s does not exist or is being deleted",
+                    cluster_id != NULL ? cluster_id : "(none)");
+        return DB_REFUSED;
     }
     if ((res = db_query(conn, &hosts_without, 3, params, &st)) == NULL)
         return st;
     if (!PQgetisnull(res, 0, 0))
-        refuse(refusal, "ENGINE_NOT_INSTALLED",
-               "%s %s is not installed on host(s) %s; install it there (the agent reports it on "
-               "its next sync) and ask again",
-               engine, version, PQgetvalue(res, 0, 0));
+        problem_set(
+            p, PROBLEM_ENGINE_NOT_INSTALLED,
+            "%s %s is not installed on host(s) %s; install it there (the agent reports it on "
+            "its next sync) and ask again",
+            engine, version, PQgetvalue(res, 0, 0));
     PQclear(res);
-    if (refusal->code[0] != '\0')
-        return DB_OK;
+    if (p->set)
+        return DB_REFUSED;
 
     snprintf(lag, sizeof(lag), "%lld", UPGRADE_MAX_LAG_BYTES);
     const char *hp[2] = {cluster_id, lag};
     if ((res = db_query(conn, &unhealthy, 2, hp, &st)) == NULL)
         return st;
     if (PQntuples(res) > 0)
-        refuse(refusal, "CLUSTER_UNHEALTHY",
-               "node %s of shard %s is not healthy: %s; an upgrade needs every node running and "
-               "every replica linked and in sync",
-               PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
+        problem_set(
+            p, PROBLEM_CLUSTER_UNHEALTHY,
+            "node %s of shard %s is not healthy: %s; an upgrade needs every node running and "
+            "every replica linked and in sync",
+            PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
     PQclear(res);
-    if (refusal->code[0] != '\0')
-        return DB_OK;
+    if (p->set)
+        return DB_REFUSED;
 
     snprintf(free_at, sizeof(free_at), "%d", metric_index("FreeableMemory") + 1);
     snprintf(used_at, sizeof(used_at), "%d", metric_index("BytesUsedForCache") + 1);
@@ -154,14 +143,17 @@ enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const
     if ((res = db_query(conn, &short_of_memory, 3, mp, &st)) == NULL)
         return st;
     if (PQntuples(res) > 0)
-        refuse(refusal, "INSUFFICIENT_MEMORY",
-               "the host of primary %s (shard %s) has %s bytes free and its data takes %s: a full "
-               "sync of an upgraded replica forks the primary and may need as much again; free "
-               "memory or use a larger node type first",
-               PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
-               PQgetvalue(res, 0, 3));
+        problem_set(
+            p, PROBLEM_INSUFFICIENT_MEMORY,
+            "the host of primary %s (shard %s) has %s bytes free and its data takes %s: a full "
+            "sync of an upgraded replica forks the primary and may need as much again; free "
+            "memory or use a larger node type first",
+            PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
+            PQgetvalue(res, 0, 3));
     PQclear(res);
-    if (refusal->code[0] != '\0' || downtime == NULL)
+    if (p->set)
+        return DB_REFUSED;
+    if (downtime == NULL)
         return DB_OK;
 
     if ((res = db_query(conn, &lone_nodes, 1, params, &st)) == NULL)
@@ -233,12 +225,12 @@ enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *
     if (st == DB_OK) {
         char *detail = xasprintf("{\"from\": %s, \"to\": %s, \"apply\": \"%s\"}", from_text,
                                  to_text, apply_now ? "immediately" : "maintenance_window");
-        st = cluster_add_event(conn, cluster_id, op_id,
-                               apply_now ? "EngineUpgradeRequested" : "EngineUpgradeScheduled",
-                               "info",
-                               apply_now ? "an engine upgrade was requested"
-                                         : "an engine upgrade waits for the maintenance window",
-                               detail);
+        st =
+            store_event_add(conn, cluster_id, op_id,
+                            apply_now ? "EngineUpgradeRequested" : "EngineUpgradeScheduled", "info",
+                            apply_now ? "an engine upgrade was requested"
+                                      : "an engine upgrade waits for the maintenance window",
+                            detail);
         free(detail);
     }
     free(from_text);
@@ -246,6 +238,68 @@ enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *
     free(down_text);
     return st;
 }
+
+/* ---- the change behind PATCH engine / engine_version (changes.h) ---------------- */
+
+static json_t *engine_of(const json_t *spec)
+{
+    return json_pack("{s:O, s:O}", "engine", json_object_get(spec, "engine"), "engine_version",
+                     json_object_get(spec, "engine_version"));
+}
+
+/* The catalog's path, then the cluster's state. */
+static enum db_status upgrade_precheck(struct db_conn *conn, struct change_request *r,
+                                       struct problem *p)
+{
+    const char *from_engine = json_string_value(json_object_get(r->stored, "engine"));
+    const char *from_version = json_string_value(json_object_get(r->stored, "engine_version"));
+    const char *to_engine = json_string_value(json_object_get(r->next, "engine"));
+    const char *to_version = json_string_value(json_object_get(r->next, "engine_version"));
+    char allowed[256];
+    bool ok = false;
+    json_t *downtime = NULL;
+    enum db_status st = upgrade_path_allowed(conn, from_engine, from_version, to_engine, to_version,
+                                             &ok, allowed, sizeof(allowed));
+    if (st != DB_OK)
+        return st;
+    if (!ok) {
+        char *msg =
+            xasprintf("cannot go from %s %s to %s %s: %s%s", from_engine, from_version, to_engine,
+                      to_version, allowed[0] ? "the upgrades allowed are to " : "it is the newest",
+                      allowed[0] ? allowed : "; engines are never downgraded");
+        problem_field(p, "engine_version", msg);
+        free(msg);
+        return DB_REFUSED;
+    }
+    st = upgrade_check(conn, r->cluster_id, to_engine, to_version, p, &downtime);
+    if (downtime != NULL)
+        json_object_set_new(r->facts, "downtime", downtime);
+    return st;
+}
+
+static enum db_status upgrade_request(struct db_conn *conn, struct change_request *r,
+                                      struct problem *p)
+{
+    (void)p;
+    json_t *from = engine_of(r->stored), *to = engine_of(r->next);
+    enum db_status st =
+        upgrade_queue(r->app, conn, r->cluster_id, from, to, r->apply_now,
+                      json_string_value(json_object_get(r->next, "maintenance_window")),
+                      json_object_get(r->facts, "downtime"), r->op_id);
+    json_decref(from);
+    json_decref(to);
+    r->poke = r->apply_now;
+    return st;
+}
+
+const struct change_op change_op_upgrade_engine = {
+    .kind = &op_cluster_upgrade_engine,
+    .what = "an engine upgrade",
+    .alone = true,
+    .accepted = true,
+    .precheck = upgrade_precheck,
+    .queue = upgrade_request,
+};
 
 static const struct db_stmt scheduled_of = {
     "SELECT id, status, context::text FROM operations WHERE cluster_id = $1"
@@ -293,8 +347,8 @@ static enum db_status cancel_fn(struct db_conn *conn, void *arg)
     if (st == DB_OK)
         PQclear(db_query(conn, &revert_spec, 3, params, &st));
     if (st == DB_OK)
-        st = cluster_add_event(conn, c->id, op_id, "EngineUpgradeCancelled", "info",
-                               "the scheduled engine upgrade was cancelled", NULL);
+        st = store_event_add(conn, c->id, op_id, "EngineUpgradeCancelled", "info",
+                             "the scheduled engine upgrade was cancelled", NULL);
     json_decref(context);
     return st;
 }
@@ -414,8 +468,8 @@ static enum db_status started_fn(struct db_conn *conn, void *arg)
                           json_object_get(c->context, "to"), "downtime",
                           json_object_get(c->context, "downtime"));
     char *detail = json_dumps(d, JSON_COMPACT);
-    st = cluster_add_event(conn, c->cluster_id, c->op_id, "EngineUpgradeStarted", "info", message,
-                           detail);
+    st = store_event_add(conn, c->cluster_id, c->op_id, "EngineUpgradeStarted", "info", message,
+                         detail);
     free(detail);
     json_decref(d);
     free(message);
@@ -470,7 +524,7 @@ static enum db_status node_done_fn(struct db_conn *conn, void *arg)
         xasprintf("{\"node_id\": \"%s\", \"running_version\": \"%s\", \"seconds\": %lld}",
                   c->node_id, c->running, c->seconds);
     enum db_status st =
-        cluster_add_event(conn, c->cluster_id, c->op_id, "NodeUpgraded", "info", message, detail);
+        store_event_add(conn, c->cluster_id, c->op_id, "NodeUpgraded", "info", message, detail);
     free(message);
     free(detail);
     return st;
@@ -506,8 +560,8 @@ static enum db_status done_fn(struct db_conn *conn, void *arg)
     char *message =
         xasprintf("engine upgraded from %s in %.1f s", what,
                   (double)json_integer_value(json_object_get(c->context, "duration_ms")) / 1000.0);
-    st = cluster_add_event(conn, c->cluster_id, c->op_id, "EngineUpgradeComplete", "info", message,
-                           detail);
+    st = store_event_add(conn, c->cluster_id, c->op_id, "EngineUpgradeComplete", "info", message,
+                         detail);
     free(message);
     free(what);
     free(detail);
@@ -541,8 +595,8 @@ static enum db_status failed_fn(struct db_conn *conn, void *arg)
     json_t *d = json_pack("{s:s, s:s, s:b}", "code", c->code, "error", c->error, "rolled_back",
                           c->rolled_back);
     char *detail = json_dumps(d, JSON_COMPACT);
-    st = cluster_add_event(conn, c->cluster_id, c->op_id, "EngineUpgradeFailed", "error", c->error,
-                           detail);
+    st = store_event_add(conn, c->cluster_id, c->op_id, "EngineUpgradeFailed", "error", c->error,
+                         detail);
     free(detail);
     json_decref(d);
     return st;

@@ -11,28 +11,28 @@
 #include <stddef.h>
 
 #include "app.h"
+#include "changes.h"
 #include "db.h"
+#include "problem.h"
 
 /* A replica further behind its primary than this (by the offsets its agent
  * reports) is lagging: an upgrade would wait on it, or lose it. */
 #define UPGRADE_MAX_LAG_BYTES (64LL << 20)
 
-/* Why an upgrade cannot start now; code is a problem code. */
-struct upgrade_refusal {
-    char code[40];
-    char detail[512];
-};
-
 /* The checks, in a transaction of the caller's (conn): every host of the
  * cluster has engine/version installed; every node runs, every replica is
  * linked, loaded and within UPGRADE_MAX_LAG_BYTES; each primary's host has
- * at least the memory its data takes free (a full sync forks it). False
- * with the refusal filled; *downtime (when not NULL) gets the shards that
+ * at least the memory its data takes free (a full sync forks it).
+ * DB_REFUSED with p filled when one fails; *downtime (when not NULL) gets the shards that
  * have no replica and will be down while their node restarts, a JSON array
  * of {shard_id, node_id, reason}. */
 enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const char *engine,
-                             const char *version, struct upgrade_refusal *refusal,
-                             json_t **downtime);
+                             const char *version, struct problem *p, json_t **downtime);
+
+/* PATCH of engine or engine_version: the upgrade path and the checks
+ * above, then the operation, queued or scheduled for the maintenance
+ * window (changes.h). */
+extern const struct change_op change_op_upgrade_engine;
 
 /* Whether the catalog allows from -> to (an upgrade path); the allowed
  * targets, comma-separated, in allowed (for the message). */

@@ -931,46 +931,7 @@ static void test_diff_appends(void **state)
     json_decref(changed);
 }
 
-static void test_field_change(void **state)
-{
-    static const struct {
-        const char *field;
-        enum cspec_change change;
-    } want[] = {
-        {"description", CSPEC_APPLIED},
-        {"tags", CSPEC_APPLIED},
-        {"maintenance_window", CSPEC_APPLIED},
-        {"parameters", CSPEC_APPLIED},
-        {"num_shards", CSPEC_NOT_YET},
-        {"replicas_per_shard", CSPEC_NOT_YET},
-        {"node_type", CSPEC_NOT_YET},
-        {"engine", CSPEC_NOT_YET},
-        {"engine_version", CSPEC_NOT_YET},
-        {"automatic_failover", CSPEC_APPLIED},
-        {"multi_az", CSPEC_APPLIED},
-        {"auth_token", CSPEC_NOT_YET},
-        {"id", CSPEC_IMMUTABLE},
-        {"cluster_mode", CSPEC_IMMUTABLE},
-        {"status", CSPEC_IMMUTABLE},
-        {"", CSPEC_IMMUTABLE},
-    };
-    size_t covered = 0;
-    (void)state;
-
-    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-        if (cspec_field_change(want[i].field) != want[i].change)
-            fail_msg("%s: %d, want %d", want[i].field, cspec_field_change(want[i].field),
-                     want[i].change);
-    }
-    /* Every field of the spec is classified above. */
-    for (const struct jspec_field *f = cspec_create_spec; f->name != NULL; f++) {
-        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-            covered += strcmp(want[i].field, f->name) == 0;
-    }
-    assert_int_equal(covered, 14);
-}
-
-/* A PATCH as the REST handler runs it: merge, normalize, diff, classify. */
+/* A PATCH as the REST handler runs it: merge, normalize, diff. */
 static void test_patch_flow(void **state)
 {
     json_t *errors, *stored = normalize_patched("{'tags': {'team': 'checkout'}}", &errors);
@@ -983,8 +944,6 @@ static void test_patch_flow(void **state)
     assert_non_null(spec);
     assert_true(cspec_diff(stored, spec, changed));
     assert_string_equal(dump(changed), "[\"num_shards\",\"tags\"]");
-    assert_int_equal(cspec_field_change("num_shards"), CSPEC_NOT_YET);
-    assert_int_equal(cspec_field_change("tags"), CSPEC_APPLIED);
     assert_string_equal(dump(json_object_get(spec, "tags")), "{\"env\":\"prod\"}");
     json_decref(stored);
     json_decref(patch);
@@ -1135,7 +1094,6 @@ int main(void)
         cmocka_unit_test(test_merge_patch_on_a_spec),
         cmocka_unit_test(test_diff),
         cmocka_unit_test(test_diff_appends),
-        cmocka_unit_test(test_field_change),
         cmocka_unit_test(test_patch_flow),
         cmocka_unit_test(test_window_next_open),
         cmocka_unit_test(test_slots_small),
