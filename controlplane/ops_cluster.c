@@ -776,7 +776,7 @@ enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub)
 
     ctx->context = sub;
     for (int step = (int)json_integer_value(json_object_get(sub, "step")); step < n;) {
-        if ((r = failover_steps[step].run(ctx)) != OP_NEXT)
+        if ((r = op_run_nested(ctx, &failover_steps[step])) != OP_NEXT)
             break;
         json_object_set_new(sub, "step", json_integer(++step));
     }

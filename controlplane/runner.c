@@ -46,6 +46,27 @@ enum op_result op_wait(struct op_ctx *ctx, int ms)
     return OP_WAIT;
 }
 
+struct nested_call {
+    const struct op_step *s;
+    const struct op_ctx *ctx;
+};
+
+static enum db_status nested_fn(struct db_conn *conn, void *arg)
+{
+    struct nested_call *n = arg;
+    return n->s->commit(conn, n->ctx);
+}
+
+enum op_result op_run_nested(struct op_ctx *ctx, const struct op_step *s)
+{
+    enum op_result r = s->run != NULL ? s->run(ctx) : OP_NEXT;
+    struct nested_call n = {s, ctx};
+    if (r == OP_NEXT && s->commit != NULL &&
+        db_tx(ctx->app->db, DB_READ_COMMITTED, nested_fn, &n) != DB_OK)
+        return op_wait(ctx, IDLE_POLL_MS);
+    return r;
+}
+
 /* The oldest runnable operation of a kind this runner knows, leased to us.
  * Kinds it does not know are left to a cairnd that does (one being rolled
  * out, say), never failed. */

@@ -79,6 +79,12 @@ void runner_stop(struct runner *r);
 enum op_result op_fail(struct op_ctx *ctx, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Run a step of an operation nested in another's step (a failover inside
+ * an upgrade): its run(), then after OP_NEXT its commit() in a transaction
+ * of its own, as the outer step is recorded only later. A commit that
+ * fails turns the result into a short OP_WAIT; the step runs again. */
+enum op_result op_run_nested(struct op_ctx *ctx, const struct op_step *s);
+
 /* Wait ms before running the step again; returns OP_WAIT. */
 enum op_result op_wait(struct op_ctx *ctx, int ms);
 
