@@ -69,13 +69,11 @@ static void set_reply(struct http_request *req, int status, char *body, size_t l
 
 void http_add_header(struct http_request *req, const char *name, const char *value)
 {
-    if (req->nheaders == HTTP_MAX_HEADERS) {
-        log_error("too many reply headers", "request_id=%s header=%s", req->request_id, name);
-        return;
+    if (req->nheaders == req->headers_room) {
+        req->headers_room = req->headers_room == 0 ? 4 : req->headers_room * 2;
+        req->headers = xrealloc(req->headers, req->headers_room * sizeof(req->headers[0]));
     }
-    req->header_names[req->nheaders] = name;
-    req->header_values[req->nheaders] = xstrdup(value);
-    req->nheaders++;
+    req->headers[req->nheaders++] = (struct http_header){name, xstrdup(value)};
 }
 
 /* What is sent when a document cannot be encoded: a bug of ours (a string
@@ -229,8 +227,9 @@ static void set_request_id(struct http_request *req)
 static void request_free(struct http_request *req)
 {
     route_params_clear(&req->params);
-    for (int i = 0; i < req->nheaders; i++)
-        free(req->header_values[i]);
+    for (size_t i = 0; i < req->nheaders; i++)
+        free(req->headers[i].value);
+    free(req->headers);
     free(req->reply);
     free(req->body);
     json_decref(req->json);
@@ -691,8 +690,8 @@ static enum MHD_Result queue_reply(struct http_request *req)
     if (req->content_type != NULL)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->content_type);
     MHD_add_response_header(resp, "X-Request-Id", req->request_id);
-    for (int i = 0; i < req->nheaders; i++)
-        MHD_add_response_header(resp, req->header_names[i], req->header_values[i]);
+    for (size_t i = 0; i < req->nheaders; i++)
+        MHD_add_response_header(resp, req->headers[i].name, req->headers[i].value);
     ret = MHD_queue_response(req->conn, (unsigned)req->status, resp);
     MHD_destroy_response(resp);
     return ret;

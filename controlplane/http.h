@@ -23,8 +23,6 @@
 #include "problem.h"
 #include "route.h"
 
-#define HTTP_MAX_HEADERS 4
-
 /* Connections beyond --max-connections that only agents and health probes
  * may use: a flood of API clients must not lock out the agents reporting
  * their nodes or the probe deciding whether cairnd is alive. Past both,
@@ -35,6 +33,13 @@
 struct MHD_Connection;
 
 struct http_server;
+
+/* A header of the reply: its name is a string that outlives the request
+ * (a literal), its value a copy the request owns. */
+struct http_header {
+    const char *name;
+    char *value;
+};
 
 struct http_request {
     struct app *app;
@@ -70,9 +75,8 @@ struct http_request {
     char *reply;
     size_t reply_len;
     const char *content_type;
-    int nheaders;
-    const char *header_names[HTTP_MAX_HEADERS];
-    char *header_values[HTTP_MAX_HEADERS];
+    struct http_header *headers; /* added by http_add_header(), in order */
+    size_t nheaders, headers_room;
 };
 
 /* Start serving app->cfg.listen_host:listen_port with table[0..n) on a pool
@@ -113,7 +117,8 @@ void http_reply_problem(struct http_request *req, enum problem_code code, json_t
 /* Reply for a database failure: 503 DATABASE_UNAVAILABLE or 500. */
 void http_reply_db_error(struct http_request *req, enum db_status status);
 
-/* Add a header to the reply; value is copied. At most HTTP_MAX_HEADERS. */
+/* Add a header to the reply; name must outlive the request (a literal),
+ * value is copied. */
 void http_add_header(struct http_request *req, const char *name, const char *value);
 
 /* A counter that moves on every http_wake(); read it before checking the
