@@ -3,12 +3,13 @@
  *
  * The server owns the request lifecycle: it assigns the request id, reads the
  * body up to the cap, matches the route, authenticates, rejects unknown query
- * parameters, expands a gzip body (Content-Encoding: gzip, within the same
- * cap), parses and validates a JSON body against the route's spec, then
- * calls the handler. A handler sends exactly one reply with one of the
- * http_reply_* functions, then returns -- or parks the request with
- * http_suspend() to answer later (long-polls); the handler then runs again,
- * with resumed set, when the request is woken or its deadline passes. */
+ * parameters (but on the console's routes, route.h), expands a gzip body
+ * (Content-Encoding: gzip, within the same cap), parses and validates a JSON
+ * body against the route's spec, then calls the handler. A handler sends
+ * exactly one reply with one of the http_reply_* functions, then returns --
+ * or parks the request with http_suspend() to answer later (long-polls); the
+ * handler then runs again, with resumed set, when the request is woken or
+ * its deadline passes. */
 #ifndef CAIRN_HTTP_H
 #define CAIRN_HTTP_H
 
@@ -73,7 +74,8 @@ struct http_request {
     bool replied;
     int status;
     char *reply;
-    size_t reply_len;
+    int reply_fd;     /* a file to send reply_len bytes of instead of reply; -1 when none */
+    size_t reply_len; /* the body's length */
     const char *content_type;
     struct http_header *headers; /* added by http_add_header(), in order */
     size_t nheaders, headers_room;
@@ -97,6 +99,13 @@ void http_reply_json_text(struct http_request *req, int status, char *text);
 
 /* Reply with text of content_type; takes ownership of text. */
 void http_reply_text(struct http_request *req, int status, char *text, const char *content_type);
+
+/* Reply with the first size bytes of the file open on fd, of content_type
+ * (a string that outlives the request), streamed from the descriptor
+ * rather than read into memory; takes ownership of fd, which is closed
+ * once the reply is sent. A HEAD request gets the headers alone. */
+void http_reply_file(struct http_request *req, int status, int fd, uint64_t size,
+                     const char *content_type);
 
 /* Requests answered since start, by status class (index 2: 2xx ... 5: 5xx;
  * 0: none), and the seconds spent on them. */
@@ -141,6 +150,10 @@ void http_wake(struct http_server *server, const char *key);
 
 /* A query parameter's value, or NULL when absent. */
 const char *http_query(struct http_request *req, const char *name);
+
+/* A request header's value (name matched without regard to case), or NULL
+ * when absent. */
+const char *http_header(struct http_request *req, const char *name);
 
 /* A path parameter's value (never NULL for a name in the route's pattern). */
 const char *http_param(struct http_request *req, const char *name);
