@@ -36,6 +36,7 @@ static const struct setting settings[] = {
     {"sentinel-max-clients", "CAIRN_SENTINEL_MAX_CLIENTS", SET_INT, 4, 65536,
      AT(sentinel_max_clients)},
     {"secret-key-file", "CAIRN_SECRET_KEY_FILE", SET_STRING, 0, 0, AT(secret_key_file)},
+    {"web-root", "CAIRN_WEB_ROOT", SET_STRING, 0, 0, AT(web_root)},
     {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", SET_INT, 2, 3600, AT(heartbeat_timeout_s)},
     {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", SET_INT, 0, 10000, AT(sync_wait_ms)},
     {"replace-after", "CAIRN_REPLACE_AFTER", SET_INT, 1, 86400, AT(replace_after_s)},

@@ -51,31 +51,33 @@ struct http_server {
 
 /* ---- replies ---------------------------------------------------------- */
 
-static void set_reply(struct http_request *req, int status, char *body, size_t len,
+/* Record the reply, taking ownership of body. Returns false, having freed
+ * body, when the request was answered already: the caller frees anything
+ * else it was to hand over. */
+static bool set_reply(struct http_request *req, int status, char *body, size_t len,
                       const char *content_type)
 {
     if (req->replied) {
         log_error("second reply to one request ignored", "request_id=%s status=%d", req->request_id,
                   status);
         free(body);
-        return;
+        return false;
     }
     req->replied = true;
     req->status = status;
     req->reply = body;
     req->reply_len = len;
     req->content_type = content_type;
+    return true;
 }
 
 void http_add_header(struct http_request *req, const char *name, const char *value)
 {
-    if (req->nheaders == HTTP_MAX_HEADERS) {
-        log_error("too many reply headers", "request_id=%s header=%s", req->request_id, name);
-        return;
+    if (req->nheaders == req->headers_room) {
+        req->headers_room = req->headers_room == 0 ? 4 : req->headers_room * 2;
+        req->headers = xrealloc(req->headers, req->headers_room * sizeof(req->headers[0]));
     }
-    req->header_names[req->nheaders] = name;
-    req->header_values[req->nheaders] = xstrdup(value);
-    req->nheaders++;
+    req->headers[req->nheaders++] = (struct http_header){name, xstrdup(value)};
 }
 
 /* What is sent when a document cannot be encoded: a bug of ours (a string
@@ -112,6 +114,15 @@ void http_reply_json_text(struct http_request *req, int status, char *text)
 void http_reply_text(struct http_request *req, int status, char *text, const char *content_type)
 {
     set_reply(req, status, text, strlen(text), content_type);
+}
+
+void http_reply_file(struct http_request *req, int status, int fd, uint64_t size,
+                     const char *content_type)
+{
+    if (set_reply(req, status, NULL, (size_t)size, content_type))
+        req->reply_fd = fd;
+    else
+        close(fd);
 }
 
 /* Process-wide request counters, for GET /metrics. */
@@ -189,6 +200,11 @@ const char *http_query(struct http_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+const char *http_header(struct http_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
 const char *http_param(struct http_request *req, const char *name)
 {
     return route_param(&req->params, name);
@@ -215,6 +231,7 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     req->server = srv;
     req->conn = conn;
     req->target = xstrdup(target);
+    req->reply_fd = -1;
     req->started_us = time_mono_us();
     pthread_mutex_lock(&srv->lock);
     srv->active++;
@@ -241,8 +258,11 @@ static void set_request_id(struct http_request *req)
 static void request_free(struct http_request *req)
 {
     route_params_clear(&req->params);
-    for (int i = 0; i < req->nheaders; i++)
-        free(req->header_values[i]);
+    for (size_t i = 0; i < req->nheaders; i++)
+        free(req->headers[i].value);
+    free(req->headers);
+    if (req->reply_fd >= 0)
+        close(req->reply_fd);
     free(req->reply);
     free(req->body);
     json_decref(req->json);
@@ -270,6 +290,22 @@ static enum MHD_Result check_one_arg(void *cls, enum MHD_ValueKind kind, const c
     }
     jspec_error(qc->errors, key, "is not a known query parameter");
     return MHD_YES;
+}
+
+/* Every query parameter must be one the route accepts. Returns false after
+ * replying when one is not. */
+static bool check_query(struct http_request *req)
+{
+    struct query_check qc = {req, json_array()};
+
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, check_one_arg, &qc);
+    if (json_array_size(qc.errors) > 0) {
+        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, qc.errors,
+                           "the request has query parameters this route does not accept");
+        return false;
+    }
+    json_decref(qc.errors);
+    return true;
 }
 
 /* application/json, or application/merge-patch+json (RFC 7396), with or
@@ -392,11 +428,11 @@ static bool admit(struct http_request *req)
 
 /* Whether the server has no connection to spare for route: past
  * --max-connections only agents and health probes are served, from the
- * reserve. */
+ * reserve (the console's files need no token, but are neither). */
 static bool over_capacity(const struct http_server *srv, const struct route *route)
 {
-    bool reserved = route->scope == SCOPE_NONE || route->scope == SCOPE_AGENT ||
-                    route->scope == SCOPE_BOOTSTRAP;
+    bool reserved = !route->console && (route->scope == SCOPE_NONE || route->scope == SCOPE_AGENT ||
+                                        route->scope == SCOPE_BOOTSTRAP);
     return !reserved && srv->connections > srv->app->cfg.max_connections;
 }
 
@@ -471,14 +507,8 @@ static bool preflight(struct http_server *srv, struct http_request *req)
         }
     }
 
-    struct query_check qc = {req, json_array()};
-    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, check_one_arg, &qc);
-    if (json_array_size(qc.errors) > 0) {
-        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, qc.errors,
-                           "the request has query parameters this route does not accept");
+    if (!route->console && !check_query(req))
         return false;
-    }
-    json_decref(qc.errors);
 
     const char *length =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -696,15 +726,18 @@ static void run_handler(struct http_server *srv, struct http_request *req)
 static enum MHD_Result queue_reply(struct http_request *req)
 {
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(req->reply_len, req->reply, MHD_RESPMEM_MUST_FREE);
+        req->reply_fd >= 0
+            ? MHD_create_response_from_fd64(req->reply_len, req->reply_fd)
+            : MHD_create_response_from_buffer(req->reply_len, req->reply, MHD_RESPMEM_MUST_FREE);
     enum MHD_Result ret;
 
-    req->reply = NULL; /* MHD frees it now */
+    req->reply = NULL; /* MHD frees it now, or closes the file */
+    req->reply_fd = -1;
     if (req->content_type != NULL)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->content_type);
     MHD_add_response_header(resp, "X-Request-Id", req->request_id);
-    for (int i = 0; i < req->nheaders; i++)
-        MHD_add_response_header(resp, req->header_names[i], req->header_values[i]);
+    for (size_t i = 0; i < req->nheaders; i++)
+        MHD_add_response_header(resp, req->headers[i].name, req->headers[i].value);
     ret = MHD_queue_response(req->conn, (unsigned)req->status, resp);
     MHD_destroy_response(resp);
     return ret;

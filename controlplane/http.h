@@ -3,12 +3,13 @@
  *
  * The server owns the request lifecycle: it assigns the request id, reads the
  * body up to the cap, matches the route, authenticates, rejects unknown query
- * parameters, expands a gzip body (Content-Encoding: gzip, within the same
- * cap), parses and validates a JSON body against the route's spec, then
- * calls the handler. A handler sends exactly one reply with one of the
- * http_reply_* functions, then returns -- or parks the request with
- * http_suspend() to answer later (long-polls); the handler then runs again,
- * with resumed set, when the request is woken or its deadline passes. */
+ * parameters (but on the console's routes, route.h), expands a gzip body
+ * (Content-Encoding: gzip, within the same cap), parses and validates a JSON
+ * body against the route's spec, then calls the handler. A handler sends
+ * exactly one reply with one of the http_reply_* functions, then returns --
+ * or parks the request with http_suspend() to answer later (long-polls); the
+ * handler then runs again, with resumed set, when the request is woken or
+ * its deadline passes. */
 #ifndef CAIRN_HTTP_H
 #define CAIRN_HTTP_H
 
@@ -23,8 +24,6 @@
 #include "problem.h"
 #include "route.h"
 
-#define HTTP_MAX_HEADERS 4
-
 /* Connections beyond --max-connections that only agents and health probes
  * may use: a flood of API clients must not lock out the agents reporting
  * their nodes or the probe deciding whether cairnd is alive. Past both,
@@ -35,6 +34,13 @@
 struct MHD_Connection;
 
 struct http_server;
+
+/* A header of the reply: its name is a string that outlives the request
+ * (a literal), its value a copy the request owns. */
+struct http_header {
+    const char *name;
+    char *value;
+};
 
 struct http_request {
     struct app *app;
@@ -68,11 +74,11 @@ struct http_request {
     bool replied;
     int status;
     char *reply;
-    size_t reply_len;
+    int reply_fd;     /* a file to send reply_len bytes of instead of reply; -1 when none */
+    size_t reply_len; /* the body's length */
     const char *content_type;
-    int nheaders;
-    const char *header_names[HTTP_MAX_HEADERS];
-    char *header_values[HTTP_MAX_HEADERS];
+    struct http_header *headers; /* added by http_add_header(), in order */
+    size_t nheaders, headers_room;
 };
 
 /* Start serving app->cfg.listen_host:listen_port with table[0..n) on a pool
@@ -93,6 +99,13 @@ void http_reply_json_text(struct http_request *req, int status, char *text);
 
 /* Reply with text of content_type; takes ownership of text. */
 void http_reply_text(struct http_request *req, int status, char *text, const char *content_type);
+
+/* Reply with the first size bytes of the file open on fd, of content_type
+ * (a string that outlives the request), streamed from the descriptor
+ * rather than read into memory; takes ownership of fd, which is closed
+ * once the reply is sent. A HEAD request gets the headers alone. */
+void http_reply_file(struct http_request *req, int status, int fd, uint64_t size,
+                     const char *content_type);
 
 /* Requests answered since start, by status class (index 2: 2xx ... 5: 5xx;
  * 0: none), and the seconds spent on them. */
@@ -117,7 +130,8 @@ void http_reply_error(struct http_request *req, struct problem *p);
 /* Reply for a database failure: 503 DATABASE_UNAVAILABLE or 500. */
 void http_reply_db_error(struct http_request *req, enum db_status status);
 
-/* Add a header to the reply; value is copied. At most HTTP_MAX_HEADERS. */
+/* Add a header to the reply; name must outlive the request (a literal),
+ * value is copied. */
 void http_add_header(struct http_request *req, const char *name, const char *value);
 
 /* A counter that moves on every http_wake(); read it before checking the
@@ -140,6 +154,10 @@ void http_wake(struct http_server *server, const char *key);
 
 /* A query parameter's value, or NULL when absent. */
 const char *http_query(struct http_request *req, const char *name);
+
+/* A request header's value (name matched without regard to case), or NULL
+ * when absent. */
+const char *http_header(struct http_request *req, const char *name);
 
 /* A path parameter's value (never NULL for a name in the route's pattern). */
 const char *http_param(struct http_request *req, const char *name);

@@ -1,11 +1,14 @@
 /* main.c -- cairnd's command line: serve (the default), migrate, token
  * create|list|revoke, routes and version. */
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "config.h"
@@ -27,7 +30,7 @@ static const char usage[] =
     "              [--db-pool-size N] [--max-body-bytes N] [--shutdown-timeout SECONDS]\n"
     "              [--max-connections N] [--max-connections-per-address N]\n"
     "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
-    "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
+    "              [--sync-wait-ms MS] [--secret-key-file PATH] [--web-root DIR]\n"
     "              [--sentinel-listen HOST:PORT|off] [--sentinel-max-clients N]\n"
     "              [--replace-after SECONDS]\n"
     "              [--metrics-retention-days DAYS] [--upgrade-node-timeout SECONDS]\n"
@@ -43,7 +46,7 @@ static const char usage[] =
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
     "CAIRN_MAX_CONNECTIONS, CAIRN_MAX_CONNECTIONS_PER_ADDRESS,\n"
     "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS,\n"
-    "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN, CAIRN_SENTINEL_MAX_CLIENTS,\n"
+    "CAIRN_SECRET_KEY_FILE, CAIRN_WEB_ROOT, CAIRN_SENTINEL_LISTEN, CAIRN_SENTINEL_MAX_CLIENTS,\n"
     "CAIRN_REPLACE_AFTER,\n"
     "CAIRN_METRICS_RETENTION_DAYS.\n";
 
@@ -65,6 +68,21 @@ static int fail(const char *fmt, const char *arg)
     return 1;
 }
 
+/* The console as installed beside cairnd: <directory of the binary>/../web
+ * (in a checkout, bin/cairnd finds web/). NULL when the binary's path
+ * cannot be read. */
+static const char *default_web_root(void)
+{
+    static char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - sizeof("/../web"));
+
+    if (n <= 0 || (size_t)n >= sizeof(path) - sizeof("/../web"))
+        return NULL;
+    path[n] = '\0';
+    strcpy(strrchr(path, '/'), "/../web");
+    return path;
+}
+
 static bool parse_cli(int argc, char **argv, struct cli *cli)
 {
     static const struct option options[] = {
@@ -80,6 +98,7 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         {"heartbeat-timeout", required_argument, NULL, 0},
         {"sync-wait-ms", required_argument, NULL, 0},
         {"secret-key-file", required_argument, NULL, 0},
+        {"web-root", required_argument, NULL, 0},
         {"sentinel-listen", required_argument, NULL, 0},
         {"sentinel-max-clients", required_argument, NULL, 0},
         {"replace-after", required_argument, NULL, 0},
@@ -137,6 +156,8 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
         fail("%s", "--sync-wait-ms must be at most half of --heartbeat-timeout");
         return false;
     }
+    if (cli->cfg.web_root == NULL)
+        cli->cfg.web_root = default_web_root();
     cli->args = argv + optind;
     cli->nargs = argc - optind;
     return true;
@@ -226,6 +247,22 @@ static void fit_descriptors(struct config *cfg)
     }
 }
 
+/* Say where the console's files come from, and warn when that is not a
+ * directory: every console page answers 404 until it is one. */
+static void report_web_root(const char *root)
+{
+    char quoted[PATH_MAX];
+    struct stat st;
+
+    if (root == NULL || root[0] == '\0')
+        log_info("web console off", NULL);
+    else if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))
+        log_warn("the web root is not a directory: the console is not served", "web_root=%s",
+                 log_quote(quoted, sizeof(quoted), root));
+    else
+        log_info("web console", "web_root=%s", log_quote(quoted, sizeof(quoted), root));
+}
+
 static int cmd_serve(struct cli *cli)
 {
     struct app app = {.cfg = cli->cfg};
@@ -281,6 +318,7 @@ static int cmd_serve(struct cli *cli)
                      sentinel_port(sentinel));
     }
     monitor_start(app.monitor);
+    report_web_root(app.cfg.web_root);
     log_info("listening",
              "address=%s:%d threads=%d db_pool=%d max_connections=%d agents=%s version=%s",
              app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
@@ -418,9 +456,10 @@ static int cmd_routes(void)
 {
     json_t *out = json_array();
     for (size_t i = 0; i < api_route_count; i++) {
-        json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "method", api_routes[i].method,
-                                             "path", api_routes[i].pattern, "scope",
-                                             route_scope_name(api_routes[i].scope)));
+        const struct route *r = &api_routes[i];
+        json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:b}", "method", r->method, "path",
+                                             r->pattern, "scope", route_scope_name(r->scope),
+                                             "console", r->console));
     }
     json_dumpf(out, stdout, JSON_INDENT(2));
     putchar('\n');

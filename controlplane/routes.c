@@ -1,8 +1,10 @@
 /* routes.c -- every route cairnd serves, in one table. api/openapi.yaml
- * describes the same set; a contract test compares the two. */
+ * describes the same set but the console's; a contract test compares the
+ * two. */
 #include "api.h"
 #include "cluster_spec.h"
 #include "tokens.h"
+#include "web.h"
 
 static const char *const paged[] = {"page_size", "page_token", NULL};
 static const char *const engine_versions_query[] = {"page_size", "page_token", "engine", NULL};
@@ -52,6 +54,9 @@ const struct route api_routes[] = {
     {"POST", "/v1/metrics/query", SCOPE_READ, api_metrics_query, NULL, api_metrics_query_spec},
     {"GET", "/v1/clusters/{id}/metrics", SCOPE_READ, api_clusters_metrics, metrics_query, NULL},
     {"GET", "/v1/clusters/{id}/slot-stats", SCOPE_READ, api_clusters_slot_stats, NULL, NULL},
+    /* The web console: every path outside /v1 that no row above names. */
+    {"GET", "/*", SCOPE_NONE, web_serve, .console = true},
+    {"HEAD", "/*", SCOPE_NONE, web_serve, .console = true},
 };
 
 const size_t api_route_count = sizeof(api_routes) / sizeof(api_routes[0]);

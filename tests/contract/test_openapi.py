@@ -91,8 +91,9 @@ def spec():
 
 
 @pytest.fixture(scope="module")
-def routes():
-    """The route table as `cairnd routes` prints it: {(METHOD, path): scope}."""
+def route_table():
+    """The route table as `cairnd routes` prints it: a list of {method, path, scope,
+    console}."""
     if not CAIRND.is_file() or not os.access(CAIRND, os.X_OK):
         pytest.fail(f"{CAIRND} is missing or not executable: run `make` at the repository root "
                     "first, or point CAIRND at the binary")
@@ -106,11 +107,19 @@ def routes():
     except json.JSONDecodeError as e:
         pytest.fail(f"`{CAIRND} routes` did not print JSON ({e}):\n{proc.stdout}")
     assert isinstance(table, list), f"`cairnd routes` printed {type(table).__name__}, not an array"
+    return table
 
+
+@pytest.fixture(scope="module")
+def routes(route_table):
+    """The REST API's routes: {(METHOD, path): scope}. The web console's (`console`:
+    true) are pages and files, not API operations, and this document leaves them out."""
     result, problems = {}, []
-    for entry in table:
-        if not (isinstance(entry, dict) and {"method", "path", "scope"} <= entry.keys()):
-            problems.append(f"entry without method, path and scope: {entry!r}")
+    for entry in route_table:
+        if not (isinstance(entry, dict) and {"method", "path", "scope", "console"} <= entry.keys()):
+            problems.append(f"entry without method, path, scope and console: {entry!r}")
+            continue
+        if entry["console"]:
             continue
         key = (entry["method"].upper(), entry["path"])
         if key in result:
@@ -276,6 +285,24 @@ def test_operations_are_exactly_the_routes(spec, routes):
         lines.append(f"operations in {SPEC_PATH.name} but not in `cairnd routes`:")
         lines += [f"  {m} {p}" for m, p in missing_from_binary]
     assert not lines, "\n".join(lines)
+
+
+def test_console_routes_stay_out_of_the_api(spec, route_table):
+    """The console's rows take only what the API leaves: nothing under /v1, no path the
+    document names, and no credential."""
+    problems = []
+    in_spec = {path for _, path, _, _ in operations(spec)}
+    for entry in route_table:
+        if not entry.get("console"):
+            continue
+        where = f"console route {entry['method']} {entry['path']}"
+        if entry["path"] == "/v1" or entry["path"].startswith("/v1/"):
+            problems.append(f"{where}: under /v1, the API's namespace")
+        if entry["path"] in in_spec:
+            problems.append(f"{where}: a path {SPEC_PATH.name} documents")
+        if entry["scope"] != "none":
+            problems.append(f"{where}: scope {entry['scope']}, not none")
+    assert not problems, "\n".join(problems)
 
 
 def test_scopes_match_the_routes(spec, routes):

@@ -105,6 +105,16 @@ def problem(resp, code, fields=None, instance=None):
     return body
 
 
+def html_not_found(resp):
+    """Assert the HTML page cairnd answers 404 with outside /v1 (where the web console's
+    files are, not the API)."""
+    assert resp.status_code == 404, f"expected 404, got {describe(resp)}"
+    request_id(resp)
+    eq(resp.headers.get("Content-Type"), "text/html; charset=utf-8", "Content-Type of the 404")
+    if resp.request.method != "HEAD":
+        assert "<h1>Not found</h1>" in resp.text, f"not the 404 page: {describe(resp)}"
+
+
 def timestamp(value, what="timestamp"):
     assert isinstance(value, str) and TS_RE.match(value), \
         f"{what}: expected RFC 3339 UTC with microseconds, got {value!r}"

@@ -7,6 +7,7 @@ atexit handler can reap whatever a crash or Ctrl-C left behind.
 """
 
 import atexit
+import contextlib
 import itertools
 import os
 import pwd
@@ -411,7 +412,8 @@ class Cairnd:
     """One running `cairnd serve` on a free 127.0.0.1 port."""
 
     def __init__(self, database_url, args=(), env=None, label=None, port=None,
-                 workdir=None, pass_url_as="flag", listen_via="flag"):
+                 workdir=None, pass_url_as="flag", listen_via="flag", web_root="",
+                 binary=CAIRND):
         require_cairnd()
         self.label = label or f"cairnd{next(_seq)}"
         self.own_dir = workdir is None
@@ -422,8 +424,13 @@ class Cairnd:
         self.log_path = self.dir / f"{self.label}.log"
         # Sentinel discovery off unless a test asks for it (args come later and win):
         # many cairnd run at once here, and the default port is shared.
-        argv = [CAIRND, "serve", "--secret-key-file", str(self.dir / "secret.key"),
+        argv = [binary, "serve", "--secret-key-file", str(self.dir / "secret.key"),
                 "--sentinel-listen", "off"]
+        # No web console unless a test gives one (web_root=None: cairnd's default,
+        # the web/ beside the binary), so that the repository's own console does not
+        # answer the paths outside /v1 that tests probe.
+        if web_root is not None:
+            argv += ["--web-root", str(web_root)]
         extra_env = dict(env or {})
         if listen_via == "flag":
             argv += ["--listen", f"127.0.0.1:{self.port}"]
@@ -563,6 +570,25 @@ def drain(sock, timeout):
         return data, False
     except ConnectionResetError:
         return data, True
+
+
+@contextlib.contextmanager
+def idle_connections(port, count):
+    """Hold `count` keep-alive connections to cairnd on `port` open for the length of
+    the with block, each after a finished request (GET /healthz), as idle clients do."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            socks.append(s)
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = s.recv(4096)
+            if not answer.startswith(b"HTTP/1.1 200"):
+                raise HarnessError(f"idle connection {len(socks)}: GET /healthz got {answer!r}")
+        yield socks
+    finally:
+        for s in socks:
+            s.close()
 
 
 def raw_http(port, head, body=b"", piece=65536, timeout=10.0):

@@ -218,13 +218,7 @@ def test_past_max_connections_api_gets_503_but_agents_and_probes_are_served(
                                            "--max-connections-per-address", "0",
                                            "--agent-bootstrap-token", "b" * 32])
     inst_token = harness.create_token(fresh_db.url, "t", "admin")
-    idle = []
-    try:
-        for _ in range(25):  # keep-alive connections that finished a request
-            s = socket.create_connection(("127.0.0.1", c.port), timeout=5)
-            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            assert s.recv(4096).startswith(b"HTTP/1.1 200")
-            idle.append(s)
+    with harness.idle_connections(c.port, 25):
         r = requests.get(c.url + "/v1/node-types", timeout=5,
                          headers={"Authorization": f"Bearer {inst_token}"})
         expect.problem(r, "TOO_MANY_CONNECTIONS")
@@ -233,9 +227,6 @@ def test_past_max_connections_api_gets_503_but_agents_and_probes_are_served(
         r = requests.post(c.url + "/v1/agent/register", json={}, timeout=5,
                           headers={"Authorization": "Bearer " + "b" * 32})
         eq(r.status_code, 400, "an agent's registration is read (and found empty)")
-    finally:
-        for s in idle:
-            s.close()
     harness.wait_until(
         lambda: requests.get(c.url + "/v1/node-types", timeout=5,
                              headers={"Authorization": f"Bearer {inst_token}"}).status_code

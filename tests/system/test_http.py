@@ -51,13 +51,20 @@ def test_request_id_on_errors_matches_problem_body(shared):
 # Routing: 404 and 405
 
 
-@pytest.mark.parametrize("path", ["/", "/v1", "/v1/", "/v1/nope", "/v2/node-types",
-                                  "/v1/node-types/cache.r7g.large/extra", "/healthz/x",
-                                  "/V1/NODE-TYPES"])
+@pytest.mark.parametrize("path", ["/v1", "/v1/", "/v1/nope",
+                                  "/v1/node-types/cache.r7g.large/extra"])
 def test_unknown_route_is_404_before_auth(shared, path):
     for api in (shared.anon, shared.api):
         body = expect.problem(api.get(path), "ROUTE_NOT_FOUND")
         assert "errors" not in body, f"non-validation problem carries errors: {body!r}"
+
+
+# Outside /v1 the paths belong to the web console (--web-root, off here): what it
+# does not have is a page's 404, in HTML, not a problem document.
+@pytest.mark.parametrize("path", ["/", "/v2/node-types", "/healthz/x", "/V1/NODE-TYPES"])
+def test_unknown_path_outside_the_api_is_an_html_404(shared, path):
+    for api in (shared.anon, shared.api):
+        expect.html_not_found(api.get(path))
 
 
 @pytest.mark.parametrize("method,path,allow", [

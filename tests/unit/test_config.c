@@ -19,6 +19,7 @@ static const char *const variables[] = {
     "CAIRN_MAX_BODY_BYTES",
     "CAIRN_SHUTDOWN_TIMEOUT",
     "CAIRN_SENTINEL_MAX_CLIENTS",
+    "CAIRN_WEB_ROOT",
 };
 
 /* Start and end every test with no CAIRN_* variable set, whatever the
@@ -114,6 +115,8 @@ static void test_env_defaults(void **state)
     assert_false(cfg.no_migrate);
     assert_int_equal(cfg.shutdown_timeout_s, 10);
     assert_int_equal(cfg.sentinel_max_clients, 1024);
+    /* NULL: main() takes the web/ beside the binary. */
+    assert_null(cfg.web_root);
 }
 
 static void test_env_overrides(void **state)
@@ -128,6 +131,7 @@ static void test_env_overrides(void **state)
     setenv("CAIRN_DB_POOL_SIZE", "16", 1);
     setenv("CAIRN_MAX_BODY_BYTES", "2048", 1);
     setenv("CAIRN_SHUTDOWN_TIMEOUT", "0", 1);
+    setenv("CAIRN_WEB_ROOT", "/srv/cairn/web", 1);
     if (!config_from_env(&cfg, err, sizeof(err)))
         fail_msg("config_from_env refused good values: %s", err);
     assert_string_equal(cfg.listen_host, "::1");
@@ -137,6 +141,7 @@ static void test_env_overrides(void **state)
     assert_int_equal(cfg.db_pool_size, 16);
     assert_int_equal(cfg.max_body_bytes, 2048);
     assert_int_equal(cfg.shutdown_timeout_s, 0);
+    assert_string_equal(cfg.web_root, "/srv/cairn/web");
 }
 
 static void test_env_range_limits(void **state)
@@ -222,6 +227,11 @@ static void test_set_flags(void **state)
     assert_string_equal(cfg.database_url, "postgres:///cairn");
     assert_true(config_set(&cfg, "sentinel-max-clients", "300", err, sizeof(err)));
     assert_int_equal(cfg.sentinel_max_clients, 300);
+    assert_true(config_set(&cfg, "web-root", "./web", err, sizeof(err)));
+    assert_string_equal(cfg.web_root, "./web");
+    /* Empty: no console at all. */
+    assert_true(config_set(&cfg, "web-root", "", err, sizeof(err)));
+    assert_string_equal(cfg.web_root, "");
 }
 
 static void test_set_flag_overrides_env(void **state)

@@ -139,6 +139,36 @@ static void test_route_param(void **state)
     route_params_clear(&p);
 }
 
+static void test_match_tail(void **state)
+{
+    struct route_params p = {0};
+
+    (void)state;
+    assert_true(route_match("/*", "/", &p));
+    assert_string_equal(route_param(&p, "*"), "");
+    assert_true(route_match("/*", "/app.js", &p));
+    assert_string_equal(route_param(&p, "*"), "app.js");
+    /* Any number of segments, empty ones and dots included: the tail is
+     * taken as it is, for its handler to judge. */
+    assert_true(route_match("/*", "/a/b//../c/", &p));
+    assert_string_equal(route_param(&p, "*"), "a/b//../c/");
+    assert_int_equal(p.count, 1);
+    assert_true(route_match("/console/*", "/console/", &p));
+    assert_string_equal(route_param(&p, "*"), "");
+    assert_true(route_match("/console/{v}/*", "/console/2/x/y", &p));
+    assert_string_equal(route_param(&p, "v"), "2");
+    assert_string_equal(route_param(&p, "*"), "x/y");
+    route_params_clear(&p);
+    expect_no_match("/*", "");
+    expect_no_match("/console/*", "/console");
+    expect_no_match("/console/*", "/consolex/a");
+    expect_no_match("/console/{v}/*", "/console//x");
+    /* '*' only ends a pattern; elsewhere it is a character like any other. */
+    expect_no_match("/a*b", "/axb");
+    assert_true(route_match("/a*b", "/a*b", &p));
+    assert_int_equal(p.count, 0);
+}
+
 static const struct route table[] = {
     {"GET", "/v1/tokens", SCOPE_ADMIN, NULL, NULL, NULL},
     {"POST", "/v1/tokens", SCOPE_ADMIN, NULL, NULL, NULL},
@@ -200,6 +230,54 @@ static void test_find_not_found(void **state)
     route_params_clear(&p);
 }
 
+/* The table's rows with a tail wildcard: they come first here, yet give
+ * way to every other row. */
+static const struct route with_tail[] = {
+    {"GET", "/*", SCOPE_NONE, NULL, .console = true},
+    {"HEAD", "/*", SCOPE_NONE, NULL, .console = true},
+    {"GET", "/healthz", SCOPE_NONE, NULL, NULL, NULL},
+    {"GET", "/v1/tokens", SCOPE_ADMIN, NULL, NULL, NULL},
+};
+static const size_t with_tail_len = sizeof(with_tail) / sizeof(with_tail[0]);
+
+/* route_find(with_tail) for method and path is row want (-1: none), with
+ * allow_want in allow. */
+static void expect_tail_find(const char *method, const char *path, int want, const char *allow_want)
+{
+    struct route_params p = {0};
+    char allow[64];
+    const struct route *r =
+        route_find(with_tail, with_tail_len, method, path, &p, allow, sizeof(allow));
+
+    if (r != (want < 0 ? NULL : &with_tail[want]))
+        fail_msg("%s %s found row %td, expected %d", method, path, r != NULL ? r - with_tail : -1,
+                 want);
+    if (r == NULL && strcmp(allow, allow_want) != 0)
+        fail_msg("%s %s: allow \"%s\", expected \"%s\"", method, path, allow, allow_want);
+    route_params_clear(&p);
+}
+
+static void test_find_tail_gives_way(void **state)
+{
+    (void)state;
+    expect_tail_find("GET", "/healthz", 2, "");
+    expect_tail_find("POST", "/healthz", -1, "GET");
+    expect_tail_find("PUT", "/v1/tokens", -1, "GET");
+    expect_tail_find("GET", "/", 0, "");
+    expect_tail_find("HEAD", "/app.js", 1, "");
+    expect_tail_find("GET", "/healthz/x", 0, "");
+    expect_tail_find("POST", "/index.html", -1, "GET, HEAD");
+    /* Never into the API's namespace. */
+    expect_tail_find("GET", "/v1", -1, "");
+    expect_tail_find("GET", "/v1/", -1, "");
+    expect_tail_find("GET", "/v1/nothing", -1, "");
+    expect_tail_find("HEAD", "/v1/tokens", -1, "GET");
+    /* Paths that only look like it. */
+    expect_tail_find("GET", "/v1x", 0, "");
+    expect_tail_find("GET", "/V1/tokens", 0, "");
+    expect_tail_find("GET", "/v2/tokens", 0, "");
+}
+
 static void test_find_small_allow_buffer(void **state)
 {
     struct route_params p = {0};
@@ -233,6 +311,15 @@ static void test_find_in_api_routes(void **state)
     assert_null(
         route_find(api_routes, api_route_count, "GET", "/v1/unknown", &p, allow, sizeof(allow)));
     assert_string_equal(allow, "");
+    /* Outside /v1, what no other row names is the console's. */
+    r = route_find(api_routes, api_route_count, "GET", "/", &p, allow, sizeof(allow));
+    assert_non_null(r);
+    assert_true(r->console);
+    assert_string_equal(route_param(&p, "*"), "");
+    r = route_find(api_routes, api_route_count, "HEAD", "/css/app.css", &p, allow, sizeof(allow));
+    assert_non_null(r);
+    assert_true(r->console);
+    assert_string_equal(route_param(&p, "*"), "css/app.css");
     route_params_clear(&p);
 }
 
@@ -243,6 +330,14 @@ static void test_api_routes_well_formed(void **state)
         const struct route *r = &api_routes[i];
         assert_non_null(r->handler);
         assert_int_equal(r->pattern[0], '/');
+        /* The console's rows, and only they, take the paths the API leaves:
+         * they need no token, and nothing under /v1 is theirs. */
+        size_t len = strlen(r->pattern);
+        assert_int_equal(r->console, r->pattern[len - 1] == '*');
+        if (r->console) {
+            assert_int_equal(r->scope, SCOPE_NONE);
+            assert_true(strncmp(r->pattern, "/v1/", 4) != 0);
+        }
         /* Every (method, pattern) pair appears once. */
         for (size_t j = 0; j < i; j++) {
             if (strcmp(r->method, api_routes[j].method) == 0 &&
@@ -271,10 +366,12 @@ int main(void)
         cmocka_unit_test(test_match_extra_or_missing_segments),
         cmocka_unit_test(test_match_empty_segment),
         cmocka_unit_test(test_match_param_length),
+        cmocka_unit_test(test_match_tail),
         cmocka_unit_test(test_route_param),
         cmocka_unit_test(test_find_found),
         cmocka_unit_test(test_find_method_not_allowed),
         cmocka_unit_test(test_find_not_found),
+        cmocka_unit_test(test_find_tail_gives_way),
         cmocka_unit_test(test_find_small_allow_buffer),
         cmocka_unit_test(test_find_in_api_routes),
         cmocka_unit_test(test_api_routes_well_formed),
