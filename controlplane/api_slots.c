@@ -13,20 +13,14 @@
 #include "clusters.h"
 #include "nodeio.h"
 #include "slot_advice.h"
+#include "topology.h"
 #include "xalloc.h"
 
 #define HOTTEST_LISTED 10 /* slots listed per shard */
 
-/* One slot's figures; -1 where the engine gave none. */
-struct slot_stat {
-    int slot;
-    long long keys, cpu_usec, net_in, net_out;
-};
-
 struct shard_stats {
     const struct cluster_node *primary;
-    struct slot_stat *stats;
-    size_t n;
+    struct engine_slot_stats slots;
 };
 
 static const struct db_stmt engine_of = {
@@ -58,51 +52,19 @@ static enum db_status engine_fn(struct db_conn *conn, void *arg)
     return DB_OK;
 }
 
-/* A stat's value in a [name, value, name, value...] reply, or -1. */
-static long long stat_value(const redisReply *kv, const char *name)
-{
-    for (size_t i = 0; kv != NULL && kv->type == REDIS_REPLY_ARRAY && i + 1 < kv->elements;
-         i += 2) {
-        const redisReply *k = kv->element[i], *v = kv->element[i + 1];
-        if (k->type == REDIS_REPLY_STRING && strcmp(k->str, name) == 0 &&
-            v->type == REDIS_REPLY_INTEGER)
-            return v->integer;
-    }
-    return -1;
-}
-
 /* The slots node serves, with their figures; false with err. */
 static bool read_slot_stats(const struct cluster_node *node, const char *password,
                             struct shard_stats *out, char *err, size_t errsize)
 {
     struct resp_conn *c = nodeio_connect(node, password, NODEIO_PATIENT, err, errsize);
-    redisReply *r =
-        c != NULL ? resp_command(c, err, errsize, "CLUSTER SLOT-STATS SLOTSRANGE 0 16383") : NULL;
-    bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
-
+    bool ok = c != NULL &&
+              engine_cluster_slot_stats(c, 0, ENGINE_CLUSTER_SLOTS - 1, &out->slots, err, errsize);
     resp_close(c);
     out->primary = node;
-    out->stats = xcalloc(ok ? r->elements + 1 : 1, sizeof(*out->stats));
-    out->n = 0;
-    for (size_t i = 0; ok && i < r->elements; i++) {
-        const redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
-            e->element[0]->type != REDIS_REPLY_INTEGER)
-            continue;
-        struct slot_stat *s = &out->stats[out->n++];
-        s->slot = (int)e->element[0]->integer;
-        s->keys = stat_value(e->element[1], "key-count");
-        s->cpu_usec = stat_value(e->element[1], "cpu-usec");
-        s->net_in = stat_value(e->element[1], "network-bytes-in");
-        s->net_out = stat_value(e->element[1], "network-bytes-out");
-    }
-    if (r != NULL && !ok)
-        snprintf(err, errsize, "CLUSTER SLOT-STATS gave no array");
-    resp_reply_free(r);
     return ok;
 }
 
-static json_t *slot_json(const struct slot_stat *s)
+static json_t *slot_json(const struct engine_slot_stat *s)
 {
     json_t *j = json_pack("{s:i, s:I}", "slot", s->slot, "key_count", (json_int_t)s->keys);
     if (s->cpu_usec >= 0)
@@ -110,11 +72,11 @@ static json_t *slot_json(const struct slot_stat *s)
     return j;
 }
 
-static const struct slot_stat *find_stat(const struct shard_stats *sh, int slot)
+static const struct engine_slot_stat *find_stat(const struct shard_stats *sh, int slot)
 {
-    for (size_t i = 0; i < sh->n; i++) {
-        if (sh->stats[i].slot == slot)
-            return &sh->stats[i];
+    for (size_t i = 0; i < sh->slots.count; i++) {
+        if (sh->slots.stats[i].slot == slot)
+            return &sh->slots.stats[i];
     }
     return NULL;
 }
@@ -125,14 +87,14 @@ static json_t *answer(const char *id, struct shard_stats *sh, size_t nshards)
     struct shard_slots *loads = xcalloc(nshards + 1, sizeof(*loads));
 
     for (size_t i = 0; i < nshards; i++) {
-        for (size_t k = 0; k < sh[i].n && !by_cpu; k++)
-            by_cpu = sh[i].stats[k].cpu_usec >= 0;
+        for (size_t k = 0; k < sh[i].slots.count && !by_cpu; k++)
+            by_cpu = sh[i].slots.stats[k].cpu_usec >= 0;
     }
     for (size_t i = 0; i < nshards; i++) {
-        loads[i].slots = xcalloc(sh[i].n + 1, sizeof(struct slot_load));
-        loads[i].n = sh[i].n;
-        for (size_t k = 0; k < sh[i].n; k++) {
-            const struct slot_stat *s = &sh[i].stats[k];
+        loads[i].slots = xcalloc(sh[i].slots.count + 1, sizeof(struct slot_load));
+        loads[i].n = sh[i].slots.count;
+        for (size_t k = 0; k < sh[i].slots.count; k++) {
+            const struct engine_slot_stat *s = &sh[i].slots.stats[k];
             loads[i].slots[k].slot = s->slot;
             loads[i].slots[k].load = (double)(by_cpu ? s->cpu_usec : s->keys);
         }
@@ -141,11 +103,11 @@ static json_t *answer(const char *id, struct shard_stats *sh, size_t nshards)
     json_t *shards = json_array();
     for (size_t i = 0; i < nshards; i++) {
         long long keys = 0, cpu = 0, in = 0, out = 0;
-        for (size_t k = 0; k < sh[i].n; k++) {
-            keys += sh[i].stats[k].keys > 0 ? sh[i].stats[k].keys : 0;
-            cpu += sh[i].stats[k].cpu_usec > 0 ? sh[i].stats[k].cpu_usec : 0;
-            in += sh[i].stats[k].net_in > 0 ? sh[i].stats[k].net_in : 0;
-            out += sh[i].stats[k].net_out > 0 ? sh[i].stats[k].net_out : 0;
+        for (size_t k = 0; k < sh[i].slots.count; k++) {
+            keys += sh[i].slots.stats[k].keys > 0 ? sh[i].slots.stats[k].keys : 0;
+            cpu += sh[i].slots.stats[k].cpu_usec > 0 ? sh[i].slots.stats[k].cpu_usec : 0;
+            in += sh[i].slots.stats[k].net_in > 0 ? sh[i].slots.stats[k].net_in : 0;
+            out += sh[i].slots.stats[k].net_out > 0 ? sh[i].slots.stats[k].net_out : 0;
         }
         char name[16];
         snprintf(name, sizeof(name), "%04d", sh[i].primary->shard + 1);
@@ -169,9 +131,9 @@ static json_t *answer(const char *id, struct shard_stats *sh, size_t nshards)
                                "the shard is down to the mean");
         }
         json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:f, s:b, s:o, s:o}", "id", name, "node_id",
-                              sh[i].primary->id, "slots", (json_int_t)sh[i].n, "key_count",
-                              (json_int_t)keys, "load", loads[i].load, "hot", loads[i].hot,
-                              "hottest", hottest, "advice", advice);
+                              sh[i].primary->id, "slots", (json_int_t)sh[i].slots.count,
+                              "key_count", (json_int_t)keys, "load", loads[i].load, "hot",
+                              loads[i].hot, "hottest", hottest, "advice", advice);
         if (by_cpu) {
             json_object_set_new(j, "cpu_usec", json_integer(cpu));
             json_object_set_new(j, "network_bytes_in", json_integer(in));
@@ -229,7 +191,7 @@ void api_clusters_slot_stats(struct http_request *req)
     else
         http_reply_json(req, 200, answer(id, sh, n));
     for (size_t i = 0; i < n; i++)
-        free(sh[i].stats);
+        engine_slot_stats_free(&sh[i].slots);
     free(sh);
     cluster_nodes_free(&nodes);
     free(password);

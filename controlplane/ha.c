@@ -44,6 +44,7 @@
 #include "nodeio.h"
 #include "runner.h"
 #include "store.h"
+#include "topology.h"
 #include "xalloc.h"
 
 #define UNRESPONSIVE_GRACE_MS 1000 /* beyond the agent's own 1 s without PONG */
@@ -390,8 +391,11 @@ static enum db_status promote_fn(struct db_conn *conn, void *arg)
     PQclear(res);
     if (!still)
         return DB_NOT_FOUND; /* promoted already */
-    if (!nodeio_command(p->best, p->password, NODEIO_QUICK, p->err, sizeof(p->err),
-                        "REPLICAOF NO ONE", "", 0))
+    struct resp_conn *c =
+        nodeio_connect(p->best, p->password, NODEIO_QUICK, p->err, sizeof(p->err));
+    bool promoted = c != NULL && engine_replicaof_no_one(c, p->err, sizeof(p->err));
+    resp_close(c);
+    if (!promoted)
         return DB_NOT_FOUND;
     PQclear(db_query(conn, &designate, 1, best, &st));
     if (st != DB_OK)
@@ -457,8 +461,7 @@ static void failover_group(struct ha *h, const struct work *w)
             (n == old && strcmp(n->process_state, "crashed") == 0) ||
             (n != old && strcmp(n->process_state, "running") != 0))
             continue;
-        if (!nodeio_command(n, password, NODEIO_QUICK, err, sizeof(err), "REPLICAOF %s %d",
-                            best->address, best->port))
+        if (!nodeio_follow(n, password, NODEIO_QUICK, best, err, sizeof(err)))
             log_warn("failover: could not repoint a node; its next report will",
                      "node=%s "
                      "error=\"%s\"",
@@ -507,8 +510,7 @@ static void fence(struct ha *h, const struct work *w)
             primary = &nodes.items[i];
     }
     if (n != NULL && primary != NULL && primary->port > 0 &&
-        nodeio_command(n, password, NODEIO_QUICK, err, sizeof(err), "REPLICAOF %s %d",
-                       primary->address, primary->port)) {
+        nodeio_follow(n, password, NODEIO_QUICK, primary, err, sizeof(err))) {
         char *message =
             xasprintf("node %s answered as a primary; made it a replica of %s", n->id, primary->id);
         struct fence f = {w->cluster, n->id, primary->id, message};
@@ -566,31 +568,30 @@ static void repair_shard(struct ha *h, const struct work *w)
                  w->cluster, w->shard + 1);
         goto out;
     }
-    const char *how = "FORCE";
-    bool sent = nodeio_command(best, password, NODEIO_QUICK, err, sizeof(err),
-                               "CLUSTER FAILOVER FORCE", "", 0);
+    enum engine_failover_mode how = ENGINE_FAILOVER_FORCE;
+    bool sent = nodeio_cluster_failover(best, password, NODEIO_QUICK, how, err, sizeof(err));
     for (int i = 0; sent && i < TAKEOVER_AFTER_MS / 100 && !became_primary(best, password); i++) {
         struct timespec pause = {0, 100 * 1000000L};
         nanosleep(&pause, NULL);
     }
     if (!sent || !became_primary(best, password)) {
-        how = "TAKEOVER";
-        sent = nodeio_command(best, password, NODEIO_QUICK, err, sizeof(err),
-                              "CLUSTER FAILOVER TAKEOVER", "", 0);
+        how = ENGINE_FAILOVER_TAKEOVER;
+        sent = nodeio_cluster_failover(best, password, NODEIO_QUICK, how, err, sizeof(err));
     }
+    const char *mode = engine_failover_mode_name(how);
     char shard[16];
     snprintf(shard, sizeof(shard), "%04d", w->shard + 1);
     char *message = xasprintf(
         "shard %s had no serving primary for %lld ms (more than twice the %d ms node "
         "timeout, so the engines could not elect one); %s CLUSTER FAILOVER %s to node %s%s%s",
-        shard, down_ms, w->timeout_ms, sent ? "sent" : "could not send", how, best->id,
+        shard, down_ms, w->timeout_ms, sent ? "sent" : "could not send", mode, best->id,
         sent ? "" : ": ", sent ? "" : err);
     struct forced f = {w->cluster, message,
                        json_pack("{s:s, s:s, s:s, s:I, s:b}", "shard", shard, "to", best->id,
-                                 "mode", how, "down_ms", (json_int_t)down_ms, "sent", sent)};
+                                 "mode", mode, "down_ms", (json_int_t)down_ms, "sent", sent)};
     (void)db_tx(h->app->db, DB_READ_COMMITTED, forced_fn, &f);
     log_warn("forced a failover", "cluster=%s shard=%s to=%s mode=%s sent=%d", w->cluster, shard,
-             best->id, how, (int)sent);
+             best->id, mode, (int)sent);
     json_decref(f.detail);
     free(message);
 out:

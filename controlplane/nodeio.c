@@ -17,29 +17,35 @@ struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *passw
     return resp_connect(&o, err, errsize);
 }
 
-bool nodeio_command(const struct cluster_node *n, const char *password, struct nodeio_wait wait,
-                    char *err, size_t errsize, const char *fmt, const char *a, int b)
+bool nodeio_follow(const struct cluster_node *n, const char *password, struct nodeio_wait wait,
+                   const struct cluster_node *primary, char *err, size_t errsize)
 {
     struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
-    if (c == NULL)
-        return false;
-    redisReply *r = resp_command(c, err, errsize, fmt, a, b);
+    bool ok = c != NULL && engine_replicaof(c, primary->address, primary->port, err, errsize);
+
     resp_close(c);
-    resp_reply_free(r);
-    return r != NULL;
+    return ok;
+}
+
+bool nodeio_cluster_failover(const struct cluster_node *n, const char *password,
+                             struct nodeio_wait wait, enum engine_failover_mode mode, char *err,
+                             size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
+    bool ok = c != NULL && engine_cluster_failover(c, mode, err, errsize);
+
+    resp_close(c);
+    return ok;
 }
 
 bool nodeio_request_ack(const struct cluster_node *n, const char *password, char *err,
                         size_t errsize)
 {
     struct resp_conn *c = nodeio_connect(n, password, NODEIO_QUICK, err, errsize);
-    bool ok = c != NULL && resp_append(c, err, errsize, "REPLCONF GETACK *");
-    int flushed = 0;
+    bool ok = c != NULL && engine_replconf_getack(c, err, errsize);
 
-    while (ok && (flushed = resp_flush(c, err, errsize)) == 0)
-        ;
     resp_close(c);
-    return ok && flushed == 1;
+    return ok;
 }
 
 static bool info_is(const struct engine_info *info, const char *section, const char *key,

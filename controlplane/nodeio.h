@@ -1,7 +1,8 @@
 /* nodeio.h -- cairnd talking to one engine of a cluster: a connection with
- * the cluster's password and a bounded wait, one command, and what the
- * engine says of its replication. Used by the operations and by the
- * failover monitor; every call blocks for at most its timeouts. */
+ * the cluster's password and a bounded wait, on which callers run the
+ * commands of topology.h, and what the engine says of its replication.
+ * Used by the operations and by the failover monitor; every call blocks for
+ * at most its timeouts. */
 #ifndef CAIRN_NODEIO_H
 #define CAIRN_NODEIO_H
 
@@ -10,6 +11,7 @@
 
 #include "clusters.h"
 #include "resp.h"
+#include "topology.h"
 
 /* Timeouts for talking to an engine: operations can wait; the failover
  * monitor must not let one silent engine hold up a promotion. */
@@ -20,13 +22,21 @@ struct nodeio_wait {
 #define NODEIO_PATIENT ((struct nodeio_wait){1000, 3000})
 #define NODEIO_QUICK   ((struct nodeio_wait){300, 500})
 
+/* A blocking connection to node n, for the commands of topology.h and
+ * resp.h; close it with resp_close(). NULL with err as resp_connect(). */
 struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *password,
                                  struct nodeio_wait wait, char *err, size_t errsize);
 
-/* Run fmt (with one string and one integer argument, as the format uses
- * them) on node n; true when the engine answered without an error. */
-bool nodeio_command(const struct cluster_node *n, const char *password, struct nodeio_wait wait,
-                    char *err, size_t errsize, const char *fmt, const char *a, int b);
+/* Node n follows primary: REPLICAOF primary's address and port
+ * (engine_replicaof()), over a connection of its own. */
+bool nodeio_follow(const struct cluster_node *n, const char *password, struct nodeio_wait wait,
+                   const struct cluster_node *primary, char *err, size_t errsize);
+
+/* Node n, a replica, starts taking over from its primary: CLUSTER FAILOVER
+ * in mode (engine_cluster_failover()), over a connection of its own. */
+bool nodeio_cluster_failover(const struct cluster_node *n, const char *password,
+                             struct nodeio_wait wait, enum engine_failover_mode mode, char *err,
+                             size_t errsize);
 
 /* Ask a replica to acknowledge its replication offset to its primary now
  * (REPLCONF GETACK, which answers nothing) instead of at its next

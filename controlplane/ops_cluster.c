@@ -22,6 +22,7 @@
 #include "nodeio.h"
 #include "resp.h"
 #include "store.h"
+#include "topology.h"
 #include "xalloc.h"
 
 #define ENGINE_WAIT_LIMIT_S 90 /* engines not up by then: the create fails */
@@ -49,13 +50,6 @@ static struct resp_conn *connect_node(const struct ops_topo *t, const struct clu
     return nodeio_connect(n, t->password, NODEIO_PATIENT, err, errsize);
 }
 
-/* Run fmt on node n; true when the engine answered without an error. */
-static bool node_command(const struct ops_topo *t, const struct cluster_node *n, char *err,
-                         size_t errsize, const char *fmt, const char *a, int b)
-{
-    return nodeio_command(n, t->password, NODEIO_PATIENT, err, errsize, fmt, a, b);
-}
-
 static bool answers_ping(const struct ops_topo *t, const struct cluster_node *n)
 {
     char err[256];
@@ -65,18 +59,40 @@ static bool answers_ping(const struct ops_topo *t, const struct cluster_node *n)
     return ok;
 }
 
+/* Node n meets node to (CLUSTER MEET to's address and port). */
+static bool meet_node(const struct ops_topo *t, const struct cluster_node *n,
+                      const struct cluster_node *to, char *err, size_t errsize)
+{
+    struct resp_conn *c = connect_node(t, n, err, errsize);
+    bool ok = c != NULL && engine_cluster_meet(c, to->address, to->port, err, errsize);
+    resp_close(c);
+    return ok;
+}
+
+/* Node n replicates the primary whose engine node id is primary_id. */
+static bool replicate_node(const struct ops_topo *t, const struct cluster_node *n,
+                           const char *primary_id, char *err, size_t errsize)
+{
+    struct resp_conn *c = connect_node(t, n, err, errsize);
+    bool ok = c != NULL && engine_cluster_replicate(c, primary_id, err, errsize);
+    resp_close(c);
+    return ok;
+}
+
+/* Node n follows primary (cluster mode disabled). */
+static bool follow(const struct ops_topo *t, const struct cluster_node *n,
+                   const struct cluster_node *primary, char *err, size_t errsize)
+{
+    return nodeio_follow(n, t->password, NODEIO_PATIENT, primary, err, errsize);
+}
+
 /* A node's own view of the cluster, parsed; false with err when not had. */
 static bool node_view(const struct ops_topo *t, const struct cluster_node *n,
                       struct engine_cluster_nodes *view, char *err, size_t errsize)
 {
     struct resp_conn *c = connect_node(t, n, err, errsize);
-    if (c == NULL)
-        return false;
-    redisReply *r = resp_command(c, err, errsize, "CLUSTER NODES");
+    bool ok = c != NULL && engine_cluster_nodes(c, view, err, errsize);
     resp_close(c);
-    bool ok = r != NULL && resp_reply_is_string(r) &&
-              engine_cluster_nodes_parse(r->str, r->len, view, err, errsize);
-    resp_reply_free(r);
     return ok;
 }
 
@@ -84,12 +100,11 @@ static bool node_view(const struct ops_topo *t, const struct cluster_node *n,
 static bool node_cluster_ok(const struct ops_topo *t, const struct cluster_node *n)
 {
     char err[256];
+    bool ok = false;
     struct resp_conn *c = connect_node(t, n, err, sizeof(err));
-    redisReply *r = c != NULL ? resp_command(c, err, sizeof(err), "CLUSTER INFO") : NULL;
-    bool ok = r != NULL && resp_reply_is_string(r) && strstr(r->str, "cluster_state:ok") != NULL;
-    resp_reply_free(r);
+    bool asked = c != NULL && engine_cluster_info_state(c, &ok, err, sizeof(err));
     resp_close(c);
-    return ok;
+    return asked && ok;
 }
 
 static long long elapsed_s(struct op_ctx *ctx, const char *key)
@@ -163,8 +178,7 @@ static enum op_result meet(struct op_ctx *ctx)
         if (knows_all)
             continue;
         res = OP_WAIT;
-        if (i > 0 && !node_command(&t, n, err, sizeof(err), "CLUSTER MEET %s %d", first->address,
-                                   first->port))
+        if (i > 0 && !meet_node(&t, n, first, err, sizeof(err)))
             log_warn("CLUSTER MEET failed", "node=%s error=\"%s\"", n->id, err);
     }
     ops_topo_free(&t);
@@ -196,18 +210,16 @@ static enum op_result assign_slots(struct op_ctx *ctx)
         engine_cluster_nodes_free(&view);
         if (has)
             continue;
-        char range[64];
-        snprintf(range, sizeof(range), "%d %d", n->slot_first, n->slot_last);
         struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
-        redisReply *r = c != NULL ? resp_command(c, err, sizeof(err), "CLUSTER ADDSLOTSRANGE %d %d",
-                                                 n->slot_first, n->slot_last)
-                                  : NULL;
-        resp_reply_free(r);
+        bool added = c != NULL &&
+                     engine_cluster_addslotsrange(c, n->slot_first, n->slot_last, err, sizeof(err));
         resp_close(c);
-        if (r == NULL) {
+        if (!added) {
+            enum op_result res =
+                op_fail(ctx, "CLUSTER_FORMATION_FAILED", "ADDSLOTSRANGE %d %d on node %s: %s",
+                        n->slot_first, n->slot_last, n->id, err);
             ops_topo_free(&t);
-            return op_fail(ctx, "CLUSTER_FORMATION_FAILED", "ADDSLOTSRANGE %s on node %s: %s",
-                           range, n->id, err);
+            return res;
         }
     }
     ops_topo_free(&t);
@@ -277,10 +289,10 @@ static enum op_result replicate(struct op_ctx *ctx)
             const struct engine_cluster_node *me = engine_cluster_nodes_myself(&view);
             bool done = me != NULL && strcmp(me->primary_id, pid) == 0;
             engine_cluster_nodes_free(&view);
-            if (!done && !node_command(&t, n, err, sizeof(err), "CLUSTER REPLICATE %s", pid, 0))
+            if (!done && !replicate_node(&t, n, pid, err, sizeof(err)))
                 res = op_fail(ctx, "CLUSTER_FORMATION_FAILED", "CLUSTER REPLICATE on node %s: %s",
                               n->id, err);
-        } else if (!node_command(&t, n, err, sizeof(err), "REPLICAOF %s %d", p->address, p->port)) {
+        } else if (!follow(&t, n, p, err, sizeof(err))) {
             /* REPLICAOF to the current primary is a no-op on the engine. */
             res = op_fail(ctx, "REPLICATION_FAILED", "REPLICAOF on node %s: %s", n->id, err);
         }
@@ -451,11 +463,8 @@ static enum op_result config_set(struct op_ctx *ctx)
                 note_restart(later, name);
                 continue;
             }
-            redisReply *r = resp_command(c, err, sizeof(err), "CONFIG SET %s %s", name,
-                                         json_string_value(value));
-            if (r == NULL)
+            if (!engine_config_set(c, name, json_string_value(value), err, sizeof(err)))
                 note_restart(later, name);
-            resp_reply_free(r);
         }
         resp_close(c);
     }
@@ -639,15 +648,12 @@ static enum op_result start_failover(struct op_ctx *ctx)
     long long started = cluster_now_ms();
     bool ok;
     if (t.cluster_mode) {
-        ok = node_command(&t, best->node, err, sizeof(err), "CLUSTER FAILOVER", "", 0);
+        ok = nodeio_cluster_failover(best->node, t.password, NODEIO_PATIENT,
+                                     ENGINE_FAILOVER_DEFAULT, err, sizeof(err));
     } else {
         struct resp_conn *c = connect_node(&t, primary->node, err, sizeof(err));
-        redisReply *r = c != NULL
-                            ? resp_command(c, err, sizeof(err), "FAILOVER TO %s %d TIMEOUT %d",
-                                           best->node->address, best->node->port, 5000)
-                            : NULL;
-        ok = r != NULL;
-        resp_reply_free(r);
+        ok = c != NULL &&
+             engine_failover_to(c, best->node->address, best->node->port, 5000, err, sizeof(err));
         resp_close(c);
     }
     if (!ok) {
@@ -725,8 +731,7 @@ static enum op_result repoint_replicas(struct op_ctx *ctx)
                                        strcmp(seen[i].repl.master_host, to->address) == 0))
                 continue;
             done = false;
-            if (!node_command(&t, seen[i].node, err, sizeof(err), "REPLICAOF %s %d", to->address,
-                              to->port))
+            if (!follow(&t, seen[i].node, to, err, sizeof(err)))
                 log_warn("REPLICAOF failed", "node=%s error=\"%s\"", seen[i].node->id, err);
         }
     }
@@ -860,8 +865,7 @@ static enum op_result join_replacement(struct op_ctx *ctx)
                repl.in_sync) {
         res = OP_NEXT;
     } else if (!t.cluster_mode) {
-        if (repl.primary &&
-            !node_command(&t, n, err, sizeof(err), "REPLICAOF %s %d", p->address, p->port))
+        if (repl.primary && !follow(&t, n, p, err, sizeof(err)))
             log_warn("REPLICAOF failed", "node=%s error=\"%s\"", n->id, err);
     } else if (repl.primary) {
         struct engine_cluster_nodes view = {0};
@@ -874,9 +878,8 @@ static enum op_result join_replacement(struct op_ctx *ctx)
                 known = &view.nodes[i];
         }
         if (knows && known == NULL)
-            (void)node_command(&t, n, err, sizeof(err), "CLUSTER MEET %s %d", p->address, p->port);
-        else if (known != NULL &&
-                 !node_command(&t, n, err, sizeof(err), "CLUSTER REPLICATE %s", primary_id, 0))
+            (void)meet_node(&t, n, p, err, sizeof(err));
+        else if (known != NULL && !replicate_node(&t, n, primary_id, err, sizeof(err)))
             log_warn("CLUSTER REPLICATE failed", "node=%s error=\"%s\"", n->id, err);
         engine_cluster_nodes_free(&view);
     }
@@ -934,7 +937,10 @@ static enum op_result forget_dead(struct op_ctx *ctx)
         if (n->host_lost || strcmp(n->process_state, "running") != 0)
             continue;
         /* "Unknown node" from one that forgot it already is fine. */
-        (void)node_command(&t, n, err, sizeof(err), "CLUSTER FORGET %s", dead, 0);
+        struct resp_conn *c = connect_node(&t, n, err, sizeof(err));
+        if (c != NULL)
+            (void)engine_cluster_forget(c, dead, err, sizeof(err));
+        resp_close(c);
     }
     ops_topo_free(&t);
     if (ok && !blocked && dead[0] == '\0')

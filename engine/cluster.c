@@ -13,7 +13,7 @@
 
 /* ---- shared ---------------------------------------------------------- */
 
-static bool is_node_id(const char *s, size_t n)
+bool engine_cluster_id_valid(const char *s, size_t n)
 {
     if (n != ENGINE_CLUSTER_ID_LEN)
         return false;
@@ -149,7 +149,7 @@ static bool parse_slot_entry(const char *s, struct engine_cluster_node *node)
             !span_in_range(s + 1, (size_t)(arrow - s - 1), 0, max, &a))
             return false;
         const char *peer = arrow + 3;
-        if (!is_node_id(peer, (size_t)(s + n - 1 - peer)))
+        if (!engine_cluster_id_valid(peer, (size_t)(s + n - 1 - peer)))
             return false;
         m->slot = (int)a;
         copy_id(m->peer, peer);
@@ -191,7 +191,7 @@ static bool parse_node_line(char *line, struct engine_cluster_node *node, char *
             return false;
         }
     }
-    if (!is_node_id(f[ID], strlen(f[ID]))) {
+    if (!engine_cluster_id_valid(f[ID], strlen(f[ID]))) {
         snprintf(why, whysize, "bad node id \"%.64s\"", f[ID]);
         return false;
     }
@@ -202,7 +202,7 @@ static bool parse_node_line(char *line, struct engine_cluster_node *node, char *
     }
     node->flags = parse_flags(f[FLAGS]);
     if (strcmp(f[PRIMARY], "-") != 0) {
-        if (!is_node_id(f[PRIMARY], strlen(f[PRIMARY]))) {
+        if (!engine_cluster_id_valid(f[PRIMARY], strlen(f[PRIMARY]))) {
             snprintf(why, whysize, "bad primary id \"%.64s\"", f[PRIMARY]);
             return false;
         }
@@ -335,7 +335,7 @@ static bool parse_endpoint(const redisReply *r, struct engine_cluster_endpoint *
     const redisReply *endpoint = r->element[0], *id = r->element[2];
     if (endpoint->type != REDIS_REPLY_NIL && !resp_reply_is_string(endpoint))
         return false;
-    if (!resp_reply_is_string(id) || !is_node_id(id->str, id->len))
+    if (!resp_reply_is_string(id) || !engine_cluster_id_valid(id->str, id->len))
         return false;
     ep->port = (int)port;
     copy_id(ep->id, id->str);
@@ -477,7 +477,7 @@ static bool parse_shard_node(const redisReply *map, struct engine_cluster_shard_
     }
     if ((v = require(map, "id", why, whysize)) == NULL)
         return false;
-    if (!resp_reply_is_string(v) || !is_node_id(v->str, v->len))
+    if (!resp_reply_is_string(v) || !engine_cluster_id_valid(v->str, v->len))
         return bad_value("id", why, whysize);
     copy_id(node->id, v->str);
 

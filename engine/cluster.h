@@ -17,6 +17,9 @@
 #define ENGINE_CLUSTER_SLOTS  16384 /* slots 0..16383 */
 #define ENGINE_CLUSTER_ID_LEN 40    /* node ids are 40 hex digits */
 
+/* Whether the n bytes at s are a node id: ENGINE_CLUSTER_ID_LEN hex digits. */
+bool engine_cluster_id_valid(const char *s, size_t n);
+
 /* CLUSTER NODES flags, as bits. */
 enum engine_cluster_flag {
     ENGINE_CLUSTER_MYSELF = 1 << 0,     /* "myself": the node that answered */

@@ -132,23 +132,11 @@ static int auth_argv(const struct resp_options *opt, const char *argv[3])
     return argc;
 }
 
-struct resp_conn *resp_connect(const struct resp_options *opt, char *err, size_t errsize)
+/* A blocking connection on ctx, connected: set the command timeout and
+ * authenticate as opt asks. NULL with err on failure, ctx freed. */
+static struct resp_conn *blocking_ready(redisContext *ctx, const struct resp_options *opt,
+                                        char *err, size_t errsize)
 {
-    int connect_ms = timeout_or_default(opt->connect_timeout_ms);
-    redisContext *ctx = redisConnectWithTimeout(opt->host, opt->port, ms_to_timeval(connect_ms));
-
-    check_oom(ctx);
-    if (ctx->err != 0) {
-        if (classify(ctx) == RESP_ERR_TIMEOUT)
-            snprintf(err, errsize, "could not connect to %s:%d: no connection within %d ms",
-                     opt->host, opt->port, connect_ms);
-        else
-            snprintf(err, errsize, "could not connect to %s:%d: %s", opt->host, opt->port,
-                     ctx->errstr);
-        redisFree(ctx);
-        return NULL;
-    }
-
     struct resp_conn *c = conn_new(ctx, opt, true);
     if (redisSetTimeout(ctx, ms_to_timeval(c->command_timeout_ms)) != REDIS_OK) {
         snprintf(err, errsize, "could not set timeouts on %s: %s", c->addr, ctx->errstr);
@@ -167,6 +155,33 @@ struct resp_conn *resp_connect(const struct resp_options *opt, char *err, size_t
         resp_reply_free(r);
     }
     return c;
+}
+
+struct resp_conn *resp_connect(const struct resp_options *opt, char *err, size_t errsize)
+{
+    int connect_ms = timeout_or_default(opt->connect_timeout_ms);
+    redisContext *ctx = redisConnectWithTimeout(opt->host, opt->port, ms_to_timeval(connect_ms));
+
+    check_oom(ctx);
+    if (ctx->err != 0) {
+        if (classify(ctx) == RESP_ERR_TIMEOUT)
+            snprintf(err, errsize, "could not connect to %s:%d: no connection within %d ms",
+                     opt->host, opt->port, connect_ms);
+        else
+            snprintf(err, errsize, "could not connect to %s:%d: %s", opt->host, opt->port,
+                     ctx->errstr);
+        redisFree(ctx);
+        return NULL;
+    }
+    return blocking_ready(ctx, opt, err, errsize);
+}
+
+struct resp_conn *resp_connect_fd(int fd, const struct resp_options *opt, char *err, size_t errsize)
+{
+    redisContext *ctx = redisConnectFd(fd);
+
+    check_oom(ctx);
+    return blocking_ready(ctx, opt, err, errsize);
 }
 
 struct resp_conn *resp_connect_nonblock(const struct resp_options *opt, char *err, size_t errsize)
@@ -267,12 +282,19 @@ static int format_argv(char **cmd, int argc, const char **argv, const size_t *ar
 
 redisReply *resp_command(struct resp_conn *c, char *err, size_t errsize, const char *fmt, ...)
 {
-    char *cmd;
     va_list ap;
 
     va_start(ap, fmt);
-    int len = format_command(&cmd, fmt, ap);
+    redisReply *r = resp_vcommand(c, err, errsize, fmt, ap);
     va_end(ap);
+    return r;
+}
+
+redisReply *resp_vcommand(struct resp_conn *c, char *err, size_t errsize, const char *fmt,
+                          va_list ap)
+{
+    char *cmd;
+    int len = format_command(&cmd, fmt, ap);
     redisReply *r = run(c, cmd, (size_t)len, err, errsize);
     redisFreeCommand(cmd);
     return r;
@@ -288,16 +310,27 @@ redisReply *resp_command_argv(struct resp_conn *c, int argc, const char **argv,
     return r;
 }
 
+bool resp_fail_reply(struct resp_conn *c, char *err, size_t errsize, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    c->last = RESP_ERR_REPLY;
+    snprintf(err, errsize, "%s: %s", c->addr, why);
+    return false;
+}
+
 bool resp_ping(struct resp_conn *c, char *err, size_t errsize)
 {
     redisReply *r = resp_command(c, err, errsize, "PING");
     if (r == NULL)
         return false;
     bool ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
-    if (!ok) {
-        c->last = RESP_ERR_REPLY;
-        snprintf(err, errsize, "%s: unexpected reply to PING", c->addr);
-    }
+    if (!ok)
+        resp_fail_reply(c, err, errsize, "unexpected reply to PING");
     resp_reply_free(r);
     return ok;
 }

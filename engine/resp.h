@@ -5,7 +5,9 @@
  *
  *     struct resp_options o = {.host = "127.0.0.1", .port = 7001, .password = pw};
  *     struct resp_conn *c = resp_connect(&o, err, sizeof(err));
- *     redisReply *r = resp_command(c, err, sizeof(err), "CLUSTER MEET %s %d", ip, port);
+ *     redisReply *r = resp_command(c, err, sizeof(err), "CLUSTER SHARDS");
+ *
+ * (The commands that shape a cluster have typed wrappers in topology.h.)
  *
  * Non-blocking use, one connection per engine in one poll() loop:
  *
@@ -31,6 +33,7 @@
 #ifndef CAIRN_ENGINE_RESP_H
 #define CAIRN_ENGINE_RESP_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -73,6 +76,13 @@ struct resp_conn;
  * h:p: ..." or "could not authenticate to h:p: <engine error>". */
 struct resp_conn *resp_connect(const struct resp_options *opt, char *err, size_t errsize);
 
+/* resp_connect() on a socket already connected to an engine (one end of a
+ * socketpair, in the unit tests): takes fd, which resp_close() closes (as
+ * does a failure here). opt->host and opt->port only name it in messages;
+ * connect_timeout_ms is not used. */
+struct resp_conn *resp_connect_fd(int fd, const struct resp_options *opt, char *err,
+                                  size_t errsize);
+
 /* Start connecting without waiting (opt's timeouts are not used: the poll
  * loop keeps time). With opt->password, AUTH is queued at once; its reply is
  * consumed by resp_next_reply(), which fails if AUTH did. Returns NULL with
@@ -97,6 +107,18 @@ enum resp_error resp_last_error(const struct resp_conn *c);
  *   - I/O failure, timeout or protocol error: err is "h:p: <reason>",
  *     resp_last_error() says which, and c must be closed. */
 redisReply *resp_command(struct resp_conn *c, char *err, size_t errsize, const char *fmt, ...);
+
+/* resp_command() with the arguments in a va_list. */
+redisReply *resp_vcommand(struct resp_conn *c, char *err, size_t errsize, const char *fmt,
+                          va_list ap);
+
+/* For the wrappers of single commands (resp_ping() and those of
+ * topology.h): the reply c just returned is no error, but not what its
+ * command answers ("unexpected reply to PING"), or does not parse. Sets
+ * resp_last_error() to RESP_ERR_REPLY (c stays usable) and err to "h:p: "
+ * and the message fmt formats (printf); returns false. */
+bool resp_fail_reply(struct resp_conn *c, char *err, size_t errsize, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* resp_command() with arguments given as argc strings of argvlen[i] bytes
  * each (argvlen NULL: all NUL-terminated). Same ownership and errors. */
