@@ -57,16 +57,16 @@ bin/cairn-agent: $(BUILD)/agent/main.o $(BUILD)/libcairnagent.a $(BUILD)/libcair
 	@$(CC) $(CFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libcairn.a: $(LIB_OBJ)
-	@$(AR) rcs $@ $^
+	@rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/libcairnd.a: $(CP_OBJ)
-	@$(AR) rcs $@ $^
+	@rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/libcairnengine.a: $(ENG_OBJ)
-	@$(AR) rcs $@ $^
+	@rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/libcairnagent.a: $(AGENT_OBJ)
-	@$(AR) rcs $@ $^
+	@rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api.h"
-#include "clusters.h"
+#include "cluster_nodes.h"
 #include "log.h"
 #include "monitor.h"
 #include "timeutil.h"

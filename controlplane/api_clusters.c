@@ -8,7 +8,7 @@
 
 #include "api.h"
 #include "cluster_spec.h"
-#include "cluster_modify.h"
+#include "cluster_nodes.h"
 #include "clusters.h"
 #include "upgrades.h"
 #include "xalloc.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "api.h"
-#include "clusters.h"
+#include "cluster_nodes.h"
 #include "nodeio.h"
 #include "slot_advice.h"
 #include "topology.h"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops_cluster.h"
+#include "ops.h"
 #include "store.h"
 #include "upgrades.h"
 

@@ -11,7 +11,7 @@
 #include "cluster_spec.h"
 #include "crypto.h"
 #include "log.h"
-#include "ops_cluster.h"
+#include "ops.h"
 #include "runner.h"
 #include "scheduler.h"
 #include "store.h"

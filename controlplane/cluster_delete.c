@@ -3,7 +3,7 @@
  * (ops_cluster.c). */
 #include "clusters.h"
 
-#include "ops_cluster.h"
+#include "ops.h"
 #include "runner.h"
 #include "store.h"
 

@@ -1,7 +1,7 @@
 /* cluster_modify.c -- PATCH and PUT of a cluster: the new spec is checked,
  * stored, and carried out as the change table (changes.h) says, in one
  * transaction with the cluster's row locked. */
-#include "cluster_modify.h"
+#include "clusters.h"
 
 #include <stdio.h>
 #include <stdlib.h>

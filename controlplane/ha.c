@@ -39,12 +39,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "clusters.h"
+#include "cluster_nodes.h"
 #include "log.h"
 #include "nodeio.h"
+#include "ops.h"
 #include "runner.h"
 #include "store.h"
 #include "topology.h"
+#include "timeutil.h"
 #include "xalloc.h"
 
 #define UNRESPONSIVE_GRACE_MS 1000 /* beyond the agent's own 1 s without PONG */
@@ -52,174 +54,6 @@
 #define WARN_EVERY_MS         30000
 #define REBALANCE_SETTLE_S    5  /* quiet this long before primaries are moved back */
 #define MAX_WORK              64 /* groups handled per tick; the rest next tick */
-
-/* Clusters whose topology an operation is changing are left to it. */
-#define HA_CLUSTER_IDLE                                                                            \
-    "c.status IN ('available', 'modifying', 'degraded')"                                           \
-    " AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"                        \
-    "   AND o.status IN ('pending', 'running') AND o.kind IN ('create', 'delete', 'failover'))"
-
-/* Cluster mode disabled, automatic failover on: groups whose designated
- * primary is down while a replica runs on a healthy host. A primary on a
- * lost host is left alone while losses are not trusted ($2), whatever its
- * last report said. */
-static const struct db_stmt down_primaries = {
-    "SELECT c.id, s.index, p.id,"
-    "  CASE WHEN h.status = 'lost' THEN 'host was lost'"
-    "       WHEN p.process_state = 'crashed' THEN 'engine crashed'"
-    "       ELSE 'engine stopped answering' END,"
-    "  (extract(epoch FROM CASE WHEN h.status = 'lost' THEN h.last_seen_at"
-    "     ELSE coalesce(p.state_since, now()) END) * 1000)::bigint, 0"
-    " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
-    " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state = 'running'"
-    " JOIN hosts h ON h.id = p.host_id"
-    " WHERE c.spec ->> 'cluster_mode' = 'disabled'"
-    "   AND coalesce((c.spec ->> 'automatic_failover')::boolean, false) AND " HA_CLUSTER_IDLE
-    "   AND (h.status = 'lost' OR p.process_state = 'crashed' OR (p.process_state = 'unresponsive'"
-    "     AND p.state_since < now() - make_interval(secs => $1::int / 1000.0)))"
-    "   AND (h.status <> 'lost' OR $2::boolean)"
-    "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
-    "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
-    "     AND rh.status = 'healthy')"
-    " ORDER BY c.id, s.index LIMIT 64"};
-
-/* Cluster mode disabled: replicas by designation whose engine reports it is
- * a primary, on a healthy host, in a report newer than cairnd's own last
- * reading of it. */
-static const struct db_stmt stray_primaries = {
-    "SELECT c.id, s.index, n.id, '', 0, 0 FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
-    " JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
-    " WHERE c.spec ->> 'cluster_mode' = 'disabled' AND " HA_CLUSTER_IDLE
-    "   AND n.role = 'replica' AND n.observed_role = 'primary' AND n.process_state = 'running'"
-    "   AND h.status = 'healthy' AND n.desired_state = 'running'"
-    "   AND n.reported_at > coalesce(n.role_observed_at, '-infinity')"
-    " ORDER BY c.id LIMIT 64"};
-
-/* Cluster mode: shards without a primary serving on a healthy host (or on
- * a lost one while losses are not trusted, $1), with the moment the last
- * one went down and the node timeout. */
-static const struct db_stmt leaderless_shards = {
-    "SELECT c.id, s.index, '', '',"
-    "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN h.status = 'lost' THEN h.last_seen_at"
-    "      ELSE n.state_since END) FROM nodes n JOIN hosts h ON h.id = n.host_id"
-    "    WHERE n.shard_id = s.id AND n.role = 'primary'), now())) * 1000)::bigint,"
-    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000)"
-    " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
-    " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled' AND " HA_CLUSTER_IDLE
-    "   AND NOT EXISTS (SELECT 1 FROM nodes n JOIN hosts h ON h.id = n.host_id"
-    "     WHERE n.shard_id = s.id AND n.role = 'primary' AND n.process_state = 'running'"
-    "     AND (h.status = 'healthy' OR (h.status = 'lost' AND NOT $1::boolean)))"
-    "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
-    "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
-    "     AND rh.status = 'healthy')"
-    " ORDER BY c.id, s.index LIMIT 64"};
-
-/* Nodes to replace: their host lost (while losses are trusted, $2), or (a
- * replica's) engine crashed, for the replace-after time, and no longer a
- * serving shard's only primary (a
- * failover comes first). A crashed primary is not counted: its agent holds
- * it down until a replica took over and then restarts it as a replica. One
- * replacement per cluster at a time; one that failed (no room) is tried
- * again after the same time. */
-static const struct db_stmt dead_nodes = {
-    "SELECT c.id, s.index, n.id, '', 0, 0 FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
-    " JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
-    " WHERE c.status IN ('available', 'modifying', 'degraded') AND n.desired_state = 'running'"
-    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
-    "     AND o.status IN ('pending', 'running'))"
-    "   AND ((h.status = 'lost' AND $2::boolean"
-    "       AND h.updated_at < now() - make_interval(secs => $1::int))"
-    "     OR (n.process_state = 'crashed' AND n.role = 'replica'"
-    "       AND n.state_since < now() - make_interval(secs => $1::int)))"
-    "   AND (n.role IS DISTINCT FROM 'primary' OR EXISTS (SELECT 1 FROM nodes p"
-    "     JOIN hosts ph ON ph.id = p.host_id WHERE p.shard_id = n.shard_id AND p.id <> n.id"
-    "     AND p.role = 'primary' AND p.process_state = 'running' AND ph.status = 'healthy'))"
-    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
-    "     AND o.kind = 'replace_node' AND o.context ->> 'node' = n.id::text"
-    "     AND o.finished_at > now() - make_interval(secs => $1::int))"
-    " ORDER BY c.id, n.id LIMIT 64"};
-
-static const struct db_stmt queue_replacement = {
-    "INSERT INTO operations (cluster_id, kind, context)"
-    " VALUES ($1, 'replace_node', jsonb_build_object('node', $2::text))"};
-
-/* Cluster mode, settled (available, no operation, every node running on a
- * healthy host for a while, no failover or replacement just now): the first
- * shard whose primary sits in an AZ holding more than ceil(shards / AZs)
- * primaries -- the scheduler's rule -- with an in-sync replica in an AZ
- * holding fewer, one per cluster. */
-static const struct db_stmt unbalanced = {
-    "WITH settled AS (SELECT c.id FROM clusters c"
-    "   WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
-    "   AND c.status = 'available'"
-    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
-    "     AND o.status IN ('pending', 'running'))"
-    "   AND NOT EXISTS (SELECT 1 FROM nodes n LEFT JOIN hosts h ON h.id = n.host_id"
-    "     WHERE n.cluster_id = c.id AND n.desired_state = 'running'"
-    "     AND (n.process_state IS DISTINCT FROM 'running' OR h.status IS DISTINCT FROM 'healthy'"
-    "       OR n.state_since > now() - make_interval(secs => $1::int)))"
-    "   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.cluster_id = c.id"
-    "     AND e.type IN ('FailoverComplete', 'NodeReplaced')"
-    "     AND e.created_at > now() - make_interval(secs => $1::int))),"
-    " live AS (SELECT n.cluster_id, n.shard_id, n.role, h.az, n.master_link_status,"
-    "     n.sync_in_progress, n.loading FROM nodes n JOIN hosts h ON h.id = n.host_id"
-    "   JOIN settled s ON s.id = n.cluster_id WHERE n.desired_state = 'running'),"
-    " per_az AS (SELECT cluster_id, az, count(*) FILTER (WHERE role = 'primary') AS primaries"
-    "   FROM live GROUP BY cluster_id, az),"
-    " lim AS (SELECT p.cluster_id, ceil((SELECT count(*) FROM shards s"
-    "     WHERE s.cluster_id = p.cluster_id)::numeric / count(*))::int AS most"
-    "   FROM per_az p GROUP BY p.cluster_id)"
-    " SELECT DISTINCT ON (p.cluster_id) p.cluster_id, s.index, r.az, p.az, pa.primaries"
-    " FROM live p JOIN per_az pa ON pa.cluster_id = p.cluster_id AND pa.az = p.az"
-    " JOIN lim ON lim.cluster_id = p.cluster_id JOIN shards s ON s.id = p.shard_id"
-    " JOIN live r ON r.shard_id = p.shard_id AND r.role = 'replica'"
-    "   AND r.master_link_status = 'up' AND NOT coalesce(r.sync_in_progress, false)"
-    "   AND NOT coalesce(r.loading, false)"
-    " JOIN per_az ra ON ra.cluster_id = r.cluster_id AND ra.az = r.az"
-    " WHERE p.role = 'primary' AND pa.primaries > lim.most AND ra.primaries < lim.most"
-    " ORDER BY p.cluster_id, s.index, ra.primaries, r.az"};
-
-static const struct db_stmt queue_rebalance = {
-    "WITH op AS (INSERT INTO operations (cluster_id, kind, context)"
-    "   VALUES ($1, 'failover', jsonb_build_object('shard', $2::int, 'target_az', $3::text,"
-    "     'rebalance', true)) RETURNING id)"
-    " INSERT INTO events (cluster_id, operation_id, type, severity, message, detail)"
-    " SELECT $1, op.id, 'FailoverRequested', 'info', $4::text,"
-    "   jsonb_build_object('rebalance', true, 'shard', lpad(($2::int + 1)::text, 4, '0'),"
-    "     'from_az', $5::text, 'to_az', $3::text) FROM op"};
-
-static const struct db_stmt lock_cluster = {
-    "SELECT pg_try_advisory_xact_lock(hashtext('cairn-ha:' || $1))"};
-
-static const struct db_stmt still_primary = {
-    "SELECT role = 'primary' FROM nodes WHERE id = $1::uuid FOR UPDATE"};
-
-static const struct db_stmt designate = {
-    "UPDATE nodes SET role = CASE WHEN id = $1::uuid THEN 'primary' ELSE 'replica' END,"
-    "  observed_role = CASE WHEN id = $1::uuid THEN 'primary' ELSE observed_role END,"
-    "  master_link_status = CASE WHEN id = $1::uuid THEN NULL ELSE master_link_status END,"
-    "  role_observed_at = CASE WHEN id = $1::uuid THEN now() ELSE role_observed_at END"
-    " WHERE shard_id = (SELECT shard_id FROM nodes WHERE id = $1::uuid)"
-    "   AND desired_state <> 'deleted'"};
-
-static const struct db_stmt demoted = {
-    "UPDATE nodes SET observed_role = 'replica', master_link_status = 'down',"
-    "  role_observed_at = now() WHERE id = $1::uuid"};
-
-static const struct db_stmt ha_event = {
-    "INSERT INTO events (cluster_id, type, severity, message, detail)"
-    " VALUES ($1, $2, $3, $4, $5::jsonb)"};
-
-/* One row of a query above; each returns these columns, in this order
- * ('' or 0 where one does not apply). */
-struct work {
-    char cluster[48];
-    int shard;
-    char node[40];
-    char why[48];
-    long long since_ms;
-    int timeout_ms;
-};
 
 /* Throttles: when a shard was last warned about or repaired. */
 struct mark {
@@ -249,7 +83,7 @@ void ha_free(struct ha *h)
  * it now. */
 static bool throttled(struct ha *h, const char *cluster, int shard, long long every_ms)
 {
-    long long now = cluster_now_ms();
+    long long now = time_now_ms();
     struct mark *oldest = &h->marks[0];
 
     for (size_t i = 0; i < MAX_WORK; i++) {
@@ -272,52 +106,24 @@ static bool throttled(struct ha *h, const char *cluster, int shard, long long ev
 /* ---- queries ------------------------------------------------------------ */
 
 struct query {
-    const struct db_stmt *stmt;
-    const char *const *params;
-    int nparams;
-    struct work *rows;
+    enum store_ha_finding which;
+    int limit;
+    bool trust;
+    struct store_ha_work *rows;
     size_t n;
 };
 
 static enum db_status query_fn(struct db_conn *conn, void *arg)
 {
     struct query *q = arg;
-    enum db_status st;
-    PGresult *res = db_query(conn, q->stmt, q->nparams, q->params, &st);
-
-    if (res == NULL)
-        return st;
-    q->n = (size_t)PQntuples(res);
-    if (q->n > MAX_WORK)
-        q->n = MAX_WORK;
-    for (size_t i = 0; i < q->n; i++) {
-        struct work *w = &q->rows[i];
-        int r = (int)i;
-        snprintf(w->cluster, sizeof(w->cluster), "%s", PQgetvalue(res, r, 0));
-        w->shard = atoi(PQgetvalue(res, r, 1));
-        snprintf(w->node, sizeof(w->node), "%s", PQgetvalue(res, r, 2));
-        snprintf(w->why, sizeof(w->why), "%s", PQgetvalue(res, r, 3));
-        w->since_ms = atoll(PQgetvalue(res, r, 4));
-        w->timeout_ms = atoi(PQgetvalue(res, r, 5));
-    }
-    PQclear(res);
-    return DB_OK;
+    return store_ha_find(conn, q->which, q->limit, q->trust, q->rows, MAX_WORK, &q->n);
 }
 
-static size_t run_query(struct ha *h, const struct db_stmt *stmt, const char *const *params,
-                        int nparams, struct work *rows)
+static size_t run_query(struct ha *h, enum store_ha_finding which, int limit, bool trust,
+                        struct store_ha_work *rows)
 {
-    struct query q = {stmt, params, nparams, rows, 0};
+    struct query q = {which, limit, trust, rows, 0};
     return db_run(h->app->db, query_fn, &q) == DB_OK ? q.n : 0;
-}
-
-static enum db_status event_fn(struct db_conn *conn, const char *cluster, const char *type,
-                               const char *severity, const char *message, const char *detail)
-{
-    const char *params[5] = {cluster, type, severity, message, detail};
-    enum db_status st;
-    PQclear(db_query(conn, &ha_event, 5, params, &st));
-    return st;
 }
 
 /* ---- choosing a replica ------------------------------------------------- */
@@ -362,7 +168,7 @@ static const struct cluster_node *best_replica(const struct cluster_nodes *nodes
 /* ---- cluster mode disabled: promotion ----------------------------------- */
 
 struct promote {
-    const struct work *w;
+    const struct store_ha_work *w;
     const struct cluster_node *old, *best;
     const char *password;
     char shard_name[16];
@@ -373,34 +179,21 @@ struct promote {
 static enum db_status promote_fn(struct db_conn *conn, void *arg)
 {
     struct promote *p = arg;
-    const char *lock[1] = {p->w->cluster};
-    const char *old[1] = {p->old->id};
-    const char *best[1] = {p->best->id};
-    enum db_status st;
-    PGresult *res = db_query(conn, &lock_cluster, 1, lock, &st);
-
-    if (res == NULL)
-        return st;
-    bool locked = PQgetvalue(res, 0, 0)[0] == 't';
-    PQclear(res);
-    if (!locked)
-        return DB_NOT_FOUND; /* another cairnd is at it */
-    if ((res = db_query(conn, &still_primary, 1, old, &st)) == NULL)
-        return st;
-    bool still = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
-    PQclear(res);
-    if (!still)
-        return DB_NOT_FOUND; /* promoted already */
+    bool locked = false, still = false;
+    enum db_status st = store_ha_try_lock(conn, p->w->cluster, &locked);
+    if (st != DB_OK || !locked) /* another cairnd is at it */
+        return st != DB_OK ? st : DB_REFUSED;
+    if ((st = store_node_still_primary(conn, p->old->id, &still)) != DB_OK || !still)
+        return st != DB_OK ? st : DB_REFUSED; /* promoted already */
     struct resp_conn *c =
         nodeio_connect(p->best, p->password, NODEIO_QUICK, p->err, sizeof(p->err));
     bool promoted = c != NULL && engine_replicaof_no_one(c, p->err, sizeof(p->err));
     resp_close(c);
     if (!promoted)
-        return DB_NOT_FOUND;
-    PQclear(db_query(conn, &designate, 1, best, &st));
-    if (st != DB_OK)
+        return DB_REFUSED;
+    if ((st = store_node_designate_primary(conn, p->best->id)) != DB_OK)
         return st;
-    long long took = cluster_now_ms() - p->w->since_ms;
+    long long took = time_now_ms() - p->w->since_ms;
     char *message = xasprintf("shard %s: promoted node %s (%s) because the primary's %s; %lld ms "
                               "after it went down",
                               p->shard_name, p->best->id, p->best->az, p->w->why, took);
@@ -408,7 +201,7 @@ static enum db_status promote_fn(struct db_conn *conn, void *arg)
                                p->shard_name, "from", p->old->id, "to", p->best->id, "az",
                                p->best->az, "reason", p->w->why, "duration_ms", (json_int_t)took);
     char *text = json_dumps(detail, JSON_COMPACT);
-    st = event_fn(conn, p->w->cluster, "FailoverComplete", "warning", message, text);
+    st = store_event_add(conn, p->w->cluster, NULL, "FailoverComplete", "warning", message, text);
     free(text);
     json_decref(detail);
     free(message);
@@ -417,7 +210,7 @@ static enum db_status promote_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
-static void failover_group(struct ha *h, const struct work *w)
+static void failover_group(struct ha *h, const struct store_ha_work *w)
 {
     struct cluster_nodes nodes = {0};
     char *password = NULL, err[256];
@@ -445,13 +238,13 @@ static void failover_group(struct ha *h, const struct work *w)
         if (p.err[0] != '\0')
             log_warn("failover: promotion refused", "cluster=%s node=%s error=\"%s\"", w->cluster,
                      best->id, p.err);
-        else if (st != DB_NOT_FOUND)
+        else if (st != DB_REFUSED)
             log_warn("failover: could not record the promotion", "cluster=%s status=%d", w->cluster,
                      (int)st);
         goto out;
     }
     log_warn("automatic failover", "cluster=%s shard=%s from=%s to=%s reason=\"%s\" ms=%lld",
-             w->cluster, p.shard_name, old->id, best->id, w->why, cluster_now_ms() - w->since_ms);
+             w->cluster, p.shard_name, old->id, best->id, w->why, time_now_ms() - w->since_ms);
     /* The other replicas follow the new primary now; those that cannot be
      * told (or restart later) follow it from their config. The old primary
      * is told too when it can still hear it (a hung engine that recovers). */
@@ -482,21 +275,18 @@ struct fence {
 static enum db_status fenced_fn(struct db_conn *conn, void *arg)
 {
     const struct fence *f = arg;
-    const char *params[1] = {f->node};
-    enum db_status st;
-
-    PQclear(db_query(conn, &demoted, 1, params, &st));
+    enum db_status st = store_node_demoted(conn, f->node);
     if (st != DB_OK)
         return st;
     json_t *detail = json_pack("{s:s, s:s}", "node", f->node, "primary", f->primary);
     char *text = json_dumps(detail, JSON_COMPACT);
-    st = event_fn(conn, f->cluster, "PrimaryDemoted", "warning", f->message, text);
+    st = store_event_add(conn, f->cluster, NULL, "PrimaryDemoted", "warning", f->message, text);
     free(text);
     json_decref(detail);
     return st;
 }
 
-static void fence(struct ha *h, const struct work *w)
+static void fence(struct ha *h, const struct store_ha_work *w)
 {
     struct cluster_nodes nodes = {0};
     char *password = NULL, err[256];
@@ -537,7 +327,8 @@ static enum db_status forced_fn(struct db_conn *conn, void *arg)
 {
     const struct forced *f = arg;
     char *text = json_dumps(f->detail, JSON_COMPACT);
-    enum db_status st = event_fn(conn, f->cluster, "FailoverForced", "warning", f->message, text);
+    enum db_status st =
+        store_event_add(conn, f->cluster, NULL, "FailoverForced", "warning", f->message, text);
     free(text);
     return st;
 }
@@ -549,9 +340,9 @@ static bool became_primary(const struct cluster_node *n, const char *password)
     return nodeio_replication(n, password, NODEIO_QUICK, &repl, err, sizeof(err)) && repl.primary;
 }
 
-static void repair_shard(struct ha *h, const struct work *w)
+static void repair_shard(struct ha *h, const struct store_ha_work *w)
 {
-    long long down_ms = cluster_now_ms() - w->since_ms;
+    long long down_ms = time_now_ms() - w->since_ms;
     struct cluster_nodes nodes = {0};
     char *password = NULL, err[256] = "";
     bool cluster_mode;
@@ -603,14 +394,16 @@ out:
 
 static enum db_status queue_fn(struct db_conn *conn, void *arg)
 {
-    const struct work *w = arg;
-    const char *params[2] = {w->cluster, w->node};
-    enum db_status st;
-    PQclear(db_query(conn, &queue_replacement, 2, params, &st));
+    const struct store_ha_work *w = arg;
+    char op_id[STORE_UUID_SIZE];
+    json_t *context = json_pack("{s:s}", "node", w->node);
+    enum db_status st =
+        store_operation_queue(conn, w->cluster, op_cluster_replace_node.name, context, op_id);
+    json_decref(context);
     return st;
 }
 
-static void replace(struct ha *h, const struct work *w)
+static void replace(struct ha *h, const struct store_ha_work *w)
 {
     enum db_status st = db_run(h->app->db, queue_fn, (void *)w);
     if (st == DB_OK) {
@@ -622,63 +415,67 @@ static void replace(struct ha *h, const struct work *w)
 
 /* ---- AZ balance ------------------------------------------------------------ */
 
+/* A planned failover of the shard to a replica in the AZ that holds fewer
+ * primaries, with its FailoverRequested event. */
+static enum db_status queue_move(struct db_conn *conn, const struct store_ha_move *m)
+{
+    char op_id[STORE_UUID_SIZE], shard[16];
+    snprintf(shard, sizeof(shard), "%04d", m->shard + 1);
+    json_t *context =
+        json_pack("{s:i, s:s, s:b}", "shard", m->shard, "target_az", m->to_az, "rebalance", 1);
+    enum db_status st =
+        store_operation_queue(conn, m->cluster, op_cluster_failover.name, context, op_id);
+    json_decref(context);
+    if (st != DB_OK)
+        return st;
+    char *message = xasprintf("rebalancing primaries across AZs: %s holds %d; shard %s's primary "
+                              "moves to %s by a planned failover",
+                              m->from_az, m->primaries, shard, m->to_az);
+    json_t *detail = json_pack("{s:b, s:s, s:s, s:s}", "rebalance", 1, "shard", shard, "from_az",
+                               m->from_az, "to_az", m->to_az);
+    char *text = json_dumps(detail, JSON_COMPACT);
+    st = store_event_add(conn, m->cluster, op_id, "FailoverRequested", "info", message, text);
+    free(text);
+    json_decref(detail);
+    free(message);
+    return st;
+}
+
 static enum db_status rebalance_fn(struct db_conn *conn, void *arg)
 {
     struct ha *h = arg;
-    char settle[16];
-    const char *params[1] = {settle};
-    enum db_status st;
-
-    snprintf(settle, sizeof(settle), "%d", REBALANCE_SETTLE_S);
-    PGresult *res = db_query(conn, &unbalanced, 1, params, &st);
-    if (res == NULL)
-        return st;
-    /* Each row: cluster, shard index, to AZ, from AZ, its primaries. */
-    for (int r = 0; r < PQntuples(res); r++) {
-        const char *cluster = PQgetvalue(res, r, 0), *shard = PQgetvalue(res, r, 1);
-        const char *to_az = PQgetvalue(res, r, 2), *from_az = PQgetvalue(res, r, 3);
-        int index = atoi(shard);
-        char *message = xasprintf("rebalancing primaries across AZs: %s holds %s; shard %04d's "
-                                  "primary moves to %s by a planned failover",
-                                  from_az, PQgetvalue(res, r, 4), index + 1, to_az);
-        const char *qp[5] = {cluster, shard, to_az, message, from_az};
-        enum db_status qst;
-        PQclear(db_query(conn, &queue_rebalance, 5, qp, &qst));
-        free(message);
-        if (qst == DB_OK) {
-            log_info("rebalancing primaries", "cluster=%s shard=%04d from=%s to=%s", cluster,
-                     index + 1, from_az, to_az);
-            if (h->app->runner != NULL)
-                runner_poke(h->app->runner);
-        }
+    struct store_ha_move moves[MAX_WORK];
+    size_t n = 0;
+    enum db_status st = store_ha_unbalanced(conn, REBALANCE_SETTLE_S, moves, MAX_WORK, &n);
+    for (size_t i = 0; st == DB_OK && i < n; i++) {
+        if (queue_move(conn, &moves[i]) != DB_OK)
+            continue;
+        log_info("rebalancing primaries", "cluster=%s shard=%04d from=%s to=%s", moves[i].cluster,
+                 moves[i].shard + 1, moves[i].from_az, moves[i].to_az);
+        if (h->app->runner != NULL)
+            runner_poke(h->app->runner);
     }
-    PQclear(res);
-    return DB_OK;
+    return st;
 }
 
 /* ---- the tick ------------------------------------------------------------- */
 
 void ha_tick(struct ha *h, bool trust_losses)
 {
-    struct work *rows = xcalloc(MAX_WORK, sizeof(*rows));
-    const char *trust = trust_losses ? "true" : "false";
-    char grace[16];
-    const char *params[2] = {grace, trust};
+    struct store_ha_work *rows = xcalloc(MAX_WORK, sizeof(*rows));
     size_t n;
 
-    snprintf(grace, sizeof(grace), "%d", UNRESPONSIVE_GRACE_MS);
-    n = run_query(h, &down_primaries, params, 2, rows);
+    n = run_query(h, STORE_HA_DOWN_PRIMARIES, UNRESPONSIVE_GRACE_MS, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         failover_group(h, &rows[i]);
-    n = run_query(h, &stray_primaries, NULL, 0, rows);
+    n = run_query(h, STORE_HA_STRAY_PRIMARIES, 0, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         fence(h, &rows[i]);
-    n = run_query(h, &leaderless_shards, &trust, 1, rows);
+    n = run_query(h, STORE_HA_LEADERLESS_SHARDS, 0, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         repair_shard(h, &rows[i]);
     (void)db_run(h->app->db, rebalance_fn, h);
-    snprintf(grace, sizeof(grace), "%d", h->app->cfg.replace_after_s);
-    n = run_query(h, &dead_nodes, params, 2, rows);
+    n = run_query(h, STORE_HA_DEAD_NODES, h->app->cfg.replace_after_s, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         replace(h, &rows[i]);
     free(rows);

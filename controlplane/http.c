@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "http.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -148,6 +149,7 @@ void http_reply_problem(struct http_request *req, enum problem_code code, json_t
     char raw[1024], detail[1024], instance[512];
     va_list ap;
 
+    assert(info->status != 0); /* an operation's own code is never a reply */
     /* A detail may quote what the client sent, and vsnprintf may cut a
      * character in two: scrubbed, it is always UTF-8 for jansson. */
     va_start(ap, detail_fmt);
@@ -440,76 +442,70 @@ static bool over_capacity(const struct http_server *srv, const struct route *rou
  * any body is read: the route, the token, the query, the content type and
  * the content encoding. Returns false after replying when the request
  * cannot proceed. */
-static bool preflight(struct http_server *srv, struct http_request *req)
+/* The route of the request, or a 404 / 405 reply. */
+static const struct route *find_route(struct http_server *srv, struct http_request *req)
 {
     char allow[128];
     const struct route *route = route_find(srv->table, srv->nroutes, req->method, req->path,
                                            &req->params, allow, sizeof(allow));
-    if (route == NULL) {
-        if (allow[0] != '\0') {
-            http_add_header(req, "Allow", allow);
-            http_reply_problem(req, PROBLEM_METHOD_NOT_ALLOWED, NULL,
-                               "%s is not allowed on %s; allowed: %s", req->method, req->path,
-                               allow);
-        } else {
-            http_reply_problem(req, PROBLEM_ROUTE_NOT_FOUND, NULL, "no route matches %s %s",
-                               req->method, req->path);
-        }
-        return false;
+    if (route != NULL)
+        return route;
+    if (allow[0] != '\0') {
+        http_add_header(req, "Allow", allow);
+        http_reply_problem(req, PROBLEM_METHOD_NOT_ALLOWED, NULL,
+                           "%s is not allowed on %s; allowed: %s", req->method, req->path, allow);
+    } else {
+        http_reply_problem(req, PROBLEM_ROUTE_NOT_FOUND, NULL, "no route matches %s %s",
+                           req->method, req->path);
     }
-    req->route = route;
+    return NULL;
+}
 
-    if (over_capacity(srv, route)) {
-        http_add_header(req, MHD_HTTP_HEADER_RETRY_AFTER, BUSY_RETRY_AFTER_S);
-        http_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
-        http_reply_problem(req, PROBLEM_TOO_MANY_CONNECTIONS, NULL,
-                           "cairnd has %d connections open, its limit is %d; retry in %s s",
-                           srv->connections, srv->app->cfg.max_connections, BUSY_RETRY_AFTER_S);
-        return false;
-    }
-
+/* Who calls, and whether they may call this route; a 401 or 403 if not. */
+static bool authenticate(struct http_server *srv, struct http_request *req)
+{
+    const struct route *route = req->route;
     if (route->scope == SCOPE_BOOTSTRAP && srv->app->cfg.agent_bootstrap_token == NULL) {
         http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
                            "agent registration is disabled: start cairnd with "
                            "--agent-bootstrap-token");
         return false;
     }
-    if (route->scope != SCOPE_NONE) {
-        const char *header =
-            MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        enum db_status st = auth_verify(srv->app->db, srv->app->cfg.agent_bootstrap_token,
-                                        route->scope, header, &req->who);
-        if (st == DB_NOT_FOUND) {
-            http_reply_problem(req, PROBLEM_UNAUTHENTICATED, NULL,
-                               header == NULL
-                                   ? "send an API token as 'Authorization: Bearer <token>'"
-                                   : "the API token is malformed, unknown or revoked");
-            return false;
-        }
-        if (st != DB_OK) {
-            http_reply_db_error(req, st);
-            return false;
-        }
-        if (!auth_allows(&req->who, route->scope)) {
-            if (req->who.kind == AUTH_KIND_AGENT)
-                http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
-                                   "agent credentials only open the agent routes");
-            else if (route->scope == SCOPE_AGENT)
-                http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
-                                   "this route takes an agent credential, not an API token");
-            else
-                http_reply_problem(
-                    req, PROBLEM_FORBIDDEN, NULL,
-                    "this route needs a token with scope '%s'; token %s has scope '%s'",
-                    route_scope_name(route->scope), req->who.token_id,
-                    auth_scope_name(req->who.scope));
-            return false;
-        }
-    }
-
-    if (!route->console && !check_query(req))
+    if (route->scope == SCOPE_NONE)
+        return true;
+    const char *header =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    enum db_status st = auth_verify(srv->app->db, srv->app->cfg.agent_bootstrap_token, route->scope,
+                                    header, &req->who);
+    if (st == DB_NOT_FOUND) {
+        http_reply_problem(req, PROBLEM_UNAUTHENTICATED, NULL,
+                           header == NULL ? "send an API token as 'Authorization: Bearer <token>'"
+                                          : "the API token is malformed, unknown or revoked");
         return false;
+    }
+    if (st != DB_OK) {
+        http_reply_db_error(req, st);
+        return false;
+    }
+    if (auth_allows(&req->who, route->scope))
+        return true;
+    if (req->who.kind == AUTH_KIND_AGENT)
+        http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
+                           "agent credentials only open the agent routes");
+    else if (route->scope == SCOPE_AGENT)
+        http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
+                           "this route takes an agent credential, not an API token");
+    else
+        http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
+                           "this route needs a token with scope '%s'; token %s has scope '%s'",
+                           route_scope_name(route->scope), req->who.token_id,
+                           auth_scope_name(req->who.scope));
+    return false;
+}
 
+/* The body's declared size, type and coding, before it is read. */
+static bool check_body_headers(struct http_server *srv, struct http_request *req)
+{
     const char *length =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (length != NULL && strtoull(length, NULL, 10) > body_limit(srv, req)) {
@@ -518,26 +514,44 @@ static bool preflight(struct http_server *srv, struct http_request *req)
                            "the body has %s bytes; the limit is %zu", length, body_limit(srv, req));
         return false;
     }
-    if (route->body != NULL) {
-        const char *type =
-            MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (!json_media_type(type)) {
-            http_reply_problem(req, PROBLEM_UNSUPPORTED_MEDIA_TYPE, NULL,
-                               "send the body as application/json (got %s)",
-                               type != NULL ? type : "no Content-Type");
-            return false;
-        }
-        const char *coding = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_CONTENT_ENCODING);
-        if (!known_coding(coding, &req->gzipped)) {
-            http_add_header(req, MHD_HTTP_HEADER_ACCEPT_ENCODING, "gzip"); /* RFC 7694 */
-            http_reply_problem(req, PROBLEM_UNSUPPORTED_MEDIA_TYPE, NULL,
-                               "send the body as it is or with Content-Encoding: gzip (got %s)",
-                               coding);
-            return false;
-        }
+    if (req->route->body == NULL)
+        return true;
+    const char *type =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!json_media_type(type)) {
+        http_reply_problem(req, PROBLEM_UNSUPPORTED_MEDIA_TYPE, NULL,
+                           "send the body as application/json (got %s)",
+                           type != NULL ? type : "no Content-Type");
+        return false;
+    }
+    const char *coding =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    if (!known_coding(coding, &req->gzipped)) {
+        http_add_header(req, MHD_HTTP_HEADER_ACCEPT_ENCODING, "gzip"); /* RFC 7694 */
+        http_reply_problem(req, PROBLEM_UNSUPPORTED_MEDIA_TYPE, NULL,
+                           "send the body as it is or with Content-Encoding: gzip (got %s)",
+                           coding);
+        return false;
     }
     return true;
+}
+
+/* Everything known before the body is read: route, capacity, identity,
+ * query, body headers. False once a refusal is queued. */
+static bool preflight(struct http_server *srv, struct http_request *req)
+{
+    if ((req->route = find_route(srv, req)) == NULL)
+        return false;
+    if (over_capacity(srv, req->route)) {
+        http_add_header(req, MHD_HTTP_HEADER_RETRY_AFTER, BUSY_RETRY_AFTER_S);
+        http_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
+        http_reply_problem(req, PROBLEM_TOO_MANY_CONNECTIONS, NULL,
+                           "cairnd has %d connections open, its limit is %d; retry in %s s",
+                           srv->connections, srv->app->cfg.max_connections, BUSY_RETRY_AFTER_S);
+        return false;
+    }
+    return authenticate(srv, req) && (req->route->console || check_query(req)) &&
+           check_body_headers(srv, req);
 }
 
 /* Replace a gzip body with what it expands to, which must fit the route's

@@ -38,6 +38,87 @@ bool nodeio_cluster_failover(const struct cluster_node *n, const char *password,
     return ok;
 }
 
+bool nodeio_ping(const struct cluster_node *n, const char *password, struct nodeio_wait wait)
+{
+    char err[256];
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, sizeof(err));
+    bool ok = c != NULL && resp_ping(c, err, sizeof(err));
+
+    resp_close(c);
+    return ok;
+}
+
+bool nodeio_cluster_meet(const struct cluster_node *n, const char *password,
+                         struct nodeio_wait wait, const struct cluster_node *to, char *err,
+                         size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
+    bool ok = c != NULL && engine_cluster_meet(c, to->address, to->port, err, errsize);
+
+    resp_close(c);
+    return ok;
+}
+
+bool nodeio_cluster_replicate(const struct cluster_node *n, const char *password,
+                              struct nodeio_wait wait, const char *primary_id, char *err,
+                              size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
+    bool ok = c != NULL && engine_cluster_replicate(c, primary_id, err, errsize);
+
+    resp_close(c);
+    return ok;
+}
+
+bool nodeio_cluster_forget(const struct cluster_node *n, const char *password,
+                           struct nodeio_wait wait, const char *id, char *err, size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
+    bool ok = c != NULL && engine_cluster_forget(c, id, err, errsize);
+
+    resp_close(c);
+    return ok;
+}
+
+bool nodeio_cluster_view(const struct cluster_node *n, const char *password,
+                         struct nodeio_wait wait, struct engine_cluster_nodes *view, char *err,
+                         size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
+    bool ok = c != NULL && engine_cluster_nodes(c, view, err, errsize);
+
+    resp_close(c);
+    return ok;
+}
+
+bool nodeio_cluster_myid(const struct cluster_node *n, const char *password,
+                         struct nodeio_wait wait, char *id, char *err, size_t errsize)
+{
+    struct engine_cluster_nodes view = {0};
+    if (!nodeio_cluster_view(n, password, wait, &view, err, errsize))
+        return false;
+    const struct engine_cluster_node *me = engine_cluster_nodes_myself(&view);
+    if (me != NULL)
+        snprintf(id, ENGINE_CLUSTER_ID_LEN + 1, "%s", me->id);
+    else
+        snprintf(err, errsize, "%s:%d: no node flagged myself in CLUSTER NODES", n->address,
+                 n->port);
+    engine_cluster_nodes_free(&view);
+    return me != NULL;
+}
+
+bool nodeio_cluster_state_ok(const struct cluster_node *n, const char *password,
+                             struct nodeio_wait wait)
+{
+    char err[256];
+    bool ok = false;
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, sizeof(err));
+    bool asked = c != NULL && engine_cluster_info_state(c, &ok, err, sizeof(err));
+
+    resp_close(c);
+    return asked && ok;
+}
+
 bool nodeio_request_ack(const struct cluster_node *n, const char *password, char *err,
                         size_t errsize)
 {

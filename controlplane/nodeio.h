@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "clusters.h"
+#include "cluster_nodes.h"
 #include "resp.h"
 #include "topology.h"
 
@@ -37,6 +37,35 @@ bool nodeio_follow(const struct cluster_node *n, const char *password, struct no
 bool nodeio_cluster_failover(const struct cluster_node *n, const char *password,
                              struct nodeio_wait wait, enum engine_failover_mode mode, char *err,
                              size_t errsize);
+
+/* One-shot commands over a connection of their own, as topology.h sends
+ * them: PING; CLUSTER MEET to's address and port; CLUSTER REPLICATE the
+ * primary whose engine node id is primary_id; CLUSTER FORGET id. False with
+ * err on any failure. */
+bool nodeio_ping(const struct cluster_node *n, const char *password, struct nodeio_wait wait);
+bool nodeio_cluster_meet(const struct cluster_node *n, const char *password,
+                         struct nodeio_wait wait, const struct cluster_node *to, char *err,
+                         size_t errsize);
+bool nodeio_cluster_replicate(const struct cluster_node *n, const char *password,
+                              struct nodeio_wait wait, const char *primary_id, char *err,
+                              size_t errsize);
+bool nodeio_cluster_forget(const struct cluster_node *n, const char *password,
+                           struct nodeio_wait wait, const char *id, char *err, size_t errsize);
+
+/* Node n's own view of the cluster (CLUSTER NODES), parsed; free it with
+ * engine_cluster_nodes_free(). */
+bool nodeio_cluster_view(const struct cluster_node *n, const char *password,
+                         struct nodeio_wait wait, struct engine_cluster_nodes *view, char *err,
+                         size_t errsize);
+
+/* Node n's engine node id (id: ENGINE_CLUSTER_ID_LEN + 1 bytes), from its
+ * own view. */
+bool nodeio_cluster_myid(const struct cluster_node *n, const char *password,
+                         struct nodeio_wait wait, char *id, char *err, size_t errsize);
+
+/* Whether node n says cluster_state:ok (false also when it cannot say). */
+bool nodeio_cluster_state_ok(const struct cluster_node *n, const char *password,
+                             struct nodeio_wait wait);
 
 /* Ask a replica to acknowledge its replication offset to its primary now
  * (REPLCONF GETACK, which answers nothing) instead of at its next

@@ -22,19 +22,19 @@
  * ("node", "node_since"), a "rollback", or a "failover" in progress; every
  * decision is made again from the nodes' desired and observed state, so a
  * cairnd that resumes the operation after a crash picks up where it was. */
-#include "ops_upgrade.h"
+#include "ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clusters.h"
+#include "cluster_nodes.h"
 #include "info.h"
 #include "log.h"
 #include "nodeio.h"
-#include "ops_cluster.h"
 #include "resp.h"
 #include "upgrades.h"
+#include "timeutil.h"
 #include "xalloc.h"
 
 #define POLL_MS 200
@@ -161,13 +161,13 @@ static bool set_engine(struct op_ctx *ctx, const struct cluster_node *n, const c
 
 static long long since_s(struct op_ctx *ctx, const char *key)
 {
-    return cluster_now_s() - json_integer_value(json_object_get(ctx->context, key));
+    return time_now_s() - json_integer_value(json_object_get(ctx->context, key));
 }
 
 static void start_node(struct op_ctx *ctx, const char *node_id, const char *key)
 {
     json_object_set_new(ctx->context, key, json_string(node_id));
-    json_object_set_new(ctx->context, "node_since", json_integer(cluster_now_s()));
+    json_object_set_new(ctx->context, "node_since", json_integer(time_now_s()));
 }
 
 static int timeout_s(struct op_ctx *ctx)
@@ -197,15 +197,14 @@ static enum op_result precheck(struct op_ctx *ctx)
     if (!json_is_true(json_object_get(ctx->context, "checked"))) {
         enum db_status st = db_run(ctx->app->db, precheck_fn, &c);
         if (st == DB_REFUSED) {
-            enum op_result r =
-                op_fail(ctx, problem_info(c.refusal.code)->code, "%s", c.refusal.detail);
+            enum op_result r = op_fail(ctx, c.refusal.code, "%s", c.refusal.detail);
             problem_clear(&c.refusal);
             return r;
         }
         if (st != DB_OK)
             return op_wait(ctx, POLL_MS);
         json_object_set_new(ctx->context, "checked", json_true());
-        json_object_set_new(ctx->context, "started_ms", json_integer(cluster_now_ms()));
+        json_object_set_new(ctx->context, "started_ms", json_integer(time_now_ms()));
     }
     return upgrade_started(ctx->app, ctx->cluster_id, ctx->op_id, ctx->context)
                ? OP_NEXT
@@ -238,7 +237,7 @@ static enum op_result node_in_flight(struct op_ctx *ctx, struct ops_topo *t)
     const struct cluster_node *p = primary_of(t, n->shard);
     if (p != NULL && p != n &&
         on(p, ctx_str(ctx, "to", "engine"), ctx_str(ctx, "to", "engine_version")))
-        return op_fail(ctx, "NODE_UPGRADE_FAILED",
+        return op_fail(ctx, PROBLEM_NODE_UPGRADE_FAILED,
                        "node %s (%s:%d) did not come up healthy on %s %s within %d s: %s. Its "
                        "shard's primary already runs %s %s, so the upgrade cannot roll back; "
                        "the node stays on the new version for its agent to retry or for cairnd "
@@ -264,7 +263,7 @@ static enum op_result rollback_in_flight(struct op_ctx *ctx, struct ops_topo *t)
                                 ctx_str(ctx, "from", "engine_version"), why, sizeof(why), NULL);
     if (!back && since_s(ctx, "node_since") <= timeout_s(ctx))
         return op_wait(ctx, POLL_MS);
-    return op_fail(ctx, "ENGINE_UPGRADE_ROLLED_BACK",
+    return op_fail(ctx, PROBLEM_ENGINE_UPGRADE_ROLLED_BACK,
                    "node %s did not come up healthy on %s %s within %d s (%s); it was %s to %s %s "
                    "and the upgrade stopped, the cluster runs %s %s as before",
                    ctx_str(ctx, NULL, "rollback"), ctx_str(ctx, "to", "engine"),
@@ -416,7 +415,7 @@ static enum op_result upgrade_shards(struct op_ctx *ctx)
 static enum op_result measure(struct op_ctx *ctx)
 {
     long long took =
-        cluster_now_ms() - json_integer_value(json_object_get(ctx->context, "started_ms"));
+        time_now_ms() - json_integer_value(json_object_get(ctx->context, "started_ms"));
     json_object_set_new(ctx->context, "duration_ms", json_integer(took));
     return OP_NEXT;
 }

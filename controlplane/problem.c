@@ -11,8 +11,10 @@
 
 static const struct problem_info registry[PROBLEM_COUNT] = {
 #define PROBLEM_ROW(code, status, title) [PROBLEM_##code] = {#code, status, title, NULL},
-    PROBLEM_CODES(PROBLEM_ROW)
+#define OPERATION_ROW(code, title)       [PROBLEM_##code] = {#code, 0, title, NULL},
+    PROBLEM_CODES(PROBLEM_ROW) OPERATION_ERROR_CODES(OPERATION_ROW)
 #undef PROBLEM_ROW
+#undef OPERATION_ROW
 };
 
 /* "urn:cairn:problem:" followed by the code in lower-kebab case, computed

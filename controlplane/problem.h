@@ -47,16 +47,35 @@
     X(TOO_MANY_CONNECTIONS, 503, "Too many connections; retry shortly")                            \
     X(SECRET_KEY_UNAVAILABLE, 503, "No secret key configured for engine passwords")
 
+/* Codes an operation fails with (an operation's error.code) that no
+ * request answers with; their status is 0. An operation may also fail with
+ * a code above (INSUFFICIENT_CAPACITY, CLUSTER_UNHEALTHY, ...). */
+#define OPERATION_ERROR_CODES(X)                                                                   \
+    X(ENGINE_START_FAILED, "An engine did not start in time")                                      \
+    X(HOST_LOST, "A host was lost during the operation")                                           \
+    X(CLUSTER_FORMATION_FAILED, "The nodes did not form a cluster")                                \
+    X(REPLICATION_FAILED, "A replica did not follow its primary")                                  \
+    X(DELETE_STUCK, "Nodes were not removed in time")                                              \
+    X(NODE_UNREACHABLE, "A node did not answer")                                                   \
+    X(FAILOVER_REFUSED, "The engine refused the failover")                                         \
+    X(FAILOVER_TIMEOUT, "The roles did not switch in time")                                        \
+    X(FORGET_BLOCKED, "A dead node could not be forgotten")                                        \
+    X(NODE_UPGRADE_FAILED, "A node did not come back on the new engine")                           \
+    X(ENGINE_UPGRADE_ROLLED_BACK, "The upgrade was rolled back")                                   \
+    X(UNKNOWN_OPERATION, "This cairnd cannot run the operation")
+
 enum problem_code {
 #define PROBLEM_ENUM(code, status, title) PROBLEM_##code,
-    PROBLEM_CODES(PROBLEM_ENUM)
+#define OPERATION_ENUM(code, title)       PROBLEM_##code,
+    PROBLEM_CODES(PROBLEM_ENUM) OPERATION_ERROR_CODES(OPERATION_ENUM)
 #undef PROBLEM_ENUM
+#undef OPERATION_ENUM
         PROBLEM_COUNT
 };
 
 struct problem_info {
     const char *code;  /* "VALIDATION_FAILED" */
-    int status;        /* HTTP status */
+    int status;        /* HTTP status; 0 for an operation's own codes */
     const char *title; /* short human summary */
     const char *type;  /* "urn:cairn:problem:validation-failed" */
 };

@@ -30,10 +30,10 @@ struct runner {
     bool stop, poked;
 };
 
-enum op_result op_fail(struct op_ctx *ctx, const char *code, const char *fmt, ...)
+enum op_result op_fail(struct op_ctx *ctx, enum problem_code code, const char *fmt, ...)
 {
     va_list ap;
-    snprintf(ctx->code, sizeof(ctx->code), "%s", code);
+    snprintf(ctx->code, sizeof(ctx->code), "%s", problem_info(code)->code);
     va_start(ap, fmt);
     vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
     va_end(ap);
@@ -194,8 +194,8 @@ static void run_step(struct runner *r, struct claimed *c)
     if (json_is_string(first))
         snprintf(started, sizeof(started), "%s", json_string_value(first));
     if (kind == NULL || c->step >= kind->nsteps) {
-        result = op_fail(&ctx, "UNKNOWN_OPERATION", "this cairnd cannot run %s step %d", c->kind,
-                         c->step);
+        result = op_fail(&ctx, PROBLEM_UNKNOWN_OPERATION, "this cairnd cannot run %s step %d",
+                         c->kind, c->step);
     } else {
         const struct op_step *s = &kind->steps[c->step];
         step_name = s->name;

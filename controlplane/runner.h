@@ -25,6 +25,7 @@
 
 #include "app.h"
 #include "db.h"
+#include "problem.h"
 
 enum op_result {
     OP_NEXT,   /* the step is done: go on to the next one */
@@ -75,8 +76,9 @@ void runner_poke(struct runner *r);
 /* Stop after the step in progress; the lease lapses for others to resume. */
 void runner_stop(struct runner *r);
 
-/* Fail a step with a code and a printf-style message; returns OP_FAILED. */
-enum op_result op_fail(struct op_ctx *ctx, const char *code, const char *fmt, ...)
+/* Fail a step with a code from the registry (problem.h) and a printf-style
+ * message; returns OP_FAILED. */
+enum op_result op_fail(struct op_ctx *ctx, enum problem_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Run a step of an operation nested in another's step (a failover inside

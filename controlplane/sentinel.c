@@ -41,7 +41,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clusters.h"
+#include "cluster_nodes.h"
 #include "crypto.h"
 #include "db.h"
 #include "log.h"

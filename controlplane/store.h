@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "auth.h"
+#include "auth_token.h"
 #include "db.h"
 #include "page.h"
 #include "scheduler.h"
@@ -31,6 +31,11 @@ enum db_status store_collect(PGresult *res, int size, char **items, char *next_k
 enum db_status store_list(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
                           const char **params, const struct page *page, char **items,
                           char *next_key);
+
+/* Run stmt for its effect with one text parameter a, or two (a, b) when b
+ * is not NULL. */
+enum db_status store_exec(struct db_conn *conn, const struct db_stmt *stmt, const char *a,
+                          const char *b);
 
 /* Run stmt and return the integer in the first column of its single row,
  * or DB_NOT_FOUND when it returns no row. */
@@ -314,6 +319,47 @@ enum db_status store_node_replace(struct db_conn *conn, const char *cluster_id, 
                                   char *new_id);
 /* The replacement is a replica in sync with its primary. */
 enum db_status store_node_joined(struct db_conn *conn, const char *node_id);
+
+/* the failover authority's findings and records (store_ha.c; ha.c) */
+enum store_ha_finding {
+    STORE_HA_DOWN_PRIMARIES,    /* limit: ms an unresponsive primary is given */
+    STORE_HA_STRAY_PRIMARIES,   /* limit unused */
+    STORE_HA_LEADERLESS_SHARDS, /* limit unused */
+    STORE_HA_DEAD_NODES,        /* limit: seconds before a node is replaced */
+};
+/* One finding: the columns each query returns ('' or 0 where one does not
+ * apply). */
+struct store_ha_work {
+    char cluster[48];
+    int shard; /* index */
+    char node[40];
+    char why[48];
+    long long since_ms; /* epoch ms when it went down */
+    int timeout_ms;     /* the cluster's node timeout */
+};
+/* At most max rows of a finding into rows, *n of them. trust_losses: the
+ * monitor trusts host losses (monitor.h). The rules are at the statements. */
+enum db_status store_ha_find(struct db_conn *conn, enum store_ha_finding which, int limit,
+                             bool trust_losses, struct store_ha_work *rows, size_t max, size_t *n);
+/* Shards whose primary should move to another AZ (at most one per cluster),
+ * of clusters settled for settle_s seconds. */
+struct store_ha_move {
+    char cluster[48];
+    int shard;
+    char to_az[64], from_az[64];
+    int primaries; /* in from_az */
+};
+enum db_status store_ha_unbalanced(struct db_conn *conn, int settle_s, struct store_ha_move *moves,
+                                   size_t max, size_t *n);
+/* The cluster's failover lock, for this transaction; *locked false when
+ * another cairnd holds it. */
+enum db_status store_ha_try_lock(struct db_conn *conn, const char *cluster_id, bool *locked);
+/* Whether the node is still its shard's designated primary (locks it). */
+enum db_status store_node_still_primary(struct db_conn *conn, const char *node_id, bool *still);
+/* The node becomes its shard's designated primary, the others replicas. */
+enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id);
+/* A stray primary was made a replica (not yet linked). */
+enum db_status store_node_demoted(struct db_conn *conn, const char *node_id);
 
 /* metric samples (metric_samples, migration 0006) */
 enum db_status store_metric_partitions(struct db_conn *conn, const char *first_at,

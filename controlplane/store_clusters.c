@@ -235,14 +235,6 @@ enum db_status store_shard_pick(struct db_conn *conn, const char *cluster_id, co
 
 /* ---- the operation side ------------------------------------------------------- */
 
-static enum db_status exec_id(struct db_conn *conn, const struct db_stmt *stmt, const char *id)
-{
-    const char *params[1] = {id};
-    enum db_status st;
-    PQclear(db_query(conn, stmt, 1, params, &st));
-    return st;
-}
-
 static const struct db_stmt set_available = {
     "UPDATE clusters SET status = 'available', observed_generation = generation,"
     "  engine_version_actual = (SELECT max(running_version) FROM nodes WHERE cluster_id = $1),"
@@ -250,14 +242,14 @@ static const struct db_stmt set_available = {
 
 enum db_status store_cluster_set_available(struct db_conn *conn, const char *id)
 {
-    return exec_id(conn, &set_available, id);
+    return store_exec(conn, &set_available, id, NULL);
 }
 
 static const struct db_stmt drop = {"DELETE FROM clusters WHERE id = $1"};
 
 enum db_status store_cluster_drop(struct db_conn *conn, const char *id)
 {
-    return exec_id(conn, &drop, id);
+    return store_exec(conn, &drop, id, NULL);
 }
 
 static const struct db_stmt sealed_secret = {

@@ -8,18 +8,6 @@
 #include "store.h"
 #include "xalloc.h"
 
-static enum db_status exec_text(struct db_conn *conn, const struct db_stmt *stmt, const char *a,
-                                const char *b)
-{
-    struct db_params p = {0};
-    enum db_status st;
-    db_param_text(&p, a);
-    if (b != NULL)
-        db_param_text(&p, b);
-    PQclear(db_query_params(conn, stmt, &p, &st));
-    return st;
-}
-
 /* ---- a cluster's nodes ----------------------------------------------------------- */
 
 static const struct db_stmt load_cluster = {
@@ -97,7 +85,7 @@ static const struct db_stmt record_role = {
 
 enum db_status store_node_set_role(struct db_conn *conn, const char *node_id, const char *role)
 {
-    return exec_text(conn, &record_role, node_id, role);
+    return store_exec(conn, &record_role, node_id, role);
 }
 
 static const struct db_stmt swap_roles = {
@@ -110,7 +98,7 @@ static const struct db_stmt swap_roles = {
 enum db_status store_nodes_swap_roles(struct db_conn *conn, const char *previous,
                                       const char *target)
 {
-    return exec_text(conn, &swap_roles, previous, target);
+    return store_exec(conn, &swap_roles, previous, target);
 }
 
 /* ---- deletion ---------------------------------------------------------------- */
@@ -121,7 +109,7 @@ static const struct db_stmt mark_deleted = {
 
 enum db_status store_nodes_mark_deleted(struct db_conn *conn, const char *cluster_id)
 {
-    return exec_text(conn, &mark_deleted, cluster_id, NULL);
+    return store_exec(conn, &mark_deleted, cluster_id, NULL);
 }
 
 static const struct db_stmt drop_lost = {
@@ -134,7 +122,7 @@ enum db_status store_nodes_remaining(struct db_conn *conn, const char *cluster_i
 {
     const char *params[1] = {cluster_id};
     long long n = 0;
-    enum db_status st = exec_text(conn, &drop_lost, cluster_id, NULL);
+    enum db_status st = store_exec(conn, &drop_lost, cluster_id, NULL);
     if (st == DB_OK)
         st = store_get_int64(conn, &count_nodes, 1, params, &n);
     *left = (int)n;
@@ -246,7 +234,7 @@ enum db_status store_node_replace(struct db_conn *conn, const char *cluster_id, 
         return st;
     snprintf(new_id, STORE_UUID_SIZE, "%s", db_text(res, 0, 0));
     PQclear(res);
-    return exec_text(conn, &retire_node, dead_id, NULL);
+    return store_exec(conn, &retire_node, dead_id, NULL);
 }
 
 static const struct db_stmt joined_node = {
@@ -255,5 +243,5 @@ static const struct db_stmt joined_node = {
 
 enum db_status store_node_joined(struct db_conn *conn, const char *node_id)
 {
-    return exec_text(conn, &joined_node, node_id, NULL);
+    return store_exec(conn, &joined_node, node_id, NULL);
 }

@@ -99,3 +99,12 @@ enum db_status store_get_int64(struct db_conn *conn, const struct db_stmt *stmt,
     PQclear(res);
     return st;
 }
+
+enum db_status store_exec(struct db_conn *conn, const struct db_stmt *stmt, const char *a,
+                          const char *b)
+{
+    const char *params[2] = {a, b};
+    enum db_status st;
+    PQclear(db_query(conn, stmt, b != NULL ? 2 : 1, params, &st));
+    return st;
+}

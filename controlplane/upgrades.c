@@ -10,11 +10,12 @@
 #include <time.h>
 
 #include "cluster_spec.h"
-#include "clusters.h"
+#include "cluster_nodes.h"
 #include "log.h"
 #include "metrics.h"
-#include "ops_upgrade.h"
+#include "ops.h"
 #include "runner.h"
+#include "changes.h"
 #include "store.h"
 #include "xalloc.h"
 

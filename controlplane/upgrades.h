@@ -11,7 +11,6 @@
 #include <stddef.h>
 
 #include "app.h"
-#include "changes.h"
 #include "db.h"
 #include "problem.h"
 
@@ -32,6 +31,7 @@ enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const
 /* PATCH of engine or engine_version: the upgrade path and the checks
  * above, then the operation, queued or scheduled for the maintenance
  * window (changes.h). */
+struct change_op;
 extern const struct change_op change_op_upgrade_engine;
 
 /* Whether the catalog allows from -> to (an upgrade path); the allowed

@@ -12,6 +12,18 @@ int64_t time_mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+int64_t time_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t time_now_s(void)
+{
+    return time_now_ms() / 1000;
+}
+
 /* Read exactly n digits at *p into *out and advance; false if not digits. */
 static bool digits(const char **p, int n, int *out)
 {

@@ -8,6 +8,11 @@
 /* Monotonic clock in microseconds, for durations and deadlines. */
 int64_t time_mono_us(void);
 
+/* The wall clock in milliseconds / seconds since the epoch, for times kept
+ * in durable records (an operation's context) that outlive the process. */
+int64_t time_now_ms(void);
+int64_t time_now_s(void);
+
 /* Check that s is an RFC 3339 date-time ("2026-11-30T08:30:00Z",
  * optional fraction, "Z" or a +hh:mm / -hh:mm offset), with every field in
  * range, that PostgreSQL's timestamptz can also read: year 0001 or later,

@@ -394,6 +394,20 @@ def test_registry_is_cairnds():
     assert not wrong, f"statuses that differ (contract, {PROBLEM_H.name}): {wrong}"
 
 
+def test_operation_error_codes_are_documented(spec):
+    """Every code an operation fails with by itself is in OperationError's table."""
+    text = PROBLEM_H.read_text(encoding="utf-8")
+    block = text[text.index("#define OPERATION_ERROR_CODES"):]
+    block = block[:block.index("\n\n")]
+    own = set(re.findall(r"\bX\(\s*([A-Z_]+)\s*,\s*\"", block))
+    assert own, f"no X(CODE, title) entries in OPERATION_ERROR_CODES of {PROBLEM_H}"
+    table = spec["components"]["schemas"]["OperationError"]["description"]
+    documented = set(re.findall(r"`([A-Z][A-Z_]+)`", table))
+    assert not own - documented, f"OperationError does not document: {sorted(own - documented)}"
+    stale = documented - own - KNOWN_CODES.keys()
+    assert not stale, f"OperationError documents codes cairnd lacks: {sorted(stale)}"
+
+
 def test_problem_responses_match_their_codes(spec):
     problems = []
     for where, status, resp in all_responses(spec):

@@ -9,7 +9,7 @@
 
 #include "changes.h"
 #include "cluster_spec.h"
-#include "ops_cluster.h"
+#include "ops.h"
 #include "upgrades.h"
 
 /* changed fields from a comma-separated list */

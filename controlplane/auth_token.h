@@ -1,0 +1,50 @@
+/* auth_token.h -- the shape of API tokens and agent credentials, shared by
+ * auth (who may call) and the store (where their hashes live).
+ *
+ * An API token reads "cairn_<id>_<secret>" and an agent credential
+ * "cairn_agent_<id>_<secret>": a fixed prefix so they are recognisable in
+ * logs and secret scanners, a 12-hex-digit id that finds the row, and 32
+ * random bytes in base64url. Only SHA-256(secret) is stored. */
+#ifndef CAIRN_AUTH_TOKEN_H
+#define CAIRN_AUTH_TOKEN_H
+
+#include <stdbool.h>
+
+#include "crypto.h"
+
+#define AUTH_PREFIX       "cairn_"
+#define AUTH_AGENT_PREFIX "cairn_agent_"
+#define AUTH_ID_LEN       12
+#define AUTH_SECRET_LEN   43 /* base64url of 32 bytes */
+#define AUTH_TOKEN_LEN    (sizeof(AUTH_PREFIX) - 1 + AUTH_ID_LEN + 1 + AUTH_SECRET_LEN)
+#define AUTH_AGENT_LEN    (sizeof(AUTH_AGENT_PREFIX) - 1 + AUTH_ID_LEN + 1 + AUTH_SECRET_LEN)
+#define AUTH_UUID_LEN     36
+
+enum token_scope { TOKEN_SCOPE_READ, TOKEN_SCOPE_ADMIN };
+
+struct auth_token {
+    char id[AUTH_ID_LEN + 1];
+    char text[AUTH_AGENT_LEN + 1]; /* the whole secret, shown to its owner once */
+    unsigned char hash[CRYPTO_SHA256_LEN];
+};
+
+/* Generate a new random API token / agent credential. */
+void auth_token_new(struct auth_token *out);
+void auth_agent_credential_new(struct auth_token *out);
+
+/* Split a presented API token / agent credential into its id and the hash
+ * of its secret. Returns false when text is not shaped like one. Pure. */
+bool auth_token_parse(const char *text, char id[AUTH_ID_LEN + 1],
+                      unsigned char hash[CRYPTO_SHA256_LEN]);
+bool auth_agent_credential_parse(const char *text, char id[AUTH_ID_LEN + 1],
+                                 unsigned char hash[CRYPTO_SHA256_LEN]);
+
+/* The credentials in an Authorization header value ("Bearer X", scheme
+ * case-insensitive), or NULL when header is NULL or uses another scheme. */
+const char *auth_bearer(const char *header);
+
+/* "admin" / "read", and back; auth_scope_parse returns false for others. */
+const char *auth_scope_name(enum token_scope scope);
+bool auth_scope_parse(const char *s, enum token_scope *out);
+
+#endif

@@ -1,0 +1,64 @@
+/* ops.h -- the operations that move a cluster toward its spec, one file
+ * each (ops_create.c, ops_delete.c, ops_parameters.c, ops_failover.c,
+ * ops_replace.c, ops_upgrade.c), and what their steps share. The runner
+ * (runner.h) runs them; ARCHITECTURE.md §2 says how. */
+#ifndef CAIRN_OPS_H
+#define CAIRN_OPS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "cluster_nodes.h"
+#include "runner.h"
+
+#define OPS_ENGINE_WAIT_LIMIT_S 90 /* engines not up by then: the operation fails */
+#define OPS_FORM_WAIT_LIMIT_S   60 /* topology not settled by then: the operation fails */
+#define OPS_POLL_MS             100
+
+extern const struct op_kind op_cluster_create;
+extern const struct op_kind op_cluster_delete;
+extern const struct op_kind op_cluster_apply_parameters;
+extern const struct op_kind op_cluster_failover;
+extern const struct op_kind op_cluster_replace_node;
+extern const struct op_kind op_cluster_upgrade_engine;
+
+/* PATCH of parameters: an apply_parameters operation (changes.h). */
+struct change_op;
+extern const struct change_op change_op_apply_parameters;
+
+/* What an operation's steps work on: the cluster's nodes (placement and
+ * last reported state), its engine password (NULL without AUTH) and
+ * whether it runs in cluster mode. Loaded afresh by each step; false (with
+ * ctx->error) when the database cannot say. */
+struct ops_topo {
+    struct cluster_nodes nodes;
+    char *password;
+    bool cluster_mode;
+};
+bool ops_topo_load(struct op_ctx *ctx, struct ops_topo *t);
+void ops_topo_free(struct ops_topo *t);
+
+/* Seconds since the step first asked for key: the first call stores now in
+ * the context under key and returns 0. */
+long long ops_elapsed_s(struct op_ctx *ctx, const char *key);
+
+/* The context's string at key, or NULL; its integer at key, or 0. */
+const char *ops_context_str(const struct op_ctx *ctx, const char *key);
+long long ops_context_int(const struct op_ctx *ctx, const char *key);
+
+/* A failed operation's OperationFailed event (in the transaction that
+ * records the failure); status becomes the cluster's status unless NULL. */
+enum db_status ops_failed_event(struct db_conn *conn, const struct op_ctx *ctx, const char *status);
+
+/* A kind's failed(): the cluster serves on as before and is available. */
+enum db_status ops_back_to_available(struct db_conn *conn, const struct op_ctx *ctx);
+
+/* A planned failover of one shard as a part of another operation (an
+ * engine upgrade): the failover's steps, run on sub -- a JSON object in
+ * ctx->context holding "shard" and, to choose only replicas that run it,
+ * "engine" and "engine_version" -- as their context. OP_NEXT once the new
+ * roles are recorded and every replica follows the new primary; sub then
+ * holds "write_pause_ms", "previous" and "target". */
+enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub);
+
+#endif

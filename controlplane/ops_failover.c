@@ -1,0 +1,288 @@
+/* ops_failover.c -- a planned, lossless failover of one shard: the chosen
+ * in-sync replica takes over while the primary pauses writes until it has
+ * caught up (CLUSTER FAILOVER in cluster mode, FAILOVER TO otherwise); the
+ * new roles are recorded and the other replicas follow the new primary.
+ * Also run inside an engine upgrade (ops_failover_run()). */
+#include "ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster.h"
+#include "info.h"
+#include "log.h"
+#include "monitor.h"
+#include "nodeio.h"
+#include "resp.h"
+#include "store.h"
+#include "timeutil.h"
+#include "topology.h"
+#include "xalloc.h"
+
+/* What one node of the shard says about itself right now. A shard has at
+ * most 6 nodes (1 + 5 replicas), and one more while one is replaced. */
+#define OBSERVE_MAX 8
+struct observed {
+    const struct cluster_node *node;
+    struct nodeio_repl repl;
+};
+
+/* Ask each node of shard what it is; false when one cannot be asked. */
+static bool observe_shard(const struct ops_topo *t, int shard, struct observed *out, size_t *n,
+                          char *err, size_t errsize)
+{
+    *n = 0;
+    for (size_t i = 0; i < t->nodes.count; i++) {
+        const struct cluster_node *node = &t->nodes.items[i];
+        if (node->shard != shard || *n == OBSERVE_MAX)
+            continue;
+        struct observed *o = &out[*n];
+        o->node = node;
+        if (!nodeio_replication(node, t->password, NODEIO_PATIENT, &o->repl, err, errsize))
+            return false;
+        (*n)++;
+    }
+    return true;
+}
+
+/* FAILOVER pauses writes and waits until the target has acknowledged the
+ * primary's whole replication stream; replicas acknowledge once a second,
+ * so left alone the pause lasts up to a second. Asking the target for its
+ * acknowledgement right away (again until the primary stops waiting, since
+ * the last writes may still be on their way) makes it a few milliseconds. */
+static void hurry_failover(const struct ops_topo *t, const struct cluster_node *primary,
+                           const struct cluster_node *target)
+{
+    char err[256];
+
+    for (int i = 0; i < 20; i++) {
+        if (!nodeio_request_ack(target, t->password, err, sizeof(err)))
+            log_warn("could not ask for a replication ack", "node=%s error=\"%s\"", target->id,
+                     err);
+        struct resp_conn *c = nodeio_connect(primary, t->password, NODEIO_QUICK, err, sizeof(err));
+        struct engine_info *info = c != NULL ? resp_info(c, "replication", err, sizeof(err)) : NULL;
+        const char *state =
+            info != NULL ? engine_info_get(info, "replication", "master_failover_state") : NULL;
+        bool waiting = state != NULL && strcmp(state, "waiting-for-sync") == 0;
+        engine_info_free(info);
+        resp_close(c);
+        if (!waiting)
+            return;
+        struct timespec pause = {0, 5 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* The shard's primary and the replica to take over: in sync, on the
+ * version an upgrade moves to (when it names one), in the AZ a rebalance
+ * moves the primary to (when it names one), with the most data. */
+static void choose(const struct op_ctx *ctx, const struct observed *seen, size_t n,
+                   const struct observed **primary, const struct observed **best)
+{
+    const char *target_az = ops_context_str(ctx, "target_az");
+    const char *engine = ops_context_str(ctx, "engine");
+    const char *version = ops_context_str(ctx, "engine_version");
+    for (size_t i = 0; i < n; i++) {
+        if (!seen[i].repl.primary && engine != NULL && version != NULL &&
+            (strcmp(seen[i].node->engine, engine) != 0 ||
+             strcmp(seen[i].node->engine_version, version) != 0))
+            continue; /* an upgrade fails over only to a replica on the new version */
+        bool there = target_az == NULL || strcmp(seen[i].node->az, target_az) == 0;
+        bool best_there =
+            *best != NULL && (target_az == NULL || strcmp((*best)->node->az, target_az) == 0);
+        if (seen[i].repl.primary)
+            *primary = &seen[i];
+        else if (seen[i].repl.in_sync &&
+                 (*best == NULL || (there && !best_there) ||
+                  (there == best_there && seen[i].repl.offset > (*best)->repl.offset)))
+            *best = &seen[i];
+    }
+}
+
+/* Start the failover once: CLUSTER FAILOVER (default, lossless mode) on the
+ * chosen replica in cluster mode; FAILOVER TO it on the primary otherwise.
+ * Both pause writes on the primary until the replica has caught up. */
+static enum op_result start_failover(struct op_ctx *ctx)
+{
+    struct observed seen[OBSERVE_MAX];
+    size_t n = 0;
+    struct ops_topo t;
+    char err[256];
+
+    if (json_object_get(ctx->context, "target") != NULL)
+        return OP_NEXT; /* already sent: a resumed runner must not send it twice */
+    if (!ops_topo_load(ctx, &t))
+        return op_wait(ctx, OPS_POLL_MS);
+    if (!observe_shard(&t, (int)ops_context_int(ctx, "shard"), seen, &n, err, sizeof(err))) {
+        ops_topo_free(&t);
+        return op_fail(ctx, PROBLEM_NODE_UNREACHABLE, "%s", err);
+    }
+    const struct observed *primary = NULL, *best = NULL;
+    choose(ctx, seen, n, &primary, &best);
+    if (primary == NULL || best == NULL) {
+        ops_topo_free(&t);
+        return op_fail(ctx, PROBLEM_NO_IN_SYNC_REPLICA,
+                       "shard %04d has %s; a planned failover needs a primary and an in-sync "
+                       "replica",
+                       (int)ops_context_int(ctx, "shard") + 1,
+                       primary == NULL ? "no primary" : "no in-sync replica");
+    }
+    long long started = time_now_ms();
+    bool ok;
+    if (t.cluster_mode) {
+        ok = nodeio_cluster_failover(best->node, t.password, NODEIO_PATIENT,
+                                     ENGINE_FAILOVER_DEFAULT, err, sizeof(err));
+    } else {
+        struct resp_conn *c =
+            nodeio_connect(primary->node, t.password, NODEIO_PATIENT, err, sizeof(err));
+        ok = c != NULL &&
+             engine_failover_to(c, best->node->address, best->node->port, 5000, err, sizeof(err));
+        resp_close(c);
+    }
+    if (!ok) {
+        ops_topo_free(&t);
+        return op_fail(ctx, PROBLEM_FAILOVER_REFUSED, "the engine refused the failover: %s", err);
+    }
+    if (!t.cluster_mode)
+        hurry_failover(&t, primary->node, best->node);
+    json_object_set_new(ctx->context, "target", json_string(best->node->id));
+    json_object_set_new(ctx->context, "previous", json_string(primary->node->id));
+    json_object_set_new(ctx->context, "started_ms", json_integer(started));
+    ops_topo_free(&t);
+    return OP_NEXT;
+}
+
+/* Done when the target says it is the primary and every other node of the
+ * shard follows it. */
+static enum op_result wait_switch(struct op_ctx *ctx)
+{
+    const char *target = json_string_value(json_object_get(ctx->context, "target"));
+    struct observed seen[OBSERVE_MAX];
+    size_t n = 0;
+    struct ops_topo t;
+    char err[256];
+    bool switched = false;
+
+    if (!ops_topo_load(ctx, &t))
+        return op_wait(ctx, 20);
+    const struct cluster_node *to = cluster_nodes_find(&t.nodes, target);
+    if (to != NULL &&
+        observe_shard(&t, (int)ops_context_int(ctx, "shard"), seen, &n, err, sizeof(err))) {
+        /* Switched: the target is the only primary. The write pause ends
+         * there; in cluster mode it ends once every node agrees the
+         * cluster is ok again. */
+        switched = true;
+        for (size_t i = 0; i < n && switched; i++) {
+            bool is_target = seen[i].node == to;
+            switched = is_target ? seen[i].repl.primary : !seen[i].repl.primary;
+            if (switched && t.cluster_mode)
+                switched = nodeio_cluster_state_ok(seen[i].node, t.password, NODEIO_PATIENT);
+        }
+    }
+    ops_topo_free(&t);
+    if (switched) {
+        if (json_object_get(ctx->context, "switched_ms") == NULL)
+            json_object_set_new(ctx->context, "switched_ms", json_integer(time_now_ms()));
+        return OP_NEXT;
+    }
+    if (ops_elapsed_s(ctx, "switch_since") > OPS_FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, PROBLEM_FAILOVER_TIMEOUT, "the roles did not switch within %d s",
+                       OPS_FORM_WAIT_LIMIT_S);
+    return op_wait(ctx, 20);
+}
+
+/* Cluster mode disabled: FAILOVER TO moves only the old primary under the
+ * target; the other replicas would stay chained behind the old primary.
+ * Done when every replica follows the target (cluster mode: at once). */
+static enum op_result repoint_replicas(struct op_ctx *ctx)
+{
+    const char *target = json_string_value(json_object_get(ctx->context, "target"));
+    struct observed seen[OBSERVE_MAX];
+    size_t n = 0;
+    struct ops_topo t;
+    char err[256];
+    bool done = false;
+
+    if (!ops_topo_load(ctx, &t))
+        return op_wait(ctx, OPS_POLL_MS);
+    const struct cluster_node *to = cluster_nodes_find(&t.nodes, target);
+    if (t.cluster_mode || to == NULL) {
+        done = true;
+    } else if (observe_shard(&t, (int)ops_context_int(ctx, "shard"), seen, &n, err, sizeof(err))) {
+        done = true;
+        for (size_t i = 0; i < n; i++) {
+            if (seen[i].node == to || (seen[i].repl.master_port == to->port &&
+                                       strcmp(seen[i].repl.master_host, to->address) == 0))
+                continue;
+            done = false;
+            if (!nodeio_follow(seen[i].node, t.password, NODEIO_PATIENT, to, err, sizeof(err)))
+                log_warn("REPLICAOF failed", "node=%s error=\"%s\"", seen[i].node->id, err);
+        }
+    }
+    ops_topo_free(&t);
+    if (done)
+        return OP_NEXT;
+    if (ops_elapsed_s(ctx, "repoint_since") > OPS_FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, PROBLEM_REPLICATION_FAILED,
+                       "the replicas did not all follow the new primary within %d s",
+                       OPS_FORM_WAIT_LIMIT_S);
+    return op_wait(ctx, 20);
+}
+
+static enum op_result measure_pause(struct op_ctx *ctx)
+{
+    long long pause = json_integer_value(json_object_get(ctx->context, "switched_ms")) -
+                      json_integer_value(json_object_get(ctx->context, "started_ms"));
+    json_object_set_new(ctx->context, "write_pause_ms", json_integer(pause));
+    return OP_NEXT;
+}
+
+/* The roles the engines confirmed, and a FailoverComplete event with the
+ * write pause. */
+static enum db_status record_failover(struct db_conn *conn, const struct op_ctx *ctx)
+{
+    const char *previous = ops_context_str(ctx, "previous"),
+               *target = ops_context_str(ctx, "target");
+    long long pause_ms = json_integer_value(json_object_get(ctx->context, "write_pause_ms"));
+    enum db_status st = store_nodes_swap_roles(conn, previous, target);
+    if (st != DB_OK)
+        return st;
+    char *detail = xasprintf("{\"from\": \"%s\", \"to\": \"%s\", \"write_pause_ms\": %lld, "
+                             "\"planned\": true}",
+                             previous, target, pause_ms);
+    char *message = xasprintf("planned failover done; writes paused for %lld ms", pause_ms);
+    st = store_event_add(conn, ctx->cluster_id, ctx->op_id, "FailoverComplete", "info", message,
+                         detail);
+    free(detail);
+    free(message);
+    return st;
+}
+
+static const struct op_step failover_steps[] = {
+    {"start_failover", start_failover},
+    {"wait_switch", wait_switch},
+    {"record", measure_pause, record_failover},
+    {"repoint_replicas", repoint_replicas},
+};
+
+const struct op_kind op_cluster_failover = {"failover", failover_steps,
+                                            sizeof(failover_steps) / sizeof(failover_steps[0]),
+                                            ops_back_to_available};
+
+enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub)
+{
+    json_t *outer = ctx->context;
+    enum op_result r = OP_NEXT;
+    int n = (int)(sizeof(failover_steps) / sizeof(failover_steps[0]));
+
+    ctx->context = sub;
+    for (int step = (int)json_integer_value(json_object_get(sub, "step")); step < n;) {
+        if ((r = op_run_nested(ctx, &failover_steps[step])) != OP_NEXT)
+            break;
+        json_object_set_new(sub, "step", json_integer(++step));
+    }
+    ctx->context = outer;
+    return r;
+}

@@ -1,0 +1,235 @@
+/* store_ha.c -- what the failover authority (ha.c) finds and records:
+ * groups whose primary is down, stray primaries, leaderless shards, nodes
+ * to replace, shards to rebalance across AZs; the per-cluster lock and the
+ * designation of a new primary. */
+#include <stdio.h>
+#include <string.h>
+
+#include "store.h"
+
+/* Clusters whose topology an operation is changing are left to it. */
+#define HA_CLUSTER_IDLE                                                                            \
+    "c.status IN ('available', 'modifying', 'degraded')"                                           \
+    " AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"                        \
+    "   AND o.status IN ('pending', 'running') AND o.kind IN ('create', 'delete', 'failover'))"
+
+/* Cluster mode disabled, automatic failover on: groups whose designated
+ * primary is down while a replica runs on a healthy host. A primary on a
+ * lost host is left alone while losses are not trusted ($2), whatever its
+ * last report said. */
+static const struct db_stmt down_primaries = {
+    "SELECT c.id, s.index, p.id,"
+    "  CASE WHEN h.status = 'lost' THEN 'host was lost'"
+    "       WHEN p.process_state = 'crashed' THEN 'engine crashed'"
+    "       ELSE 'engine stopped answering' END,"
+    "  (extract(epoch FROM CASE WHEN h.status = 'lost' THEN h.last_seen_at"
+    "     ELSE coalesce(p.state_since, now()) END) * 1000)::bigint, 0"
+    " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
+    " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state = 'running'"
+    " JOIN hosts h ON h.id = p.host_id"
+    " WHERE c.spec ->> 'cluster_mode' = 'disabled'"
+    "   AND coalesce((c.spec ->> 'automatic_failover')::boolean, false) AND " HA_CLUSTER_IDLE
+    "   AND (h.status = 'lost' OR p.process_state = 'crashed' OR (p.process_state = 'unresponsive'"
+    "     AND p.state_since < now() - make_interval(secs => $1::int / 1000.0)))"
+    "   AND (h.status <> 'lost' OR $2::boolean)"
+    "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
+    "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
+    "     AND rh.status = 'healthy')"
+    " ORDER BY c.id, s.index LIMIT 64"};
+
+/* Cluster mode disabled: replicas by designation whose engine reports it is
+ * a primary, on a healthy host, in a report newer than cairnd's own last
+ * reading of it. */
+static const struct db_stmt stray_primaries = {
+    "SELECT c.id, s.index, n.id, '', 0, 0 FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
+    " JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
+    " WHERE c.spec ->> 'cluster_mode' = 'disabled' AND " HA_CLUSTER_IDLE
+    "   AND n.role = 'replica' AND n.observed_role = 'primary' AND n.process_state = 'running'"
+    "   AND h.status = 'healthy' AND n.desired_state = 'running'"
+    "   AND n.reported_at > coalesce(n.role_observed_at, '-infinity')"
+    " ORDER BY c.id LIMIT 64"};
+
+/* Cluster mode: shards without a primary serving on a healthy host (or on
+ * a lost one while losses are not trusted, $1), with the moment the last
+ * one went down and the node timeout. */
+static const struct db_stmt leaderless_shards = {
+    "SELECT c.id, s.index, '', '',"
+    "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN h.status = 'lost' THEN h.last_seen_at"
+    "      ELSE n.state_since END) FROM nodes n JOIN hosts h ON h.id = n.host_id"
+    "    WHERE n.shard_id = s.id AND n.role = 'primary'), now())) * 1000)::bigint,"
+    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000)"
+    " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
+    " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled' AND " HA_CLUSTER_IDLE
+    "   AND NOT EXISTS (SELECT 1 FROM nodes n JOIN hosts h ON h.id = n.host_id"
+    "     WHERE n.shard_id = s.id AND n.role = 'primary' AND n.process_state = 'running'"
+    "     AND (h.status = 'healthy' OR (h.status = 'lost' AND NOT $1::boolean)))"
+    "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
+    "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
+    "     AND rh.status = 'healthy')"
+    " ORDER BY c.id, s.index LIMIT 64"};
+
+/* Nodes to replace: their host lost (while losses are trusted, $2), or (a
+ * replica's) engine crashed, for the replace-after time, and no longer a
+ * serving shard's only primary (a
+ * failover comes first). A crashed primary is not counted: its agent holds
+ * it down until a replica took over and then restarts it as a replica. One
+ * replacement per cluster at a time; one that failed (no room) is tried
+ * again after the same time. */
+static const struct db_stmt dead_nodes = {
+    "SELECT c.id, s.index, n.id, '', 0, 0 FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
+    " JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
+    " WHERE c.status IN ('available', 'modifying', 'degraded') AND n.desired_state = 'running'"
+    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
+    "     AND o.status IN ('pending', 'running'))"
+    "   AND ((h.status = 'lost' AND $2::boolean"
+    "       AND h.updated_at < now() - make_interval(secs => $1::int))"
+    "     OR (n.process_state = 'crashed' AND n.role = 'replica'"
+    "       AND n.state_since < now() - make_interval(secs => $1::int)))"
+    "   AND (n.role IS DISTINCT FROM 'primary' OR EXISTS (SELECT 1 FROM nodes p"
+    "     JOIN hosts ph ON ph.id = p.host_id WHERE p.shard_id = n.shard_id AND p.id <> n.id"
+    "     AND p.role = 'primary' AND p.process_state = 'running' AND ph.status = 'healthy'))"
+    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
+    "     AND o.kind = 'replace_node' AND o.context ->> 'node' = n.id::text"
+    "     AND o.finished_at > now() - make_interval(secs => $1::int))"
+    " ORDER BY c.id, n.id LIMIT 64"};
+
+/* Cluster mode, settled (available, no operation, every node running on a
+ * healthy host for a while, no failover or replacement just now): the first
+ * shard whose primary sits in an AZ holding more than ceil(shards / AZs)
+ * primaries -- the scheduler's rule -- with an in-sync replica in an AZ
+ * holding fewer, one per cluster. */
+static const struct db_stmt unbalanced = {
+    "WITH settled AS (SELECT c.id FROM clusters c"
+    "   WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
+    "   AND c.status = 'available'"
+    "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
+    "     AND o.status IN ('pending', 'running'))"
+    "   AND NOT EXISTS (SELECT 1 FROM nodes n LEFT JOIN hosts h ON h.id = n.host_id"
+    "     WHERE n.cluster_id = c.id AND n.desired_state = 'running'"
+    "     AND (n.process_state IS DISTINCT FROM 'running' OR h.status IS DISTINCT FROM 'healthy'"
+    "       OR n.state_since > now() - make_interval(secs => $1::int)))"
+    "   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.cluster_id = c.id"
+    "     AND e.type IN ('FailoverComplete', 'NodeReplaced')"
+    "     AND e.created_at > now() - make_interval(secs => $1::int))),"
+    " live AS (SELECT n.cluster_id, n.shard_id, n.role, h.az, n.master_link_status,"
+    "     n.sync_in_progress, n.loading FROM nodes n JOIN hosts h ON h.id = n.host_id"
+    "   JOIN settled s ON s.id = n.cluster_id WHERE n.desired_state = 'running'),"
+    " per_az AS (SELECT cluster_id, az, count(*) FILTER (WHERE role = 'primary') AS primaries"
+    "   FROM live GROUP BY cluster_id, az),"
+    " lim AS (SELECT p.cluster_id, ceil((SELECT count(*) FROM shards s"
+    "     WHERE s.cluster_id = p.cluster_id)::numeric / count(*))::int AS most"
+    "   FROM per_az p GROUP BY p.cluster_id)"
+    " SELECT DISTINCT ON (p.cluster_id) p.cluster_id, s.index, r.az, p.az, pa.primaries"
+    " FROM live p JOIN per_az pa ON pa.cluster_id = p.cluster_id AND pa.az = p.az"
+    " JOIN lim ON lim.cluster_id = p.cluster_id JOIN shards s ON s.id = p.shard_id"
+    " JOIN live r ON r.shard_id = p.shard_id AND r.role = 'replica'"
+    "   AND r.master_link_status = 'up' AND NOT coalesce(r.sync_in_progress, false)"
+    "   AND NOT coalesce(r.loading, false)"
+    " JOIN per_az ra ON ra.cluster_id = r.cluster_id AND ra.az = r.az"
+    " WHERE p.role = 'primary' AND pa.primaries > lim.most AND ra.primaries < lim.most"
+    " ORDER BY p.cluster_id, s.index, ra.primaries, r.az"};
+
+static const struct db_stmt lock_cluster = {
+    "SELECT pg_try_advisory_xact_lock(hashtext('cairn-ha:' || $1))"};
+
+static const struct db_stmt still_primary = {
+    "SELECT role = 'primary' FROM nodes WHERE id = $1::uuid FOR UPDATE"};
+
+static const struct db_stmt designate = {
+    "UPDATE nodes SET role = CASE WHEN id = $1::uuid THEN 'primary' ELSE 'replica' END,"
+    "  observed_role = CASE WHEN id = $1::uuid THEN 'primary' ELSE observed_role END,"
+    "  master_link_status = CASE WHEN id = $1::uuid THEN NULL ELSE master_link_status END,"
+    "  role_observed_at = CASE WHEN id = $1::uuid THEN now() ELSE role_observed_at END"
+    " WHERE shard_id = (SELECT shard_id FROM nodes WHERE id = $1::uuid)"
+    "   AND desired_state <> 'deleted'"};
+
+static const struct db_stmt demoted = {
+    "UPDATE nodes SET observed_role = 'replica', master_link_status = 'down',"
+    "  role_observed_at = now() WHERE id = $1::uuid"};
+
+/* In the order of enum store_ha_finding. */
+static const struct db_stmt *const findings[] = {&down_primaries, &stray_primaries,
+                                                 &leaderless_shards, &dead_nodes};
+
+enum db_status store_ha_find(struct db_conn *conn, enum store_ha_finding which, int limit,
+                             bool trust_losses, struct store_ha_work *rows, size_t max, size_t *n)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    if (which == STORE_HA_DOWN_PRIMARIES || which == STORE_HA_DEAD_NODES)
+        db_param_int(&p, limit);
+    if (which != STORE_HA_STRAY_PRIMARIES)
+        db_param_bool(&p, trust_losses);
+    PGresult *res = db_query_params(conn, findings[which], &p, &st);
+    if (res == NULL)
+        return st;
+    *n = (size_t)PQntuples(res) < max ? (size_t)PQntuples(res) : max;
+    for (size_t i = 0; i < *n; i++) {
+        struct store_ha_work *w = &rows[i];
+        int r = (int)i;
+        snprintf(w->cluster, sizeof(w->cluster), "%s", db_text(res, r, 0));
+        w->shard = (int)db_int(res, r, 1);
+        snprintf(w->node, sizeof(w->node), "%s", db_text(res, r, 2));
+        snprintf(w->why, sizeof(w->why), "%s", db_text(res, r, 3));
+        w->since_ms = db_int(res, r, 4);
+        w->timeout_ms = (int)db_int(res, r, 5);
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+enum db_status store_ha_unbalanced(struct db_conn *conn, int settle_s, struct store_ha_move *moves,
+                                   size_t max, size_t *n)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_int(&p, settle_s);
+    PGresult *res = db_query_params(conn, &unbalanced, &p, &st);
+    if (res == NULL)
+        return st;
+    *n = (size_t)PQntuples(res) < max ? (size_t)PQntuples(res) : max;
+    for (size_t i = 0; i < *n; i++) {
+        struct store_ha_move *m = &moves[i];
+        int r = (int)i;
+        snprintf(m->cluster, sizeof(m->cluster), "%s", db_text(res, r, 0));
+        m->shard = (int)db_int(res, r, 1);
+        snprintf(m->to_az, sizeof(m->to_az), "%s", db_text(res, r, 2));
+        snprintf(m->from_az, sizeof(m->from_az), "%s", db_text(res, r, 3));
+        m->primaries = (int)db_int(res, r, 4);
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+static enum db_status one_bool(struct db_conn *conn, const struct db_stmt *stmt, const char *arg,
+                               bool *out)
+{
+    const char *params[1] = {arg};
+    enum db_status st;
+    PGresult *res = db_query(conn, stmt, 1, params, &st);
+    if (res == NULL)
+        return st;
+    *out = PQntuples(res) == 1 && db_bool(res, 0, 0);
+    PQclear(res);
+    return DB_OK;
+}
+
+enum db_status store_ha_try_lock(struct db_conn *conn, const char *cluster_id, bool *locked)
+{
+    return one_bool(conn, &lock_cluster, cluster_id, locked);
+}
+
+enum db_status store_node_still_primary(struct db_conn *conn, const char *node_id, bool *still)
+{
+    return one_bool(conn, &still_primary, node_id, still);
+}
+
+enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id)
+{
+    return store_exec(conn, &designate, node_id, NULL);
+}
+
+enum db_status store_node_demoted(struct db_conn *conn, const char *node_id)
+{
+    return store_exec(conn, &demoted, node_id, NULL);
+}
