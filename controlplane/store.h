@@ -16,9 +16,10 @@
 #include "auth.h"
 #include "db.h"
 #include "page.h"
+#include "timeutil.h"
 
-/* RFC 3339 UTC text with microseconds for a timestamptz column. */
-#define STORE_TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+/* A timestamptz column as Cairn's timestamp text (timeutil.h). */
+#define STORE_TS(col) "to_char(" col " AT TIME ZONE 'UTC', '" TIME_SQL_FORMAT "')"
 
 /* Shared by the list functions: join rows of (key text, json text) into a
  * JSON array in *items, honouring the page size. */
