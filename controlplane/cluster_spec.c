@@ -64,7 +64,6 @@ static bool check_auth_token(const json_t *value, char *msg, size_t msgsize)
     return true;
 }
 
-static const char *const engines[] = {"redis", "valkey", NULL};
 static const char *const cluster_modes[] = {"enabled", "disabled", NULL};
 
 const struct jspec_field cspec_create_spec[] = {
@@ -75,7 +74,7 @@ const struct jspec_field cspec_create_spec[] = {
      .max_len = CSPEC_ID_MAX,
      .check = check_id},
     {.name = "description", .type = JSPEC_STRING, .max_len = CSPEC_DESCRIPTION_MAX},
-    {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engines},
+    {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engine_kind_names},
     {.name = "engine_version", .type = JSPEC_STRING, .required = true, .check = check_line},
     {.name = "node_type",
      .type = JSPEC_STRING,

@@ -1,5 +1,6 @@
 /* main.c -- cairnd's command line: serve (the default), migrate, token
- * create|list|revoke, routes and version. */
+ * create|list|revoke, the lists the contract tests compare with the
+ * documents (routes, engines) and version. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "api.h"
+#include "catalog.h"
 #include "config.h"
 #include "log.h"
 #include "migrate.h"
@@ -37,7 +39,7 @@ static const char usage[] =
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
     "       cairnd token list [--database-url URL]\n"
     "       cairnd token revoke ID [--database-url URL]\n"
-    "       cairnd routes\n"
+    "       cairnd routes | engines\n"
     "       cairnd version\n"
     "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
@@ -428,6 +430,18 @@ static int cmd_routes(void)
     return 0;
 }
 
+/* Print a NULL-terminated list of names as a JSON array. */
+static int cmd_names(const char *const *names)
+{
+    json_t *out = json_array();
+    for (const char *const *n = names; *n != NULL; n++)
+        json_array_append_new(out, json_string(*n));
+    json_dumpf(out, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct cli cli = {0};
@@ -449,6 +463,8 @@ int main(int argc, char **argv)
         return cmd_token(&cli);
     if (strcmp(cmd, "routes") == 0)
         return cmd_routes();
+    if (strcmp(cmd, "engines") == 0)
+        return cmd_names(engine_kind_names);
     if (strcmp(cmd, "version") == 0) {
         printf("cairnd %s\n", CAIRND_VERSION);
         return 0;

@@ -464,7 +464,7 @@ static bool has_password(const struct engine_config_spec *spec)
 
 static bool check_engine(const struct engine_config_spec *spec, char *err, size_t errsize)
 {
-    if (spec->kind != ENGINE_REDIS && spec->kind != ENGINE_VALKEY) {
+    if ((unsigned)spec->kind >= ENGINE_KIND_COUNT) {
         snprintf(err, errsize, "engine is not a known engine");
         return false;
     }

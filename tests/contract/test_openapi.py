@@ -1,10 +1,11 @@
-"""Keep api/openapi.yaml in step with cairnd's route table and error registry.
+"""Keep api/openapi.yaml in step with cairnd's route table, error registry and lists.
 
 Checks that the document is valid OpenAPI (with the node validator in this folder),
 that every $ref resolves, that its operations are exactly the routes `cairnd routes`
-prints, with the same scope and matching security, and that its error codes and
+prints, with the same scope and matching security, that its error codes and
 problem responses agree with the registry of codes and statuses, which must also be
-the registry cairnd is built with (controlplane/problem.h).
+the registry cairnd is built with (controlplane/problem.h), and that its engines are
+the ones `cairnd engines` prints.
 
 Run from the repository root, after `make` (for bin/cairnd) and `npm ci` in this folder:
 
@@ -84,28 +85,39 @@ KNOWN_CODES = {
 # ---------------------------------------------------------------- helpers
 
 
+def eq_list(got, want, what):
+    assert got == want, f"{what}: {got}, but cairnd has {want}"
+
+
 @pytest.fixture(scope="module")
 def spec():
     with open(SPEC_PATH, encoding="utf-8") as f:
         return yaml.safe_load(f)
 
 
-@pytest.fixture(scope="module")
-def routes():
-    """The route table as `cairnd routes` prints it: {(METHOD, path): scope}."""
+def cairnd_list(command):
+    """The JSON array `cairnd COMMAND` prints (routes, engines)."""
     if not CAIRND.is_file() or not os.access(CAIRND, os.X_OK):
         pytest.fail(f"{CAIRND} is missing or not executable: run `make` at the repository root "
                     "first, or point CAIRND at the binary")
-    proc = subprocess.run([str(CAIRND), "routes"], capture_output=True, text=True, timeout=60,
+    proc = subprocess.run([str(CAIRND), command], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
-        pytest.fail(f"`{CAIRND} routes` exited {proc.returncode}\n"
+        pytest.fail(f"`{CAIRND} {command}` exited {proc.returncode}\n"
                     f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     try:
         table = json.loads(proc.stdout)
     except json.JSONDecodeError as e:
-        pytest.fail(f"`{CAIRND} routes` did not print JSON ({e}):\n{proc.stdout}")
-    assert isinstance(table, list), f"`cairnd routes` printed {type(table).__name__}, not an array"
+        pytest.fail(f"`{CAIRND} {command}` did not print JSON ({e}):\n{proc.stdout}")
+    assert isinstance(table, list), \
+        f"`cairnd {command}` printed {type(table).__name__}, not an array"
+    return table
+
+
+@pytest.fixture(scope="module")
+def routes():
+    """The route table as `cairnd routes` prints it: {(METHOD, path): scope}."""
+    table = cairnd_list("routes")
 
     result, problems = {}, []
     for entry in table:
@@ -412,3 +424,16 @@ def test_specific_problem_headers(spec):
         if "X-Request-Id" not in headers:
             problems.append(f"{where}: no X-Request-Id header")
     assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- lists kept in C
+
+
+def test_engines_are_cairnds(spec):
+    """The Engine enum, and the engines a node type is priced for, are engine/catalog.c's."""
+    engines = cairnd_list("engines")
+    schemas = spec["components"]["schemas"]
+    eq_list(schemas["Engine"]["enum"], engines, "components.schemas.Engine.enum")
+    price = schemas["NodeType"]["properties"]["price_usd_per_hour"]
+    eq_list(price["required"], engines, "NodeType.price_usd_per_hour.required")
+    eq_list(list(price["properties"]), engines, "NodeType.price_usd_per_hour.properties")
