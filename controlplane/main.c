@@ -1,6 +1,6 @@
 /* main.c -- cairnd's command line: serve (the default), migrate, token
  * create|list|revoke, the lists the contract tests compare with the
- * documents (routes, engines) and version. */
+ * documents (routes, engines, operation-kinds) and version. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,8 +15,7 @@
 #include "migrate.h"
 #include "monitor.h"
 #include "notify.h"
-#include "ops_cluster.h"
-#include "ops_upgrade.h"
+#include "ops.h"
 #include "runner.h"
 #include "secretbox.h"
 #include "sentinel.h"
@@ -39,7 +38,7 @@ static const char usage[] =
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
     "       cairnd token list [--database-url URL]\n"
     "       cairnd token revoke ID [--database-url URL]\n"
-    "       cairnd routes | engines\n"
+    "       cairnd routes | engines | operation-kinds\n"
     "       cairnd version\n"
     "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
@@ -264,14 +263,7 @@ static int cmd_serve(struct cli *cli)
         return fail("%s", err);
     }
     struct notify *notify = notify_start(app.cfg.database_url, server);
-    static const struct op_kind *const kinds[] = {&op_cluster_create,
-                                                  &op_cluster_delete,
-                                                  &op_cluster_apply_parameters,
-                                                  &op_cluster_failover,
-                                                  &op_cluster_replace_node,
-                                                  &op_cluster_upgrade_engine,
-                                                  NULL};
-    app.runner = runner_start(&app, kinds);
+    app.runner = runner_start(&app, op_kinds);
     struct sentinel *sentinel = NULL;
     if (app.cfg.sentinel_host[0] != '\0') {
         sentinel =
@@ -465,6 +457,8 @@ int main(int argc, char **argv)
         return cmd_routes();
     if (strcmp(cmd, "engines") == 0)
         return cmd_names(engine_kind_names);
+    if (strcmp(cmd, "operation-kinds") == 0)
+        return cmd_names(op_kind_names());
     if (strcmp(cmd, "version") == 0) {
         printf("cairnd %s\n", CAIRND_VERSION);
         return 0;

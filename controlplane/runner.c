@@ -248,13 +248,16 @@ struct runner *runner_start(struct app *app, const struct op_kind *const *kinds)
     gethostname(host, sizeof(host) - 1);
     snprintf(r->owner, sizeof(r->owner), "%s:%d:%lld", host, (int)getpid(),
              (long long)time_mono_us());
+    /* The kinds it claims: those with steps. */
     size_t len = 3;
     for (const struct op_kind *const *k = kinds; *k != NULL; k++)
         len += strlen((*k)->name) + 1;
     r->kind_array = xcalloc(len, 1);
     strcat(r->kind_array, "{");
     for (const struct op_kind *const *k = kinds; *k != NULL; k++) {
-        if (k != kinds)
+        if ((*k)->nsteps == 0)
+            continue;
+        if (r->kind_array[1] != '\0')
             strcat(r->kind_array, ",");
         strcat(r->kind_array, (*k)->name);
     }

@@ -4,8 +4,9 @@ Checks that the document is valid OpenAPI (with the node validator in this folde
 that every $ref resolves, that its operations are exactly the routes `cairnd routes`
 prints, with the same scope and matching security, that its error codes and
 problem responses agree with the registry of codes and statuses, which must also be
-the registry cairnd is built with (controlplane/problem.h), and that its engines are
-the ones `cairnd engines` prints.
+the registry cairnd is built with (controlplane/problem.h), and that its engines and
+operation kinds are the ones `cairnd engines` and `cairnd operation-kinds` print --
+as are the kinds the SQL in controlplane/ names.
 
 Run from the repository root, after `make` (for bin/cairnd) and `npm ci` in this folder:
 
@@ -96,7 +97,7 @@ def spec():
 
 
 def cairnd_list(command):
-    """The JSON array `cairnd COMMAND` prints (routes, engines)."""
+    """The JSON array `cairnd COMMAND` prints (routes, engines, operation-kinds)."""
     if not CAIRND.is_file() or not os.access(CAIRND, os.X_OK):
         pytest.fail(f"{CAIRND} is missing or not executable: run `make` at the repository root "
                     "first, or point CAIRND at the binary")
@@ -437,3 +438,41 @@ def test_engines_are_cairnds(spec):
     price = schemas["NodeType"]["properties"]["price_usd_per_hour"]
     eq_list(price["required"], engines, "NodeType.price_usd_per_hour.required")
     eq_list(list(price["properties"]), engines, "NodeType.price_usd_per_hour.properties")
+
+
+def test_operation_kinds_are_cairnds(spec):
+    """The OperationKind enum is controlplane/ops.c's list, in its order (the order the
+    ?kind= filter's message lists them in)."""
+    kinds = cairnd_list("operation-kinds")
+    eq_list(spec["components"]["schemas"]["OperationKind"]["enum"], kinds,
+            "components.schemas.OperationKind.enum")
+
+
+# A C string literal, and the SQL that names an operation kind.
+C_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+KIND_IS = re.compile(r"\bkind\s*(?:=|<>)\s*'([a-z_]+)'")
+KIND_IN = re.compile(r"\bkind\s+(?:NOT\s+)?IN\s*\(([^)]*)\)", re.IGNORECASE)
+KIND_INSERTED = re.compile(r"INSERT INTO operations\s*\(cluster_id,\s*kind\b[^)]*\)\s*"
+                           r"VALUES\s*\(\s*\$1,\s*'([a-z_]+)'", re.IGNORECASE)
+
+
+def sql_kinds(path):
+    """{kind: path} for every operation kind the SQL in a C file names."""
+    sql = "".join(C_STRING.findall(path.read_text(encoding="utf-8")))
+    named = set(KIND_IS.findall(sql)) | set(KIND_INSERTED.findall(sql))
+    for listed in KIND_IN.findall(sql):
+        named |= set(re.findall(r"'([a-z_]+)'", listed))
+    return {k: path.relative_to(REPO) for k in named}
+
+
+def test_sql_names_only_known_kinds():
+    """SQL compares operations.kind with literals and inserts kinds by name; each must be
+    a kind of the list (a misspelt one would match nothing, silently)."""
+    kinds = set(cairnd_list("operation-kinds"))
+    named = {}
+    for path in sorted((REPO / "controlplane").glob("*.c")):
+        named.update(sql_kinds(path))
+    assert {"create", "failover", "replace_node"} <= named.keys(), \
+        f"the SQL patterns found only {sorted(named)}: do they still match controlplane/'s SQL?"
+    unknown = {k: str(p) for k, p in named.items() if k not in kinds}
+    assert not unknown, f"SQL names operation kinds cairnd does not have: {unknown}"

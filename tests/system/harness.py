@@ -409,7 +409,7 @@ def create_token(database_url, name, scope):
 
 
 def cairnd_list(command):
-    """The JSON array `cairnd COMMAND` prints, e.g. engines."""
+    """The JSON array `cairnd COMMAND` prints: engines, operation-kinds."""
     r = run_cli([command], env_url=False)
     if r.returncode != 0:
         raise HarnessError(f"cairnd {command} exited {r.returncode}: {r.stderr}")
