@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "clusters.h"
+#include "engine_config.h"
 #include "log.h"
 #include "nodeio.h"
 #include "runner.h"
@@ -96,13 +97,13 @@ static const struct db_stmt stray_primaries = {
 
 /* Cluster mode: shards without a primary serving on a healthy host (or on
  * a lost one while losses are not trusted, $1), with the moment the last
- * one went down and the node timeout. */
+ * one went down and the node timeout (the cluster's, or the default, $2). */
 static const struct db_stmt leaderless_shards = {
     "SELECT c.id, s.index, '', '',"
     "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN h.status = 'lost' THEN h.last_seen_at"
     "      ELSE n.state_since END) FROM nodes n JOIN hosts h ON h.id = n.host_id"
     "    WHERE n.shard_id = s.id AND n.role = 'primary'), now())) * 1000)::bigint,"
-    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000)"
+    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $2::int)"
     " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
     " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled' AND " HA_CLUSTER_IDLE
     "   AND NOT EXISTS (SELECT 1 FROM nodes n JOIN hosts h ON h.id = n.host_id"
@@ -672,7 +673,9 @@ void ha_tick(struct ha *h, bool trust_losses)
     n = run_query(h, &stray_primaries, NULL, 0, rows);
     for (size_t i = 0; i < n; i++)
         fence(h, &rows[i]);
-    n = run_query(h, &leaderless_shards, &trust, 1, rows);
+    const char *leaderless[2] = {trust,
+                                 engine_config_managed_find("cluster-node-timeout")->fallback};
+    n = run_query(h, &leaderless_shards, leaderless, 2, rows);
     for (size_t i = 0; i < n; i++)
         repair_shard(h, &rows[i]);
     (void)db_run(h->app->db, rebalance_fn, h);

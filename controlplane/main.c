@@ -1,6 +1,7 @@
 /* main.c -- cairnd's command line: serve (the default), migrate, token
  * create|list|revoke, the lists the contract tests compare with the
- * documents (routes, engines, operation-kinds) and version. */
+ * documents (routes, engines, operation-kinds, managed-settings) and
+ * version. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "api.h"
 #include "catalog.h"
 #include "config.h"
+#include "engine_config.h"
 #include "log.h"
 #include "migrate.h"
 #include "monitor.h"
@@ -38,7 +40,7 @@ static const char usage[] =
     "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
     "       cairnd token list [--database-url URL]\n"
     "       cairnd token revoke ID [--database-url URL]\n"
-    "       cairnd routes | engines | operation-kinds\n"
+    "       cairnd routes | engines | operation-kinds | managed-settings\n"
     "       cairnd version\n"
     "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
     "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
@@ -434,6 +436,38 @@ static int cmd_names(const char *const *names)
     return 0;
 }
 
+/* Print the managed settings (engine_config.h) as a JSON array. */
+static int cmd_managed_settings(void)
+{
+    static const char *const types[] = {
+        [ENGINE_PARAM_INT] = "integer",
+        [ENGINE_PARAM_BOOL] = "boolean",
+        [ENGINE_PARAM_ENUM] = "enum",
+        [ENGINE_PARAM_EVENTS] = "events",
+    };
+    json_t *out = json_array();
+    const struct engine_config_managed *m;
+
+    for (size_t i = 0; (m = engine_config_managed_at(i)) != NULL; i++) {
+        json_t *item = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "parameter", m->param, "field",
+                                 m->field, "type", types[m->type], "default", m->fallback,
+                                 "cluster_only", m->cluster_only, "at_restart", m->at_restart);
+        if (m->type == ENGINE_PARAM_INT)
+            json_object_set_new(item, "range", json_pack("[I, I]", m->min, m->max));
+        if (m->type == ENGINE_PARAM_ENUM) {
+            json_t *values = json_array();
+            for (const char *const *v = m->values; *v != NULL; v++)
+                json_array_append_new(values, json_string(*v));
+            json_object_set_new(item, "values", values);
+        }
+        json_array_append_new(out, item);
+    }
+    json_dumpf(out, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct cli cli = {0};
@@ -459,6 +493,8 @@ int main(int argc, char **argv)
         return cmd_names(engine_kind_names);
     if (strcmp(cmd, "operation-kinds") == 0)
         return cmd_names(op_kind_names());
+    if (strcmp(cmd, "managed-settings") == 0)
+        return cmd_managed_settings();
     if (strcmp(cmd, "version") == 0) {
         printf("cairnd %s\n", CAIRND_VERSION);
         return 0;

@@ -15,20 +15,16 @@ Run from the repository root, after `make` (for bin/cairnd) and `npm ci` in this
 CAIRND overrides the path of the binary (default: <repo>/bin/cairnd).
 """
 
-import json
-import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
+from binaries import HERE, REPO, cairnd_list
+
 SPEC_PATH = REPO / "api" / "openapi.yaml"
-CAIRND = Path(os.environ.get("CAIRND") or REPO / "bin" / "cairnd")
 PROBLEM_H = REPO / "controlplane" / "problem.h"
 
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -94,25 +90,6 @@ def eq_list(got, want, what):
 def spec():
     with open(SPEC_PATH, encoding="utf-8") as f:
         return yaml.safe_load(f)
-
-
-def cairnd_list(command):
-    """The JSON array `cairnd COMMAND` prints (routes, engines, operation-kinds)."""
-    if not CAIRND.is_file() or not os.access(CAIRND, os.X_OK):
-        pytest.fail(f"{CAIRND} is missing or not executable: run `make` at the repository root "
-                    "first, or point CAIRND at the binary")
-    proc = subprocess.run([str(CAIRND), command], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        pytest.fail(f"`{CAIRND} {command}` exited {proc.returncode}\n"
-                    f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
-    try:
-        table = json.loads(proc.stdout)
-    except json.JSONDecodeError as e:
-        pytest.fail(f"`{CAIRND} {command}` did not print JSON ({e}):\n{proc.stdout}")
-    assert isinstance(table, list), \
-        f"`cairnd {command}` printed {type(table).__name__}, not an array"
-    return table
 
 
 @pytest.fixture(scope="module")
