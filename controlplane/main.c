@@ -25,30 +25,23 @@
 
 #define CAIRND_VERSION "0.1.0"
 
-static const char usage[] =
-    "usage: cairnd [serve] [--listen HOST:PORT] [--database-url URL] [--http-threads N]\n"
-    "              [--db-pool-size N] [--max-body-bytes N] [--shutdown-timeout SECONDS]\n"
-    "              [--max-connections N] [--max-connections-per-address N]\n"
-    "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
-    "              [--sync-wait-ms MS] [--secret-key-file PATH]\n"
-    "              [--sentinel-listen HOST:PORT|off] [--sentinel-max-clients N]\n"
-    "              [--replace-after SECONDS]\n"
-    "              [--metrics-retention-days DAYS] [--upgrade-node-timeout SECONDS]\n"
-    "              [--upgrade-parallel-shards N]\n"
-    "              [--test-clock-offset SECONDS]\n"
-    "       cairnd migrate [--database-url URL]\n"
-    "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
-    "       cairnd token list [--database-url URL]\n"
-    "       cairnd token revoke ID [--database-url URL]\n"
-    "       cairnd routes | engines | operation-kinds | managed-settings\n"
-    "       cairnd version\n"
-    "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
-    "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
-    "CAIRN_MAX_CONNECTIONS, CAIRN_MAX_CONNECTIONS_PER_ADDRESS,\n"
-    "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS,\n"
-    "CAIRN_SECRET_KEY_FILE, CAIRN_SENTINEL_LISTEN, CAIRN_SENTINEL_MAX_CLIENTS,\n"
-    "CAIRN_REPLACE_AFTER,\n"
-    "CAIRN_METRICS_RETENTION_DAYS.\n";
+/* The usage message, its flags and variables from config.c's table. */
+static void print_usage(FILE *out)
+{
+    struct usage u;
+
+    usage_start(&u, out, "usage: cairnd [serve]", strlen("usage: cairnd "));
+    config_usage_flags(&u);
+    usage_end(&u);
+    fputs("       cairnd migrate [--database-url URL]\n"
+          "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
+          "       cairnd token list [--database-url URL]\n"
+          "       cairnd token revoke ID [--database-url URL]\n"
+          "       cairnd routes | engines | operation-kinds | managed-settings\n"
+          "       cairnd version\n",
+          out);
+    config_usage_env(out);
+}
 
 /* Options shared by every subcommand; --name and --scope only mean
  * something to `token create`. */
@@ -70,49 +63,28 @@ static int fail(const char *fmt, const char *arg)
 
 static bool parse_cli(int argc, char **argv, struct cli *cli)
 {
-    static const struct option options[] = {
-        {"listen", required_argument, NULL, 0},
-        {"database-url", required_argument, NULL, 0},
-        {"http-threads", required_argument, NULL, 0},
-        {"db-pool-size", required_argument, NULL, 0},
-        {"max-body-bytes", required_argument, NULL, 0},
-        {"max-connections", required_argument, NULL, 0},
-        {"max-connections-per-address", required_argument, NULL, 0},
-        {"shutdown-timeout", required_argument, NULL, 0},
-        {"agent-bootstrap-token", required_argument, NULL, 0},
-        {"heartbeat-timeout", required_argument, NULL, 0},
-        {"sync-wait-ms", required_argument, NULL, 0},
-        {"secret-key-file", required_argument, NULL, 0},
-        {"sentinel-listen", required_argument, NULL, 0},
-        {"sentinel-max-clients", required_argument, NULL, 0},
-        {"replace-after", required_argument, NULL, 0},
-        {"metrics-retention-days", required_argument, NULL, 0},
-        {"upgrade-node-timeout", required_argument, NULL, 0},
-        {"upgrade-parallel-shards", required_argument, NULL, 0},
-        {"test-clock-offset", required_argument, NULL, 0},
-        {"no-migrate", no_argument, NULL, 'M'},
+    /* Besides the settings: token create's two, and --help. */
+    static const struct option own[] = {
         {"name", required_argument, NULL, 'n'},
         {"scope", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
     };
+    struct option *options = config_options(own, sizeof(own) / sizeof(own[0]));
+    bool ok = true;
     char err[256];
     int idx, c;
 
     if (!config_from_env(&cli->cfg, err, sizeof(err))) {
+        free(options);
         fail("%s", err);
         return false;
     }
-    while ((c = getopt_long(argc, argv, "h", options, &idx)) != -1) {
+    while (ok && (c = getopt_long(argc, argv, "h", options, &idx)) != -1) {
         switch (c) {
         case 0:
-            if (!config_set(&cli->cfg, options[idx].name, optarg, err, sizeof(err))) {
+            ok = config_set(&cli->cfg, options[idx].name, optarg, err, sizeof(err));
+            if (!ok)
                 fail("%s", err);
-                return false;
-            }
-            break;
-        case 'M':
-            cli->cfg.no_migrate = true;
             break;
         case 'n':
             cli->name = optarg;
@@ -121,13 +93,17 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
             cli->scope = optarg;
             break;
         case 'h':
-            fputs(usage, stdout);
+            print_usage(stdout);
             exit(0);
         default:
-            fputs(usage, stderr);
-            return false;
+            print_usage(stderr);
+            ok = false;
+            break;
         }
     }
+    free(options);
+    if (!ok)
+        return false;
     if (cli->cfg.db_pool_size == 0)
         cli->cfg.db_pool_size = cli->cfg.http_threads + 2;
     /* A held sync does not count as a heartbeat: hold it well within the
@@ -386,7 +362,7 @@ static int cmd_token(struct cli *cli)
     int rc;
 
     if (strcmp(sub, "create") != 0 && strcmp(sub, "list") != 0 && strcmp(sub, "revoke") != 0) {
-        fputs(usage, stderr);
+        print_usage(stderr);
         return 2;
     }
     if (strcmp(sub, "revoke") == 0 && cli->nargs != 2)
@@ -499,6 +475,7 @@ int main(int argc, char **argv)
         printf("cairnd %s\n", CAIRND_VERSION);
         return 0;
     }
-    fprintf(stderr, "cairnd: unknown command '%s'\n%s", cmd, usage);
+    fprintf(stderr, "cairnd: unknown command '%s'\n", cmd);
+    print_usage(stderr);
     return 2;
 }

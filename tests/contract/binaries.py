@@ -1,6 +1,8 @@
-"""binaries.py -- what the contract tests ask cairnd about: the lists it is built with.
+"""binaries.py -- what the contract tests ask cairnd about: the lists it is built with; and
+where the binaries and the OpenAPI document are.
 
-CAIRND overrides the path of the binary (default: <repo>/bin/cairnd).
+CAIRND and CAIRN_AGENT override the paths of the binaries (default: <repo>/bin/cairnd and
+<repo>/bin/cairn-agent).
 """
 
 import json
@@ -13,6 +15,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 CAIRND = Path(os.environ.get("CAIRND") or REPO / "bin" / "cairnd")
+AGENT = Path(os.environ.get("CAIRN_AGENT") or REPO / "bin" / "cairn-agent")
+SPEC_PATH = REPO / "api" / "openapi.yaml"
 
 
 def run(binary, *args):

@@ -1,9 +1,10 @@
-"""Keep the prose of the documents in step with the tables cairnd is built with.
+"""Keep the prose of the documents in step with the tables the binaries are built with.
 
 The managed settings (engine/engine_config.c, printed by `cairnd managed-settings`): their
 names, values and defaults in api/openapi.yaml's ClusterParameters and NodeConfig, which of
 them wait for a restart in the PATCH description, and the config fields of the desired set
-in docs/agent-protocol.md.
+in docs/agent-protocol.md. The flags and variables of cairnd and cairn-agent
+(controlplane/config.c, agent/settings.c, printed by --help): README.md's tables of them.
 
 Run from the repository root, after `make`: /usr/bin/python3 -m pytest tests/contract
 """
@@ -11,21 +12,13 @@ Run from the repository root, after `make`: /usr/bin/python3 -m pytest tests/con
 import re
 
 import pytest
-import yaml
 
-from binaries import REPO, cairnd_list
-
-SPEC_PATH = REPO / "api" / "openapi.yaml"
+from binaries import AGENT, CAIRND, REPO, cairnd_list, run
 AGENT_PROTOCOL = REPO / "docs" / "agent-protocol.md"
+README = REPO / "README.md"
 
 # A row of a Markdown table: its cells, stripped.
 ROW = re.compile(r"^\s*\|(.*)\|\s*$")
-
-
-@pytest.fixture(scope="module")
-def spec():
-    with open(SPEC_PATH, encoding="utf-8") as f:
-        return yaml.safe_load(f)
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +114,45 @@ def test_agent_protocol_config_table(managed):
         if row != want:
             problems.append(f"{s['field']}: row {row}, expected {want}")
     assert not problems, f"{AGENT_PROTOCOL.name}:\n  " + "\n  ".join(problems)
+
+
+def readme_section(title):
+    """The text of README.md's `## title` section."""
+    text = README.read_text(encoding="utf-8")
+    m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
+    assert m, f"README.md has no section ## {title}"
+    return m.group(1)
+
+
+def readme_flags(title):
+    """The flags and variables README.md's tables in section title document."""
+    flags, env = set(), set()
+    for row in table_rows(readme_section(title)):
+        if row[0].startswith("`--"):
+            flags |= set(re.findall(r"`--([a-z-]+)", row[0]))
+            env |= set(re.findall(r"CAIRN_[A-Z_]+", row[1]))
+    return flags, env
+
+
+def help_flags(binary, own=()):
+    """The flags of the usage line(s) `binary --help` prints and the variables it names,
+    less the flags (and variables) in own, which are not settings."""
+    text = run(binary, "--help")
+    usage = re.split(r"\n {7}\S", text, maxsplit=1)[0]  # up to the next command's line
+    flags = set(re.findall(r"--([a-z-]+)", usage)) - set(own)
+    env = set(re.findall(r"CAIRN_[A-Z_]+", text)) - {f"CAIRN_AGENT_{f.upper()}" for f in own}
+    return flags, env
+
+
+@pytest.mark.parametrize("title, binary, own", [
+    ("Running cairnd", CAIRND, ()),
+    ("Running cairn-agent", AGENT, ("config",)),
+])
+def test_readme_flag_tables(title, binary, own):
+    """README.md's tables list every flag and variable --help does, and no other."""
+    doc_flags, doc_env = readme_flags(title)
+    flags, env = help_flags(binary, own)
+    assert doc_flags == flags, (f"README ({title}) lacks {sorted(flags - doc_flags)}, "
+                                f"has {sorted(doc_flags - flags)} that {binary.name} lacks")
+    assert doc_env == env, (f"README ({title}) lacks {sorted(env - doc_env)}, "
+                            f"has {sorted(doc_env - env)} that {binary.name} lacks")

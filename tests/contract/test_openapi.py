@@ -20,11 +20,8 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
-from binaries import HERE, REPO, cairnd_list
-
-SPEC_PATH = REPO / "api" / "openapi.yaml"
+from binaries import HERE, REPO, SPEC_PATH, cairnd_list
 PROBLEM_H = REPO / "controlplane" / "problem.h"
 
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -84,12 +81,6 @@ KNOWN_CODES = {
 
 def eq_list(got, want, what):
     assert got == want, f"{what}: {got}, but cairnd has {want}"
-
-
-@pytest.fixture(scope="module")
-def spec():
-    with open(SPEC_PATH, encoding="utf-8") as f:
-        return yaml.safe_load(f)
 
 
 @pytest.fixture(scope="module")
