@@ -102,7 +102,7 @@ tests/contract/node_modules: tests/contract/package.json tests/contract/package-
 	cd tests/contract && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-contract: bin/cairnd tests/contract/node_modules
+contract: bin/cairnd bin/cairn-agent tests/contract/node_modules
 	$(PYTHON) -m pytest -q tests/contract
 
 # Small programs the system tests run (render_config: an engine config from JSON).

@@ -24,25 +24,29 @@
 #include "timeutil.h"
 #include "xalloc.h"
 
-static const char usage[] =
-    "usage: cairn-agent --control-plane URL --bootstrap-token TOKEN --az AZ --data-dir DIR\n"
-    "                   --ports MIN-MAX [--address IP] [--vcpus N] [--memory-mib M]\n"
-    "                   [--name NAME] [--engine-path PATH]... [--log-level LEVEL]\n"
-    "                   [--metrics-interval S] [--metrics-period S] [--config FILE]\n"
-    "       cairn-agent --version\n"
-    "Every setting may also come from the environment (CAIRN_AGENT_CONTROL_PLANE,\n"
-    "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_AGENT_AZ, CAIRN_AGENT_DATA_DIR, CAIRN_AGENT_PORTS,\n"
-    "CAIRN_AGENT_ADDRESS, CAIRN_AGENT_VCPUS, CAIRN_AGENT_MEMORY_MIB, CAIRN_AGENT_NAME,\n"
-    "CAIRN_AGENT_ENGINE_PATH (colon-separated), CAIRN_AGENT_LOG_LEVEL,\n"
-    "CAIRN_AGENT_METRICS_INTERVAL, CAIRN_AGENT_METRICS_PERIOD) or from the config file\n"
-    "(--config or CAIRN_AGENT_CONFIG;\n"
-    "`key = value` lines with the flag names).\n"
-    "Precedence: flag, environment, file, default. Defaults: address 127.0.0.1, name the\n"
-    "host name, vcpus and memory the machine's, metrics sampled every 10 s and sent per\n"
-    "60 s period (a multiple of the interval). The bootstrap token is needed only until\n"
-    "the agent has registered: the credential is then kept in DIR/identity.json.\n"
-    "SIGTERM/SIGINT stop the agent but leave the engines running; a new agent on the same\n"
-    "data directory re-adopts them. SIGHUP makes it look for engine binaries again.\n";
+/* The usage message; the settings' part comes from settings.c's table. */
+static void print_usage(FILE *out)
+{
+    struct usage u;
+
+    usage_start(&u, out, "usage: cairn-agent", strlen("usage: cairn-agent "));
+    agent_settings_usage(&u, AGENT_USAGE_FLAGS);
+    usage_word(&u, "[--config FILE]");
+    usage_end(&u);
+    fputs("       cairn-agent --version\n", out);
+    usage_start(&u, out, "Every setting may also come from the environment:", 0);
+    agent_settings_usage(&u, AGENT_USAGE_VARIABLES);
+    usage_text(&u, "or from the config file (--config or CAIRN_AGENT_CONFIG; `key = value` lines "
+                   "with the flag names). Precedence: flag, environment, file, default. Defaults:");
+    agent_settings_usage(&u, AGENT_USAGE_DEFAULTS);
+    usage_text(&u, "name the host name, vcpus and memory-mib the machine's; metrics-period is a "
+                   "multiple of metrics-interval. The bootstrap token is needed only until the "
+                   "agent has registered: the credential is then kept in DIR/identity.json.");
+    usage_end(&u);
+    fputs("SIGTERM/SIGINT stop the agent but leave the engines running; a new agent on the same\n"
+          "data directory re-adopts them. SIGHUP makes it look for engine binaries again.\n",
+          out);
+}
 
 static int fail(const char *msg)
 {
@@ -53,25 +57,13 @@ static int fail(const char *msg)
 /* Read the settings from the three sources into *out. */
 static int read_settings(int argc, char **argv, struct agent_settings *out)
 {
-    static const struct option options[] = {
-        {"control-plane", required_argument, NULL, 0},
-        {"bootstrap-token", required_argument, NULL, 0},
-        {"az", required_argument, NULL, 0},
-        {"data-dir", required_argument, NULL, 0},
-        {"ports", required_argument, NULL, 0},
-        {"address", required_argument, NULL, 0},
-        {"vcpus", required_argument, NULL, 0},
-        {"memory-mib", required_argument, NULL, 0},
-        {"name", required_argument, NULL, 0},
-        {"engine-path", required_argument, NULL, 0},
-        {"log-level", required_argument, NULL, 0},
-        {"metrics-interval", required_argument, NULL, 0},
-        {"metrics-period", required_argument, NULL, 0},
+    /* Besides the settings: the config file, --version and --help. */
+    static const struct option own[] = {
         {"config", required_argument, NULL, 'c'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
     };
+    struct option *options = agent_settings_options(own, sizeof(own) / sizeof(own[0]));
     struct agent_settings_layer layers[3] = {{{0}}}; /* flags, environment, file */
     struct agent_machine machine;
     const char *config = getenv("CAIRN_AGENT_CONFIG");
@@ -94,11 +86,11 @@ static int read_settings(int argc, char **argv, struct agent_settings *out)
             rc = -1;
             break;
         case 'h':
-            fputs(usage, stdout);
+            print_usage(stdout);
             rc = -1;
             break;
         default:
-            fputs(usage, stderr);
+            print_usage(stderr);
             rc = 2;
             break;
         }
@@ -106,7 +98,7 @@ static int read_settings(int argc, char **argv, struct agent_settings *out)
             goto out;
     }
     if (optind < argc) {
-        fputs(usage, stderr);
+        print_usage(stderr);
         rc = 2;
         goto out;
     }
@@ -120,6 +112,7 @@ static int read_settings(int argc, char **argv, struct agent_settings *out)
     if (!agent_settings_resolve(out, layers, 3, &machine, err, sizeof(err)))
         rc = fail(err);
 out:
+    free(options);
     for (int i = 0; i < 3; i++)
         agent_settings_layer_free(&layers[i]);
     return rc;

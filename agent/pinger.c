@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "collect.h"
 #include "log.h"
 #include "resp.h"
@@ -293,15 +294,13 @@ void agent_pinger_io(struct agent_pinger *p, short revents, int64_t now_us,
 
 void agent_pinger_observe(const struct engine_info *info, struct agent_observed *out)
 {
-    const char *version = engine_info_get(info, "server", "valkey_version");
+    const char *version = NULL;
     const char *role = engine_info_get(info, "replication", "role");
     const char *link = engine_info_get(info, "replication", "master_link_status");
     long long v;
 
     memset(out, 0, sizeof(*out));
-    if (version == NULL)
-        version = engine_info_get(info, "server", "redis_version");
-    if (version != NULL)
+    if (engine_kind_from_info(info, NULL, &version))
         snprintf(out->version, sizeof(out->version), "%s", version);
     out->replica = role != NULL && strcmp(role, "slave") == 0;
     out->has_offset = engine_info_get_ll(info, "replication", "master_repl_offset", &out->offset);

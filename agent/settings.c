@@ -8,38 +8,59 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "usage.h"
 #include "xalloc.h"
 
-/* Each setting once: flag and file key, environment variable. */
-static const struct {
+/* Each setting once: its flag and file key, its variable, what usage calls
+ * its value, whether it must be given, its default (NULL: none, or the
+ * machine's -- see agent_settings_resolve()), and what a value must be: an
+ * integer from min to max (in seconds where said), or as the hint says.
+ * The flags, the usage text and the messages all come from here. */
+static const struct setting {
     const char *name;
     const char *env;
-} names[AGENT_SET_COUNT] = {
-    [AGENT_SET_CONTROL_PLANE] = {"control-plane", "CAIRN_AGENT_CONTROL_PLANE"},
-    [AGENT_SET_BOOTSTRAP_TOKEN] = {"bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN"},
-    [AGENT_SET_AZ] = {"az", "CAIRN_AGENT_AZ"},
-    [AGENT_SET_DATA_DIR] = {"data-dir", "CAIRN_AGENT_DATA_DIR"},
-    [AGENT_SET_PORTS] = {"ports", "CAIRN_AGENT_PORTS"},
-    [AGENT_SET_ADDRESS] = {"address", "CAIRN_AGENT_ADDRESS"},
-    [AGENT_SET_VCPUS] = {"vcpus", "CAIRN_AGENT_VCPUS"},
-    [AGENT_SET_MEMORY_MIB] = {"memory-mib", "CAIRN_AGENT_MEMORY_MIB"},
-    [AGENT_SET_NAME] = {"name", "CAIRN_AGENT_NAME"},
-    [AGENT_SET_LOG_LEVEL] = {"log-level", "CAIRN_AGENT_LOG_LEVEL"},
-    [AGENT_SET_METRICS_INTERVAL] = {"metrics-interval", "CAIRN_AGENT_METRICS_INTERVAL"},
-    [AGENT_SET_METRICS_PERIOD] = {"metrics-period", "CAIRN_AGENT_METRICS_PERIOD"},
-    [AGENT_SET_ENGINE_PATH] = {"engine-path", "CAIRN_AGENT_ENGINE_PATH"},
+    const char *metavar;
+    bool required;
+    const char *fallback;
+    const char *hint; /* NULL: an integer from min to max */
+    long min, max;
+    bool seconds;
+} settings[AGENT_SET_COUNT] = {
+    [AGENT_SET_CONTROL_PLANE] = {"control-plane", "CAIRN_AGENT_CONTROL_PLANE", "URL", true, NULL,
+                                 "an http:// or https:// URL"},
+    [AGENT_SET_BOOTSTRAP_TOKEN] = {"bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", "TOKEN", false,
+                                   NULL, "a value"},
+    [AGENT_SET_AZ] = {"az", "CAIRN_AGENT_AZ", "AZ", true, NULL, "1 to 32 of [A-Za-z0-9._-]"},
+    [AGENT_SET_DATA_DIR] = {"data-dir", "CAIRN_AGENT_DATA_DIR", "DIR", true, NULL, "a directory"},
+    [AGENT_SET_PORTS] = {"ports", "CAIRN_AGENT_PORTS", "MIN-MAX", true, NULL,
+                         "MIN-MAX with 1024 <= MIN <= MAX <= 65535"},
+    [AGENT_SET_ADDRESS] = {"address", "CAIRN_AGENT_ADDRESS", "IP", false, "127.0.0.1",
+                           "an address of 1 to 255 characters"},
+    [AGENT_SET_VCPUS] = {"vcpus", "CAIRN_AGENT_VCPUS", "N", .min = 1, .max = 1024},
+    [AGENT_SET_MEMORY_MIB] = {"memory-mib", "CAIRN_AGENT_MEMORY_MIB", "M", .min = 64,
+                              .max = 16777216},
+    [AGENT_SET_NAME] = {"name", "CAIRN_AGENT_NAME", "NAME", false, NULL,
+                        "1 to 63 of [A-Za-z0-9._-]"},
+    [AGENT_SET_LOG_LEVEL] = {"log-level", "CAIRN_AGENT_LOG_LEVEL", "LEVEL", false, "info",
+                             "debug, info, warn or error"},
+    [AGENT_SET_METRICS_INTERVAL] = {"metrics-interval", "CAIRN_AGENT_METRICS_INTERVAL", "S", false,
+                                    "10", NULL, 1, 3600, true},
+    [AGENT_SET_METRICS_PERIOD] = {"metrics-period", "CAIRN_AGENT_METRICS_PERIOD", "S", false, "60",
+                                  NULL, 1, 3600, true},
+    [AGENT_SET_ENGINE_PATH] = {"engine-path", "CAIRN_AGENT_ENGINE_PATH", "PATH", false, NULL,
+                               "a path"},
 };
 
 const char *agent_settings_name(enum agent_setting_id id)
 {
-    return names[id].name;
+    return settings[id].name;
 }
 
 bool agent_settings_set(struct agent_settings_layer *layer, const char *key, const char *value,
                         const char *origin, char *err, size_t errsize)
 {
     for (int i = 0; i < AGENT_SET_COUNT; i++) {
-        if (strcmp(names[i].name, key) != 0)
+        if (strcmp(settings[i].name, key) != 0)
             continue;
         if (i == AGENT_SET_ENGINE_PATH) {
             if (layer->n_engine_paths == AGENT_MAX_ENGINE_PATHS) {
@@ -61,11 +82,11 @@ bool agent_settings_set(struct agent_settings_layer *layer, const char *key, con
 bool agent_settings_from_env(struct agent_settings_layer *layer, char *err, size_t errsize)
 {
     for (int i = 0; i < AGENT_SET_COUNT; i++) {
-        const char *v = getenv(names[i].env);
+        const char *v = getenv(settings[i].env);
         if (v == NULL || v[0] == '\0')
             continue;
         if (i != AGENT_SET_ENGINE_PATH) {
-            if (!agent_settings_set(layer, names[i].name, v, names[i].env, err, errsize))
+            if (!agent_settings_set(layer, settings[i].name, v, settings[i].env, err, errsize))
                 return false;
             continue;
         }
@@ -74,7 +95,8 @@ bool agent_settings_from_env(struct agent_settings_layer *layer, char *err, size
             size_t n = strcspn(p, ":");
             if (n > 0) {
                 char *one = xstrndup(p, n);
-                bool ok = agent_settings_set(layer, names[i].name, one, names[i].env, err, errsize);
+                bool ok =
+                    agent_settings_set(layer, settings[i].name, one, settings[i].env, err, errsize);
                 free(one);
                 if (!ok)
                     return false;
@@ -230,9 +252,14 @@ static const char *pick(const struct agent_settings_layer *layers, size_t n, int
 /* Check and copy one resolved value into out; false with a message. */
 static bool apply(struct agent_settings *out, int id, const char *v, char *err, size_t errsize)
 {
-    const char *name = names[id].name;
-    long n;
+    const struct setting *s = &settings[id];
+    long n = 0;
 
+    if (s->hint == NULL && !parse_long(v, s->min, s->max, &n)) {
+        snprintf(err, errsize, "%s: expected %san integer from %ld to %ld, got '%s'", s->name,
+                 s->seconds ? "seconds, " : "", s->min, s->max, v);
+        return false;
+    }
     switch (id) {
     case AGENT_SET_CONTROL_PLANE: {
         size_t len = strlen(v);
@@ -266,13 +293,10 @@ static bool apply(struct agent_settings *out, int id, const char *v, char *err, 
         out->address = xstrdup(v);
         return true;
     case AGENT_SET_VCPUS:
-        if (!parse_long(v, 1, 1024, &n))
-            break;
         out->vcpus = (int)n;
         return true;
     case AGENT_SET_MEMORY_MIB:
-        if (!parse_long(v, 64, 16777216, &out->memory_mib))
-            break;
+        out->memory_mib = n;
         return true;
     case AGENT_SET_NAME:
         if (!valid_label(v, 63))
@@ -284,32 +308,15 @@ static bool apply(struct agent_settings *out, int id, const char *v, char *err, 
             break;
         return true;
     case AGENT_SET_METRICS_INTERVAL:
-        if (!parse_long(v, 1, 3600, &n))
-            break;
         out->metrics_interval_s = (int)n;
         return true;
     case AGENT_SET_METRICS_PERIOD:
-        if (!parse_long(v, 1, 3600, &n))
-            break;
         out->metrics_period_s = (int)n;
         return true;
     default:
         break;
     }
-    static const char *const hints[AGENT_SET_COUNT] = {
-        [AGENT_SET_CONTROL_PLANE] = "an http:// or https:// URL",
-        [AGENT_SET_AZ] = "1 to 32 of [A-Za-z0-9._-]",
-        [AGENT_SET_DATA_DIR] = "a directory",
-        [AGENT_SET_PORTS] = "MIN-MAX with 1024 <= MIN <= MAX <= 65535",
-        [AGENT_SET_ADDRESS] = "an address of 1 to 255 characters",
-        [AGENT_SET_VCPUS] = "an integer from 1 to 1024",
-        [AGENT_SET_MEMORY_MIB] = "an integer from 64 to 16777216",
-        [AGENT_SET_NAME] = "1 to 63 of [A-Za-z0-9._-]",
-        [AGENT_SET_LOG_LEVEL] = "debug, info, warn or error",
-        [AGENT_SET_METRICS_INTERVAL] = "seconds, an integer from 1 to 3600",
-        [AGENT_SET_METRICS_PERIOD] = "seconds, an integer from 1 to 3600",
-    };
-    snprintf(err, errsize, "%s: expected %s, got '%s'", name, hints[id] ? hints[id] : "a value", v);
+    snprintf(err, errsize, "%s: expected %s, got '%s'", s->name, s->hint, v);
     return false;
 }
 
@@ -317,26 +324,21 @@ bool agent_settings_resolve(struct agent_settings *out, const struct agent_setti
                             size_t n_layers, const struct agent_machine *machine, char *err,
                             size_t errsize)
 {
-    static const int required[] = {AGENT_SET_CONTROL_PLANE, AGENT_SET_AZ, AGENT_SET_DATA_DIR,
-                                   AGENT_SET_PORTS};
     char vcpus[16], memory[24];
-    const char *defaults[AGENT_SET_COUNT] = {
-        [AGENT_SET_ADDRESS] = "127.0.0.1",
+    /* The defaults the machine gives; the others are the table's. */
+    const char *machine_defaults[AGENT_SET_COUNT] = {
         [AGENT_SET_VCPUS] = vcpus,
         [AGENT_SET_MEMORY_MIB] = memory,
         [AGENT_SET_NAME] = machine->hostname[0] ? machine->hostname : NULL,
-        [AGENT_SET_LOG_LEVEL] = "info",
-        [AGENT_SET_METRICS_INTERVAL] = "10",
-        [AGENT_SET_METRICS_PERIOD] = "60",
     };
 
     memset(out, 0, sizeof(*out));
     snprintf(vcpus, sizeof(vcpus), "%d", machine->vcpus);
     snprintf(memory, sizeof(memory), "%ld", machine->memory_mib);
-    for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
-        if (pick(layers, n_layers, required[i]) == NULL) {
+    for (int id = 0; id < AGENT_SET_COUNT; id++) {
+        if (settings[id].required && pick(layers, n_layers, id) == NULL) {
             snprintf(err, errsize, "%s is required (flag --%s, variable %s or the config file)",
-                     names[required[i]].name, names[required[i]].name, names[required[i]].env);
+                     settings[id].name, settings[id].name, settings[id].env);
             return false;
         }
     }
@@ -345,7 +347,7 @@ bool agent_settings_resolve(struct agent_settings *out, const struct agent_setti
             continue;
         const char *v = pick(layers, n_layers, id);
         if (v == NULL)
-            v = defaults[id];
+            v = settings[id].fallback != NULL ? settings[id].fallback : machine_defaults[id];
         if (v == NULL && id == AGENT_SET_NAME) {
             snprintf(err, errsize, "name: the host name is not a valid agent name; set --name");
             agent_settings_free(out);
@@ -358,7 +360,7 @@ bool agent_settings_resolve(struct agent_settings *out, const struct agent_setti
     }
     if (out->metrics_period_s % out->metrics_interval_s != 0) {
         snprintf(err, errsize, "%s: expected a multiple of %s (%d), got '%d'",
-                 names[AGENT_SET_METRICS_PERIOD].name, names[AGENT_SET_METRICS_INTERVAL].name,
+                 settings[AGENT_SET_METRICS_PERIOD].name, settings[AGENT_SET_METRICS_INTERVAL].name,
                  out->metrics_interval_s, out->metrics_period_s);
         agent_settings_free(out);
         return false;
@@ -429,4 +431,34 @@ void agent_settings_free(struct agent_settings *s)
     for (size_t i = 0; i < s->n_engine_paths; i++)
         free(s->engine_paths[i]);
     memset(s, 0, sizeof(*s));
+}
+
+struct option *agent_settings_options(const struct option *extra, size_t n)
+{
+    struct option *o = xcalloc(AGENT_SET_COUNT + n + 1, sizeof(*o));
+
+    for (int i = 0; i < AGENT_SET_COUNT; i++)
+        o[i] = (struct option){settings[i].name, required_argument, NULL, 0};
+    memcpy(o + AGENT_SET_COUNT, extra, n * sizeof(*extra));
+    return o;
+}
+
+void agent_settings_usage(struct usage *u, enum agent_settings_usage what)
+{
+    for (int i = 0; i < AGENT_SET_COUNT; i++) {
+        const struct setting *s = &settings[i];
+        switch (what) {
+        case AGENT_USAGE_FLAGS:
+            usage_word(u, s->required ? "--%s %s" : "[--%s %s]%s", s->name, s->metavar,
+                       i == AGENT_SET_ENGINE_PATH ? "..." : "");
+            break;
+        case AGENT_USAGE_VARIABLES:
+            usage_word(u, "%s%s,", s->env, i == AGENT_SET_ENGINE_PATH ? " (colon-separated)" : "");
+            break;
+        case AGENT_USAGE_DEFAULTS:
+            if (s->fallback != NULL)
+                usage_word(u, "%s %s,", s->name, s->fallback);
+            break;
+        }
+    }
 }

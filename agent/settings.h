@@ -12,10 +12,12 @@
 #ifndef CAIRN_AGENT_SETTINGS_H
 #define CAIRN_AGENT_SETTINGS_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "log.h"
+#include "usage.h"
 
 #define AGENT_MAX_ENGINE_PATHS 16
 
@@ -107,5 +109,22 @@ void agent_settings_free(struct agent_settings *settings);
 
 /* The flag name of a setting ("control-plane"). */
 const char *agent_settings_name(enum agent_setting_id id);
+
+/* getopt_long() options for every setting's flag (each reported as 0, to
+ * be passed to agent_settings_set() by its name), then the n of extra
+ * (flags that are not settings), then the zero entry that ends them. Free
+ * with free(). */
+struct option *agent_settings_options(const struct option *extra, size_t n);
+
+/* What of the settings a usage line lists. */
+enum agent_settings_usage {
+    AGENT_USAGE_FLAGS,     /* "--control-plane URL" or "[--address IP]" */
+    AGENT_USAGE_VARIABLES, /* "CAIRN_AGENT_CONTROL_PLANE," ... each with a comma */
+    AGENT_USAGE_DEFAULTS,  /* "address 127.0.0.1," ... those the table has, each with a comma */
+};
+
+/* Append the settings' flags, variables or defaults to a usage line, in
+ * the order of enum agent_setting_id. */
+void agent_settings_usage(struct usage *u, enum agent_settings_usage what);
 
 #endif

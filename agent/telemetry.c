@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -16,20 +15,13 @@
 #include "loop.h"
 #include "pinger.h"
 #include "resp.h"
+#include "timeutil.h"
 #include "upstream.h"
 
 /* The primary's answer and then the replica's must both fit in the time a
  * tick waits. */
 _Static_assert(AGENT_UPSTREAM_TIMEOUT_US < AGENT_METRICS_GRACE_US / 2,
                "a replica's INFO needs time after its primary's");
-
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
 
 /* The latest tick at or before wall time w (epoch s). */
 static int64_t tick_at(const struct agent_telemetry *t, int64_t w_us)
@@ -46,7 +38,7 @@ void agent_telemetry_init(struct agent *a, CURLM *multi)
     memset(t, 0, sizeof(*t));
     t->interval_s = a->cfg->metrics_interval_s;
     t->period_s = a->cfg->metrics_period_s;
-    t->tick = tick_at(t, wall_us()); /* the first sample comes at the next one */
+    t->tick = tick_at(t, time_wall_us()); /* the first sample comes at the next one */
     agent_outbox_init(&t->outbox, AGENT_OUTBOX_MAX);
     agent_cp_init(&t->chan, multi, a->cfg->control_plane, AGENT_CP_GZIP);
 }
@@ -404,7 +396,7 @@ void agent_telemetry_perform(struct agent *a, int64_t now_us)
 void agent_telemetry_tick(struct agent *a, int64_t now_us)
 {
     struct agent_telemetry *t = &a->tm;
-    int64_t tick = tick_at(t, wall_us());
+    int64_t tick = tick_at(t, time_wall_us());
 
     expire_primaries(a, now_us);
     if (t->collecting && (now_us >= t->collect_end_us || !awaiting(a)))
@@ -422,7 +414,7 @@ void agent_telemetry_tick(struct agent *a, int64_t now_us)
 int64_t agent_telemetry_next_us(const struct agent *a, int64_t now_us)
 {
     const struct agent_telemetry *t = &a->tm;
-    int64_t next = now_us + ((t->tick + t->interval_s) * 1000000LL - wall_us());
+    int64_t next = now_us + ((t->tick + t->interval_s) * 1000000LL - time_wall_us());
 
     if (t->collecting && t->collect_end_us < next)
         next = t->collect_end_us;
@@ -450,7 +442,7 @@ static void engine_first(const struct agent *a, const struct agent_node *n,
 {
     const struct agent_telemetry *t = &a->tm;
 
-    out->since_us = now_us - (wall_us() - (t->tick - t->interval_s) * 1000000LL);
+    out->since_us = now_us - (time_wall_us() - (t->tick - t->interval_s) * 1000000LL);
     out->started = n->child && n->pid != 0 && snap->process_id == (long long)n->pid;
     out->started_us = n->started_us;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "catalog.h"
 #include "cluster_nodes.h"
 #include "log.h"
 #include "monitor.h"
@@ -31,13 +32,12 @@ static bool check_uuid(const json_t *value, char *msg, size_t msgsize)
     return false;
 }
 
-static const char *const engines[] = {"redis", "valkey", NULL};
 static const char *const statuses[] = {"starting", "running",      "loading", "stopped",
                                        "crashed",  "unresponsive", NULL};
 static const char *const roles[] = {"primary", "replica", NULL};
 
 static const struct jspec_field engine_fields[] = {
-    {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engines},
+    {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engine_kind_names},
     {.name = "version", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 32},
     {.name = "line", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 16},
     {.name = "path", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 4096},
@@ -113,7 +113,7 @@ static const struct jspec_field node_fields[] = {
      .min = 1,
      .max = 65535},
     {.name = "role", .type = JSPEC_STRING, .nullable = true, .one_of = roles},
-    {.name = "engine", .type = JSPEC_STRING, .nullable = true, .one_of = engines},
+    {.name = "engine", .type = JSPEC_STRING, .nullable = true, .one_of = engine_kind_names},
     {.name = "version", .type = JSPEC_STRING, .nullable = true, .max_len = 32},
     {.name = "replication_offset", .type = JSPEC_INTEGER, .nullable = true},
     {.name = "master_link_status", .type = JSPEC_STRING, .nullable = true, .max_len = 16},

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "catalog.h"
 #include "cluster_spec.h"
 #include "cluster_nodes.h"
 #include "clusters.h"
@@ -155,9 +156,7 @@ void api_clusters_create(struct http_request *req)
     }
     /* A version cannot be looked up for an engine that is itself wrong. */
     const char *engine = json_string_value(json_object_get(req->json, "engine"));
-    bool engine_known =
-        engine != NULL && (strcmp(engine, "redis") == 0 || strcmp(engine, "valkey") == 0);
-    if (!cat.version_ok && engine_known)
+    if (!cat.version_ok && engine != NULL && engine_kind_known(engine))
         jspec_error(errors, "engine_version",
                     "is not a version of this engine in the catalog (see GET /v1/engine-versions)");
     if (!cat.node_type_ok)

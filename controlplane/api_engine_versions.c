@@ -1,6 +1,7 @@
 /* api_engine_versions.c -- GET /v1/engine-versions: engine lines, their
  * upgrade targets, and whether any registered host can run them. */
 #include "api.h"
+#include "catalog.h"
 
 static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
                                  char **items, char *next_key)
@@ -11,11 +12,9 @@ static enum db_status fetch_page(struct db_conn *conn, const void *filter, const
 static const struct api_list engine_versions = {"engine_versions", "engine-versions", PAGE_KEY_INT,
                                                 fetch_page};
 
-static const char *const engines[] = {"redis", "valkey", NULL};
-
 void api_engine_versions_list(struct http_request *req)
 {
-    if (!api_query_one_of(req, "engine", engines))
+    if (!api_query_one_of(req, "engine", engine_kind_names))
         return;
     api_reply_list(req, &engine_versions, http_query(req, "engine"));
 }

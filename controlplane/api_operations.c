@@ -1,6 +1,7 @@
 /* api_operations.c -- GET /v1/operations and /v1/operations/{id}: the
  * durable workflows that move clusters toward their spec, newest first. */
 #include "api.h"
+#include "ops.h"
 #include "upgrades.h"
 
 static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
@@ -14,14 +15,11 @@ static const struct api_list operations = {"operations", "operations", PAGE_KEY_
 
 static const char *const statuses[] = {"scheduled", "pending",   "running", "succeeded",
                                        "failed",    "cancelled", NULL};
-static const char *const kinds[] = {
-    "create",         "delete",   "scale_shards", "scale_replicas",   "change_node_type",
-    "upgrade_engine", "failover", "replace_node", "apply_parameters", NULL};
 
 void api_operations_list(struct http_request *req)
 {
     if (!api_query_cluster_id(req, "cluster_id") || !api_query_one_of(req, "status", statuses) ||
-        !api_query_one_of(req, "kind", kinds) || !api_query_uuid(req, "cluster_uid"))
+        !api_query_one_of(req, "kind", op_kind_names()) || !api_query_uuid(req, "cluster_uid"))
         return;
     struct store_operation_filter f = {http_query(req, "cluster_id"), http_query(req, "status"),
                                        http_query(req, "kind"), http_query(req, "cluster_uid")};

@@ -64,7 +64,6 @@ static bool check_auth_token(const json_t *value, char *msg, size_t msgsize)
     return true;
 }
 
-static const char *const engines[] = {"redis", "valkey", NULL};
 static const char *const cluster_modes[] = {"enabled", "disabled", NULL};
 
 const struct jspec_field cspec_create_spec[] = {
@@ -75,7 +74,7 @@ const struct jspec_field cspec_create_spec[] = {
      .max_len = CSPEC_ID_MAX,
      .check = check_id},
     {.name = "description", .type = JSPEC_STRING, .max_len = CSPEC_DESCRIPTION_MAX},
-    {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engines},
+    {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engine_kind_names},
     {.name = "engine_version", .type = JSPEC_STRING, .required = true, .check = check_line},
     {.name = "node_type",
      .type = JSPEC_STRING,
@@ -214,100 +213,19 @@ static void check_topology(const json_t *spec, const json_t *failed, json_t *err
 
 /* ---- Parameters -------------------------------------------------------- */
 
-/* maxmemory-policy values, for the message only: whether a value is valid
- * is engine_config_policy_valid()'s to say (engine_config.h does not export
- * its list; a unit test checks every name here against it). */
-#define POLICIES                                                                                   \
-    "volatile-lru, allkeys-lru, volatile-lfu, allkeys-lfu, volatile-random, allkeys-random, "      \
-    "volatile-ttl, noeviction"
-
-/* Parse a decimal integer: digits only, no sign, no leading zero. */
-static bool parse_uint(const char *s, long *out)
-{
-    size_t n = strlen(s);
-    long v = 0;
-
-    if (n == 0 || n > 9 || strspn(s, "0123456789") != n || (n > 1 && s[0] == '0'))
-        return false;
-    for (; *s != '\0'; s++)
-        v = v * 10 + (*s - '0');
-    *out = v;
-    return true;
-}
-
-static bool check_policy(const char *value, char *msg, size_t msgsize)
-{
-    if (engine_config_policy_valid(value))
-        return true;
-    snprintf(msg, msgsize, "must be one of: " POLICIES);
-    return false;
-}
-
-static bool check_reserved(const char *value, char *msg, size_t msgsize)
-{
-    long v;
-    if (parse_uint(value, &v) && v <= ENGINE_CONFIG_RESERVED_MAX)
-        return true;
-    snprintf(msg, msgsize, "must be an integer from 0 to %d", ENGINE_CONFIG_RESERVED_MAX);
-    return false;
-}
-
-static bool check_yes_no(const char *value, char *msg, size_t msgsize)
-{
-    if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0)
-        return true;
-    snprintf(msg, msgsize, "must be yes or no");
-    return false;
-}
-
-static bool check_node_timeout(const char *value, char *msg, size_t msgsize)
-{
-    long v;
-    if (parse_uint(value, &v) && v >= ENGINE_CONFIG_NODE_TIMEOUT_MIN_MS &&
-        v <= ENGINE_CONFIG_NODE_TIMEOUT_MAX_MS)
-        return true;
-    snprintf(msg, msgsize, "must be an integer from %d to %d (milliseconds)",
-             ENGINE_CONFIG_NODE_TIMEOUT_MIN_MS, ENGINE_CONFIG_NODE_TIMEOUT_MAX_MS);
-    return false;
-}
-
-/* Settings Cairn renders itself (the engine_config_spec fields the desired
- * state of store_hosts.c reads from the spec's parameters), which users set
- * through parameters under these names. engine_config_param_check() refuses
- * them as managed. */
-static const struct own_param {
-    const char *name;
-    bool (*check)(const char *value, char *msg, size_t msgsize);
-    bool cluster_only;
-} own_params[] = {
-    {"maxmemory-policy", check_policy, false},
-    {"reserved-memory-percent", check_reserved, false},
-    {"appendonly", check_yes_no, false},
-    {"cluster-node-timeout", check_node_timeout, true},
-};
-
-static const struct own_param *find_own_param(const char *name)
-{
-    for (size_t i = 0; i < sizeof(own_params) / sizeof(own_params[0]); i++) {
-        if (strcmp(own_params[i].name, name) == 0)
-            return &own_params[i];
-    }
-    return NULL;
-}
-
-/* Check one of Cairn's own settings; cluster is NULL when cluster_mode is
- * unknown (it failed its own check). */
-static void check_own_param(const struct own_param *p, const char *value, const bool *cluster,
-                            const char *field, json_t *errors)
+/* Check one of Cairn's managed settings (engine_config.h); cluster is NULL
+ * when cluster_mode is unknown (it failed its own check). */
+static void check_managed(const struct engine_config_managed *m, const char *value,
+                          const bool *cluster, const char *field, json_t *errors)
 {
     char msg[256], err[320];
 
-    if (p->cluster_only && cluster != NULL && !*cluster) {
+    if (m->cluster_only && cluster != NULL && !*cluster) {
         snprintf(err, sizeof(err), "parameter \"%s\" applies only when cluster_mode is enabled",
-                 p->name);
+                 m->param);
         jspec_error(errors, field, err);
-    } else if (!p->check(value, msg, sizeof(msg))) {
-        snprintf(err, sizeof(err), "parameter \"%s\" %s", p->name, msg);
+    } else if (!engine_config_managed_check(m, value, msg, sizeof(msg))) {
+        snprintf(err, sizeof(err), "parameter \"%s\" %s", m->param, msg);
         jspec_error(errors, field, err);
     }
 }
@@ -335,15 +253,15 @@ static void check_parameters(const json_t *spec, const json_t *failed, json_t *e
     size_t n = 0;
     json_object_foreach (params, name, value) {
         char *field = xasprintf("parameters.%s", name);
-        const struct own_param *own = find_own_param(name);
+        const struct engine_config_managed *managed = engine_config_managed_find(name);
         const char *directive = NULL;
         char err[512];
 
         if (!json_is_string(value)) {
             jspec_error(errors, field, "must be a string");
-        } else if (own != NULL) {
-            check_own_param(own, json_string_value(value), mode_known ? &cluster : NULL, field,
-                            errors);
+        } else if (managed != NULL) {
+            check_managed(managed, json_string_value(value), mode_known ? &cluster : NULL, field,
+                          errors);
         } else if (engine_known &&
                    !engine_config_param_check(kind, line, name, json_string_value(value),
                                               &directive, err, sizeof(err))) {

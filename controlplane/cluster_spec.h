@@ -76,12 +76,12 @@ extern const struct jspec_field cspec_create_spec[];
  *   - automatic_failover true needs replicas_per_shard of at least 1;
  *   - multi_az true needs automatic_failover true;
  *   - maintenance_window: see cspec_window_parse();
- *   - parameters: each value a string, each name either one of Cairn's own
- *     settings -- "maxmemory-policy" (engine_config_policy_valid()),
- *     "reserved-memory-percent" (0-90), "appendonly" (yes or no),
- *     "cluster-node-timeout" (500-120000 ms, cluster mode only) -- or a
- *     parameter engine_config_param_check() accepts for the engine and line,
- *     and no two names (an alias and its entry) for one directive;
+ *   - parameters: each value a string, each name either one of Cairn's
+ *     managed settings (engine_config.h), its value as
+ *     engine_config_managed_check() takes it and in cluster mode if it is
+ *     only for that, or a parameter engine_config_param_check() accepts for
+ *     the engine and line, and no two names (an alias and its entry) for
+ *     one directive;
  *   - tags: at most 50, keys of 1-128 characters, values strings of at most
  *     256 characters.
  *

@@ -7,12 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each setting once: its flag, its variable, and how to read it. */
-enum setting_kind { SET_LISTEN, SET_SENTINEL, SET_STRING, SET_SECRET, SET_INT, SET_SIZE };
+#include "xalloc.h"
+
+/* Each setting once: its flag, its variable (NULL: a flag only), what
+ * usage calls its value, and how to read it. The flags getopt_long()
+ * takes, the usage text and the variables read all come from here. */
+enum setting_kind { SET_LISTEN, SET_SENTINEL, SET_STRING, SET_SECRET, SET_INT, SET_SIZE, SET_FLAG };
 
 struct setting {
     const char *flag;
     const char *env;
+    const char *metavar; /* NULL for a SET_FLAG, which takes no value */
     enum setting_kind kind;
     long min, max;
     size_t offset;
@@ -21,34 +26,39 @@ struct setting {
 #define AT(field) offsetof(struct config, field)
 
 static const struct setting settings[] = {
-    {"listen", "CAIRN_LISTEN", SET_LISTEN, 0, 0, 0},
-    {"database-url", "CAIRN_DATABASE_URL", SET_STRING, 0, 0, AT(database_url)},
-    {"http-threads", "CAIRN_HTTP_THREADS", SET_INT, 1, 256, AT(http_threads)},
-    {"db-pool-size", "CAIRN_DB_POOL_SIZE", SET_INT, 1, 1024, AT(db_pool_size)},
-    {"max-body-bytes", "CAIRN_MAX_BODY_BYTES", SET_SIZE, 64, 64L << 20, AT(max_body_bytes)},
-    {"max-connections", "CAIRN_MAX_CONNECTIONS", SET_INT, 16, 1000000, AT(max_connections)},
-    {"max-connections-per-address", "CAIRN_MAX_CONNECTIONS_PER_ADDRESS", SET_INT, 0, 1000000,
+    {"listen", "CAIRN_LISTEN", "HOST:PORT", SET_LISTEN, 0, 0, 0},
+    {"database-url", "CAIRN_DATABASE_URL", "URL", SET_STRING, 0, 0, AT(database_url)},
+    {"http-threads", "CAIRN_HTTP_THREADS", "N", SET_INT, 1, 256, AT(http_threads)},
+    {"db-pool-size", "CAIRN_DB_POOL_SIZE", "N", SET_INT, 1, 1024, AT(db_pool_size)},
+    {"max-body-bytes", "CAIRN_MAX_BODY_BYTES", "N", SET_SIZE, 64, 64L << 20, AT(max_body_bytes)},
+    {"shutdown-timeout", "CAIRN_SHUTDOWN_TIMEOUT", "SECONDS", SET_INT, 0, 3600,
+     AT(shutdown_timeout_s)},
+    {"max-connections", "CAIRN_MAX_CONNECTIONS", "N", SET_INT, 16, 1000000, AT(max_connections)},
+    {"max-connections-per-address", "CAIRN_MAX_CONNECTIONS_PER_ADDRESS", "N", SET_INT, 0, 1000000,
      AT(max_connections_per_address)},
-    {"shutdown-timeout", "CAIRN_SHUTDOWN_TIMEOUT", SET_INT, 0, 3600, AT(shutdown_timeout_s)},
-    {"agent-bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", SET_SECRET, 16, 256,
+    {"no-migrate", NULL, NULL, SET_FLAG, 0, 0, AT(no_migrate)},
+    {"agent-bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", "TOKEN", SET_SECRET, 16, 256,
      AT(agent_bootstrap_token)},
-    {"sentinel-listen", "CAIRN_SENTINEL_LISTEN", SET_SENTINEL, 0, 0, 0},
-    {"sentinel-max-clients", "CAIRN_SENTINEL_MAX_CLIENTS", SET_INT, 4, 65536,
+    {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", "SECONDS", SET_INT, 2, 3600,
+     AT(heartbeat_timeout_s)},
+    {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", "MS", SET_INT, 0, 10000, AT(sync_wait_ms)},
+    {"secret-key-file", "CAIRN_SECRET_KEY_FILE", "PATH", SET_STRING, 0, 0, AT(secret_key_file)},
+    {"web-root", "CAIRN_WEB_ROOT", "DIR", SET_STRING, 0, 0, AT(web_root)},
+    {"sentinel-listen", "CAIRN_SENTINEL_LISTEN", "HOST:PORT|off", SET_SENTINEL, 0, 0, 0},
+    {"sentinel-max-clients", "CAIRN_SENTINEL_MAX_CLIENTS", "N", SET_INT, 4, 65536,
      AT(sentinel_max_clients)},
-    {"secret-key-file", "CAIRN_SECRET_KEY_FILE", SET_STRING, 0, 0, AT(secret_key_file)},
-    {"web-root", "CAIRN_WEB_ROOT", SET_STRING, 0, 0, AT(web_root)},
-    {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", SET_INT, 2, 3600, AT(heartbeat_timeout_s)},
-    {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", SET_INT, 0, 10000, AT(sync_wait_ms)},
-    {"replace-after", "CAIRN_REPLACE_AFTER", SET_INT, 1, 86400, AT(replace_after_s)},
-    {"metrics-retention-days", "CAIRN_METRICS_RETENTION_DAYS", SET_INT, 1, 3650,
+    {"replace-after", "CAIRN_REPLACE_AFTER", "SECONDS", SET_INT, 1, 86400, AT(replace_after_s)},
+    {"metrics-retention-days", "CAIRN_METRICS_RETENTION_DAYS", "DAYS", SET_INT, 1, 3650,
      AT(metrics_retention_days)},
-    {"upgrade-node-timeout", "CAIRN_UPGRADE_NODE_TIMEOUT", SET_INT, 5, 86400,
+    {"upgrade-node-timeout", "CAIRN_UPGRADE_NODE_TIMEOUT", "SECONDS", SET_INT, 5, 86400,
      AT(upgrade_node_timeout_s)},
-    {"upgrade-parallel-shards", "CAIRN_UPGRADE_PARALLEL_SHARDS", SET_INT, 1, 500,
+    {"upgrade-parallel-shards", "CAIRN_UPGRADE_PARALLEL_SHARDS", "N", SET_INT, 1, 500,
      AT(upgrade_parallel_shards)},
-    {"test-clock-offset", "CAIRN_TEST_CLOCK_OFFSET", SET_INT, -31622400, 31622400,
+    {"test-clock-offset", "CAIRN_TEST_CLOCK_OFFSET", "SECONDS", SET_INT, -31622400, 31622400,
      AT(test_clock_offset_s)},
 };
+
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 
 bool config_parse_listen(struct config *cfg, const char *text)
 {
@@ -110,6 +120,9 @@ static bool apply(struct config *cfg, const struct setting *s, const char *value
     case SET_STRING:
         *(const char **)field = value;
         return true;
+    case SET_FLAG:
+        *(bool *)field = true;
+        return true;
     case SET_SECRET:
         if (strlen(value) < (size_t)s->min || strlen(value) > (size_t)s->max) {
             /* The value itself stays out of the message: it is a secret. */
@@ -156,8 +169,8 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->sentinel_port = 26379;
     cfg->sentinel_max_clients = 1024;
     cfg->sync_wait_ms = -1; /* unset: derived from the heartbeat timeout */
-    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
-        const char *v = getenv(settings[i].env);
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const char *v = settings[i].env != NULL ? getenv(settings[i].env) : NULL;
         if (v != NULL && v[0] != '\0' &&
             !apply(cfg, &settings[i], v, settings[i].env, err, errsize))
             return false;
@@ -169,7 +182,7 @@ bool config_set(struct config *cfg, const char *flag, const char *value, char *e
 {
     char name[64];
 
-    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+    for (size_t i = 0; i < NSETTINGS; i++) {
         if (strcmp(settings[i].flag, flag) == 0) {
             snprintf(name, sizeof(name), "--%s", flag);
             return apply(cfg, &settings[i], value, name, err, errsize);
@@ -177,4 +190,43 @@ bool config_set(struct config *cfg, const char *flag, const char *value, char *e
     }
     snprintf(err, errsize, "unknown option --%s", flag);
     return false;
+}
+
+struct option *config_options(const struct option *extra, size_t n)
+{
+    struct option *o = xcalloc(NSETTINGS + n + 1, sizeof(*o));
+
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        o[i].name = settings[i].flag;
+        o[i].has_arg = settings[i].kind == SET_FLAG ? no_argument : required_argument;
+    }
+    memcpy(o + NSETTINGS, extra, n * sizeof(*extra));
+    return o;
+}
+
+void config_usage_flags(struct usage *u)
+{
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        if (settings[i].metavar != NULL)
+            usage_word(u, "[--%s %s]", settings[i].flag, settings[i].metavar);
+        else
+            usage_word(u, "[--%s]", settings[i].flag);
+    }
+}
+
+void config_usage_env(FILE *out)
+{
+    struct usage u;
+    const char *last = NULL;
+
+    usage_start(&u, out, "Every flag with a value may also come from the environment:", 0);
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        if (settings[i].env == NULL)
+            continue;
+        if (last != NULL)
+            usage_word(&u, "%s,", last);
+        last = settings[i].env;
+    }
+    usage_word(&u, "%s.", last);
+    usage_end(&u);
 }

@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "cluster_nodes.h"
+#include "engine_config.h"
 #include "log.h"
 #include "nodeio.h"
 #include "ops.h"
@@ -471,7 +472,8 @@ void ha_tick(struct ha *h, bool trust_losses)
     n = run_query(h, STORE_HA_STRAY_PRIMARIES, 0, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         fence(h, &rows[i]);
-    n = run_query(h, STORE_HA_LEADERLESS_SHARDS, 0, trust_losses, rows);
+    int node_timeout_ms = atoi(engine_config_managed_find("cluster-node-timeout")->fallback);
+    n = run_query(h, STORE_HA_LEADERLESS_SHARDS, node_timeout_ms, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         repair_shard(h, &rows[i]);
     (void)db_run(h->app->db, rebalance_fn, h);

@@ -1,5 +1,7 @@
 /* main.c -- cairnd's command line: serve (the default), migrate, token
- * create|list|revoke, routes and version. */
+ * create|list|revoke, the lists the contract tests compare with the
+ * documents (routes, engines, operation-kinds, managed-settings) and
+ * version. */
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -11,7 +13,9 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "catalog.h"
 #include "config.h"
+#include "engine_config.h"
 #include "log.h"
 #include "migrate.h"
 #include "monitor.h"
@@ -24,30 +28,23 @@
 
 #define CAIRND_VERSION "0.1.0"
 
-static const char usage[] =
-    "usage: cairnd [serve] [--listen HOST:PORT] [--database-url URL] [--http-threads N]\n"
-    "              [--db-pool-size N] [--max-body-bytes N] [--shutdown-timeout SECONDS]\n"
-    "              [--max-connections N] [--max-connections-per-address N]\n"
-    "              [--no-migrate] [--agent-bootstrap-token TOKEN] [--heartbeat-timeout SECONDS]\n"
-    "              [--sync-wait-ms MS] [--secret-key-file PATH] [--web-root DIR]\n"
-    "              [--sentinel-listen HOST:PORT|off] [--sentinel-max-clients N]\n"
-    "              [--replace-after SECONDS]\n"
-    "              [--metrics-retention-days DAYS] [--upgrade-node-timeout SECONDS]\n"
-    "              [--upgrade-parallel-shards N]\n"
-    "              [--test-clock-offset SECONDS]\n"
-    "       cairnd migrate [--database-url URL]\n"
-    "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
-    "       cairnd token list [--database-url URL]\n"
-    "       cairnd token revoke ID [--database-url URL]\n"
-    "       cairnd routes\n"
-    "       cairnd version\n"
-    "Every flag may also come from the environment: CAIRN_LISTEN, CAIRN_DATABASE_URL,\n"
-    "CAIRN_HTTP_THREADS, CAIRN_DB_POOL_SIZE, CAIRN_MAX_BODY_BYTES, CAIRN_SHUTDOWN_TIMEOUT,\n"
-    "CAIRN_MAX_CONNECTIONS, CAIRN_MAX_CONNECTIONS_PER_ADDRESS,\n"
-    "CAIRN_AGENT_BOOTSTRAP_TOKEN, CAIRN_HEARTBEAT_TIMEOUT, CAIRN_SYNC_WAIT_MS,\n"
-    "CAIRN_SECRET_KEY_FILE, CAIRN_WEB_ROOT, CAIRN_SENTINEL_LISTEN, CAIRN_SENTINEL_MAX_CLIENTS,\n"
-    "CAIRN_REPLACE_AFTER,\n"
-    "CAIRN_METRICS_RETENTION_DAYS.\n";
+/* The usage message, its flags and variables from config.c's table. */
+static void print_usage(FILE *out)
+{
+    struct usage u;
+
+    usage_start(&u, out, "usage: cairnd [serve]", strlen("usage: cairnd "));
+    config_usage_flags(&u);
+    usage_end(&u);
+    fputs("       cairnd migrate [--database-url URL]\n"
+          "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
+          "       cairnd token list [--database-url URL]\n"
+          "       cairnd token revoke ID [--database-url URL]\n"
+          "       cairnd routes | engines | operation-kinds | managed-settings\n"
+          "       cairnd version\n",
+          out);
+    config_usage_env(out);
+}
 
 /* Options shared by every subcommand; --name and --scope only mean
  * something to `token create`. */
@@ -84,50 +81,28 @@ static const char *default_web_root(void)
 
 static bool parse_cli(int argc, char **argv, struct cli *cli)
 {
-    static const struct option options[] = {
-        {"listen", required_argument, NULL, 0},
-        {"database-url", required_argument, NULL, 0},
-        {"http-threads", required_argument, NULL, 0},
-        {"db-pool-size", required_argument, NULL, 0},
-        {"max-body-bytes", required_argument, NULL, 0},
-        {"max-connections", required_argument, NULL, 0},
-        {"max-connections-per-address", required_argument, NULL, 0},
-        {"shutdown-timeout", required_argument, NULL, 0},
-        {"agent-bootstrap-token", required_argument, NULL, 0},
-        {"heartbeat-timeout", required_argument, NULL, 0},
-        {"sync-wait-ms", required_argument, NULL, 0},
-        {"secret-key-file", required_argument, NULL, 0},
-        {"web-root", required_argument, NULL, 0},
-        {"sentinel-listen", required_argument, NULL, 0},
-        {"sentinel-max-clients", required_argument, NULL, 0},
-        {"replace-after", required_argument, NULL, 0},
-        {"metrics-retention-days", required_argument, NULL, 0},
-        {"upgrade-node-timeout", required_argument, NULL, 0},
-        {"upgrade-parallel-shards", required_argument, NULL, 0},
-        {"test-clock-offset", required_argument, NULL, 0},
-        {"no-migrate", no_argument, NULL, 'M'},
+    /* Besides the settings: token create's two, and --help. */
+    static const struct option own[] = {
         {"name", required_argument, NULL, 'n'},
         {"scope", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
     };
+    struct option *options = config_options(own, sizeof(own) / sizeof(own[0]));
+    bool ok = true;
     char err[256];
     int idx, c;
 
     if (!config_from_env(&cli->cfg, err, sizeof(err))) {
+        free(options);
         fail("%s", err);
         return false;
     }
-    while ((c = getopt_long(argc, argv, "h", options, &idx)) != -1) {
+    while (ok && (c = getopt_long(argc, argv, "h", options, &idx)) != -1) {
         switch (c) {
         case 0:
-            if (!config_set(&cli->cfg, options[idx].name, optarg, err, sizeof(err))) {
+            ok = config_set(&cli->cfg, options[idx].name, optarg, err, sizeof(err));
+            if (!ok)
                 fail("%s", err);
-                return false;
-            }
-            break;
-        case 'M':
-            cli->cfg.no_migrate = true;
             break;
         case 'n':
             cli->name = optarg;
@@ -136,13 +111,17 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
             cli->scope = optarg;
             break;
         case 'h':
-            fputs(usage, stdout);
+            print_usage(stdout);
             exit(0);
         default:
-            fputs(usage, stderr);
-            return false;
+            print_usage(stderr);
+            ok = false;
+            break;
         }
     }
+    free(options);
+    if (!ok)
+        return false;
     if (cli->cfg.db_pool_size == 0)
         cli->cfg.db_pool_size = cli->cfg.http_threads + 2;
     /* A held sync does not count as a heartbeat: hold it well within the
@@ -298,14 +277,7 @@ static int cmd_serve(struct cli *cli)
         return fail("%s", err);
     }
     struct notify *notify = notify_start(app.cfg.database_url, server);
-    static const struct op_kind *const kinds[] = {&op_cluster_create,
-                                                  &op_cluster_delete,
-                                                  &op_cluster_apply_parameters,
-                                                  &op_cluster_failover,
-                                                  &op_cluster_replace_node,
-                                                  &op_cluster_upgrade_engine,
-                                                  NULL};
-    app.runner = runner_start(&app, kinds);
+    app.runner = runner_start(&app, op_kinds);
     struct sentinel *sentinel = NULL;
     if (app.cfg.sentinel_host[0] != '\0') {
         sentinel =
@@ -427,7 +399,7 @@ static int cmd_token(struct cli *cli)
     int rc;
 
     if (strcmp(sub, "create") != 0 && strcmp(sub, "list") != 0 && strcmp(sub, "revoke") != 0) {
-        fputs(usage, stderr);
+        print_usage(stderr);
         return 2;
     }
     if (strcmp(sub, "revoke") == 0 && cli->nargs != 2)
@@ -466,6 +438,50 @@ static int cmd_routes(void)
     return 0;
 }
 
+/* Print a NULL-terminated list of names as a JSON array. */
+static int cmd_names(const char *const *names)
+{
+    json_t *out = json_array();
+    for (const char *const *n = names; *n != NULL; n++)
+        json_array_append_new(out, json_string(*n));
+    json_dumpf(out, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(out);
+    return 0;
+}
+
+/* Print the managed settings (engine_config.h) as a JSON array. */
+static int cmd_managed_settings(void)
+{
+    static const char *const types[] = {
+        [ENGINE_PARAM_INT] = "integer",
+        [ENGINE_PARAM_BOOL] = "boolean",
+        [ENGINE_PARAM_ENUM] = "enum",
+        [ENGINE_PARAM_EVENTS] = "events",
+    };
+    json_t *out = json_array();
+    const struct engine_config_managed *m;
+
+    for (size_t i = 0; (m = engine_config_managed_at(i)) != NULL; i++) {
+        json_t *item = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "parameter", m->param, "field",
+                                 m->field, "type", types[m->type], "default", m->fallback,
+                                 "cluster_only", m->cluster_only, "at_restart", m->at_restart);
+        if (m->type == ENGINE_PARAM_INT)
+            json_object_set_new(item, "range", json_pack("[I, I]", m->min, m->max));
+        if (m->type == ENGINE_PARAM_ENUM) {
+            json_t *values = json_array();
+            for (const char *const *v = m->values; *v != NULL; v++)
+                json_array_append_new(values, json_string(*v));
+            json_object_set_new(item, "values", values);
+        }
+        json_array_append_new(out, item);
+    }
+    json_dumpf(out, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct cli cli = {0};
@@ -487,10 +503,17 @@ int main(int argc, char **argv)
         return cmd_token(&cli);
     if (strcmp(cmd, "routes") == 0)
         return cmd_routes();
+    if (strcmp(cmd, "engines") == 0)
+        return cmd_names(engine_kind_names);
+    if (strcmp(cmd, "operation-kinds") == 0)
+        return cmd_names(op_kind_names());
+    if (strcmp(cmd, "managed-settings") == 0)
+        return cmd_managed_settings();
     if (strcmp(cmd, "version") == 0) {
         printf("cairnd %s\n", CAIRND_VERSION);
         return 0;
     }
-    fprintf(stderr, "cairnd: unknown command '%s'\n%s", cmd, usage);
+    fprintf(stderr, "cairnd: unknown command '%s'\n", cmd);
+    print_usage(stderr);
     return 2;
 }

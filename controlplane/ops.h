@@ -1,7 +1,16 @@
 /* ops.h -- the operations that move a cluster toward its spec, one file
  * each (ops_create.c, ops_delete.c, ops_parameters.c, ops_failover.c,
- * ops_replace.c, ops_upgrade.c), and what their steps share. The runner
- * (runner.h) runs them; ARCHITECTURE.md §2 says how. */
+ * ops_replace.c, ops_upgrade.c), the one list of their kinds, and what
+ * their steps share. The runner (runner.h) runs them.
+ *
+ * op_kinds lists every kind, in the order the API documents them. cairnd
+ * hands it to the runner; the API's ?kind= filter takes its names from it;
+ * `cairnd operation-kinds` prints them, and tests compare that with the
+ * OpenAPI document's OperationKind, the operations table's CHECK and the
+ * kinds the SQL names. A new kind is added here and nowhere else in C.
+ * Some kinds are reserved: the API and the operations table know their
+ * names, but no version of cairnd runs them yet. They have no steps, so no
+ * runner claims one. */
 #ifndef CAIRN_OPS_H
 #define CAIRN_OPS_H
 
@@ -21,6 +30,13 @@ extern const struct op_kind op_cluster_apply_parameters;
 extern const struct op_kind op_cluster_failover;
 extern const struct op_kind op_cluster_replace_node;
 extern const struct op_kind op_cluster_upgrade_engine;
+
+/* Every kind, NULL-terminated. */
+extern const struct op_kind *const op_kinds[];
+
+/* The names of op_kinds, in its order, NULL-terminated: a one_of list.
+ * Static; built on the first call, from any thread. */
+const char *const *op_kind_names(void);
 
 /* PATCH of parameters: an apply_parameters operation (changes.h). */
 struct change_op;

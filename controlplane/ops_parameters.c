@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_config.h"
 #include "nodeio.h"
 #include "changes.h"
 #include "store.h"
@@ -15,16 +16,11 @@
 #include "xalloc.h"
 
 /* Settings Cairn manages itself (they shape maxmemory, persistence, the
- * cluster bus): they reach the engines through their config at restart. */
+ * cluster bus) that reach the engines through their config at restart. */
 static bool applied_at_restart(const char *name)
 {
-    static const char *const names[] = {"reserved-memory-percent", "appendonly",
-                                        "cluster-node-timeout", NULL};
-    for (const char *const *n = names; *n != NULL; n++) {
-        if (strcmp(*n, name) == 0)
-            return true;
-    }
-    return false;
+    const struct engine_config_managed *m = engine_config_managed_find(name);
+    return m != NULL && m->at_restart;
 }
 
 static void note_restart(json_t *list, const char *name)

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "cluster_nodes.h"
 #include "info.h"
 #include "log.h"
@@ -67,11 +68,10 @@ static int shard_size(const struct ops_topo *t, int shard)
     return n;
 }
 
-/* What the engine itself says it is: INFO server's valkey_version (Valkey
- * also reports a redis_version for clients) or redis_version, as an engine,
+/* What the engine itself says it is (engine_kind_from_info()): an engine,
  * a version ("8.0.1") and its line ("8.0"). */
 struct identity {
-    char engine[16], version[32], line[16];
+    char engine[16], version[ENGINE_VERSION_MAX], line[ENGINE_LINE_MAX];
 };
 
 static bool engine_identity(const struct ops_topo *t, const struct cluster_node *n,
@@ -82,17 +82,19 @@ static bool engine_identity(const struct ops_topo *t, const struct cluster_node 
     resp_close(c);
     if (info == NULL)
         return false;
-    const char *v = engine_info_get(info, "server", "valkey_version");
-    snprintf(id->engine, sizeof(id->engine), "%s", v != NULL ? "valkey" : "redis");
-    if (v == NULL)
-        v = engine_info_get(info, "server", "redis_version");
-    snprintf(id->version, sizeof(id->version), "%s", v != NULL ? v : "");
-    const char *dot = strchr(id->version, '.');
-    dot = dot != NULL ? strchr(dot + 1, '.') : NULL;
-    snprintf(id->line, sizeof(id->line), "%.*s", dot != NULL ? (int)(dot - id->version) : 0,
-             id->version);
+    enum engine_kind kind;
+    const char *v;
+    bool known = engine_kind_from_info(info, &kind, &v);
+    if (known) {
+        snprintf(id->engine, sizeof(id->engine), "%s", engine_kind_name(kind));
+        snprintf(id->version, sizeof(id->version), "%s", v);
+        if (!engine_version_line(id->version, id->line))
+            id->line[0] = '\0';
+    } else {
+        snprintf(err, errsize, "its INFO reports no engine version");
+    }
     engine_info_free(info);
-    return true;
+    return known;
 }
 
 /* A node is healthy on engine/version: it says so itself, has loaded, and

@@ -13,6 +13,7 @@
 
 #include "db.h"
 #include "log.h"
+#include "store.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -81,12 +82,15 @@ static const struct db_stmt claim = {
     "   ORDER BY created_at, id FOR UPDATE SKIP LOCKED LIMIT 1)"
     " RETURNING o.id, o.kind, o.step, o.context::text, o.cluster_id"};
 
+/* The moment a step is recorded, as Cairn's timestamp text. */
+#define FINISHED_AT STORE_TS("now()")
+
 /* Record a step's outcome, only while the lease is still ours. */
 static const struct db_stmt record = {
     "UPDATE operations SET step = $3::int, context = $4::jsonb,"
     "   steps = CASE WHEN $5::text IS NULL THEN steps ELSE steps || jsonb_build_array("
     "     jsonb_build_object('name', $5::text, 'started_at', $6::text,"
-    "       'finished_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')))"
+    "       'finished_at', " FINISHED_AT "))"
     "   END,"
     "   step_name = $7, progress = $8::int, status = $9,"
     "   error = CASE WHEN $10::text IS NULL THEN NULL"
@@ -103,16 +107,6 @@ static const struct op_kind *find_kind(struct runner *r, const char *name)
             return *k;
     }
     return NULL;
-}
-
-static void now_text(char *buf, size_t size)
-{
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
 }
 
 struct claimed {
@@ -189,7 +183,7 @@ static void run_step(struct runner *r, struct claimed *c)
     const char *state = "running", *step_name = NULL, *done_name = NULL;
 
     /* A step that waits runs many times; its timing spans all of them. */
-    now_text(started, sizeof(started));
+    time_format(time_wall_us(), TIME_US, started);
     json_t *first = json_object_get(c->context, "step_started_at");
     if (json_is_string(first))
         snprintf(started, sizeof(started), "%s", json_string_value(first));
@@ -288,13 +282,16 @@ struct runner *runner_start(struct app *app, const struct op_kind *const *kinds)
     gethostname(host, sizeof(host) - 1);
     snprintf(r->owner, sizeof(r->owner), "%s:%d:%lld", host, (int)getpid(),
              (long long)time_mono_us());
+    /* The kinds it claims: those with steps. */
     size_t len = 3;
     for (const struct op_kind *const *k = kinds; *k != NULL; k++)
         len += strlen((*k)->name) + 1;
     r->kind_array = xcalloc(len, 1);
     strcat(r->kind_array, "{");
     for (const struct op_kind *const *k = kinds; *k != NULL; k++) {
-        if (k != kinds)
+        if ((*k)->nsteps == 0)
+            continue;
+        if (r->kind_array[1] != '\0')
             strcat(r->kind_array, ",");
         strcat(r->kind_array, (*k)->name);
     }

@@ -67,7 +67,9 @@ struct op_kind {
 
 struct runner;
 
-/* Start the runner thread over the given kinds (NULL-terminated array). */
+/* Start the runner thread over the given kinds (NULL-terminated array);
+ * it claims operations of the kinds with steps, and leaves the others (the
+ * reserved kinds of ops.h) alone. */
 struct runner *runner_start(struct app *app, const struct op_kind *const *kinds);
 
 /* Wake the runner now (a new operation was queued in this process). */

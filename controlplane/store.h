@@ -17,9 +17,10 @@
 #include "db.h"
 #include "page.h"
 #include "scheduler.h"
+#include "timeutil.h"
 
-/* RFC 3339 UTC text with microseconds for a timestamptz column. */
-#define STORE_TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+/* A timestamptz column as Cairn's timestamp text (timeutil.h). */
+#define STORE_TS(col) "to_char(" col " AT TIME ZONE 'UTC', '" TIME_SQL_FORMAT "')"
 
 /* Shared by the list functions: join rows of (key text, json text) into a
  * JSON array in *items, honouring the page size. */
@@ -324,7 +325,7 @@ enum db_status store_node_joined(struct db_conn *conn, const char *node_id);
 enum store_ha_finding {
     STORE_HA_DOWN_PRIMARIES,    /* limit: ms an unresponsive primary is given */
     STORE_HA_STRAY_PRIMARIES,   /* limit unused */
-    STORE_HA_LEADERLESS_SHARDS, /* limit unused */
+    STORE_HA_LEADERLESS_SHARDS, /* limit: the default node timeout, ms */
     STORE_HA_DEAD_NODES,        /* limit: seconds before a node is replaced */
 };
 /* One finding: the columns each query returns ('' or 0 where one does not

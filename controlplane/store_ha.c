@@ -51,13 +51,13 @@ static const struct db_stmt stray_primaries = {
 
 /* Cluster mode: shards without a primary serving on a healthy host (or on
  * a lost one while losses are not trusted, $1), with the moment the last
- * one went down and the node timeout. */
+ * one went down and the node timeout (the cluster's, or the default, $2). */
 static const struct db_stmt leaderless_shards = {
     "SELECT c.id, s.index, '', '',"
     "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN h.status = 'lost' THEN h.last_seen_at"
     "      ELSE n.state_since END) FROM nodes n JOIN hosts h ON h.id = n.host_id"
     "    WHERE n.shard_id = s.id AND n.role = 'primary'), now())) * 1000)::bigint,"
-    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000)"
+    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $2::int)"
     " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
     " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled' AND " HA_CLUSTER_IDLE
     "   AND NOT EXISTS (SELECT 1 FROM nodes n JOIN hosts h ON h.id = n.host_id"
@@ -160,6 +160,8 @@ enum db_status store_ha_find(struct db_conn *conn, enum store_ha_finding which, 
         db_param_int(&p, limit);
     if (which != STORE_HA_STRAY_PRIMARIES)
         db_param_bool(&p, trust_losses);
+    if (which == STORE_HA_LEADERLESS_SHARDS)
+        db_param_int(&p, limit);
     PGresult *res = db_query_params(conn, findings[which], &p, &st);
     if (res == NULL)
         return st;

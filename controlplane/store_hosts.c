@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_config.h"
 #include "scheduler.h"
 #include "store.h"
 #include "xalloc.h"
@@ -263,9 +264,10 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
     return store_host_generation(conn, host_id, generation);
 }
 
-/* The desired set in the agent protocol's shape. Engine settings come from
- * the cluster's spec with the managed-service defaults: maxmemory-policy
- * volatile-lru, 25% reserved memory, AOF on, cluster mode unless disabled. */
+/* The desired set in the agent protocol's shape. A node's engine settings
+ * are its cluster's parameters over the managed settings' defaults ($3, a
+ * JSON object by parameter name); the managed ones go to their own config
+ * fields, the rest to "parameters". Cluster mode unless disabled. */
 static const struct db_stmt desired_set = {
     "SELECT json_build_object('generation', h.desired_generation,"
     "  'heartbeat_timeout_s', $2::int,"
@@ -275,14 +277,11 @@ static const struct db_stmt desired_set = {
     "      'restart_policy', n.restart_policy,"
     "      'config', json_build_object("
     "        'memory_mib', round(t.memory_gib * 1024)::bigint,"
-    "        'reserved_memory_percent',"
-    "          coalesce((c.spec #>> '{parameters,reserved-memory-percent}')::int, 25),"
-    "        'maxmemory_policy',"
-    "          coalesce(c.spec #>> '{parameters,maxmemory-policy}', 'volatile-lru'),"
-    "        'appendonly', coalesce((c.spec #>> '{parameters,appendonly}')::boolean, true),"
+    "        'reserved_memory_percent', (eff.settings ->> 'reserved-memory-percent')::int,"
+    "        'maxmemory_policy', eff.settings ->> 'maxmemory-policy',"
+    "        'appendonly', (eff.settings ->> 'appendonly')::boolean,"
     "        'cluster_enabled', coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled',"
-    "        'cluster_node_timeout_ms',"
-    "          coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, 5000),"
+    "        'cluster_node_timeout_ms', (eff.settings ->> 'cluster-node-timeout')::int,"
     "        'password_box', encode(c.auth_secret, 'hex'), 'cluster_id', c.id,"
     "        'replicaof', CASE WHEN c.spec ->> 'cluster_mode' = 'disabled' AND n.role = 'replica'"
     "          THEN (SELECT json_build_object('address', ph.address, 'port', p.port)"
@@ -296,23 +295,40 @@ static const struct db_stmt desired_set = {
     "          AND NOT EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = n.shard_id"
     "            AND o.id <> n.id AND o.role = 'primary' AND o.process_state = 'running'"
     "            AND o.desired_state = 'running'),"
-    "        'parameters', (coalesce(c.spec -> 'parameters', '{}'::jsonb) - 'maxmemory-policy'"
-    "           - 'reserved-memory-percent' - 'appendonly' - 'cluster-node-timeout')"
-    "           || n.parameters))"
+    "        'parameters', (coalesce(c.spec -> 'parameters', '{}'::jsonb)"
+    "           - ARRAY(SELECT jsonb_object_keys($3::jsonb))) || n.parameters))"
     "    ORDER BY n.port)"
     "    FROM nodes n JOIN node_types t ON t.name = n.node_type"
     "    JOIN clusters c ON c.id = n.cluster_id"
+    "    CROSS JOIN LATERAL (SELECT $3::jsonb || coalesce(c.spec -> 'parameters', '{}'::jsonb)"
+    "      AS settings) eff"
     "    WHERE n.host_id = h.id AND n.port IS NOT NULL), '[]'::json))"
     " FROM hosts h WHERE h.id = $1::uuid"};
+
+/* Every managed setting's default by its parameter name, as JSON text (free it). */
+static char *managed_defaults(void)
+{
+    json_t *obj = json_object();
+    const struct engine_config_managed *m;
+
+    for (size_t i = 0; (m = engine_config_managed_at(i)) != NULL; i++)
+        json_object_set_new(obj, m->param, json_string(m->fallback));
+    char *text = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    return text;
+}
 
 enum db_status store_host_desired(struct db_conn *conn, const char *host_id,
                                   int heartbeat_timeout_s, char **out)
 {
     char timeout[16];
-    const char *params[2] = {host_id, timeout};
+    char *defaults = managed_defaults();
+    const char *params[3] = {host_id, timeout, defaults};
 
     snprintf(timeout, sizeof(timeout), "%d", heartbeat_timeout_s);
-    return store_get_text(conn, &desired_set, 2, params, out);
+    enum db_status st = store_get_text(conn, &desired_set, 3, params, out);
+    free(defaults);
+    return st;
 }
 
 /* ---- the host monitor ------------------------------------------------------ */

@@ -4,12 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "log.h"
 #include "metrics.h"
 #include "store.h"
-#include "xalloc.h"
 
 static const struct db_stmt partitions = {
     "SELECT metric_partitions((to_timestamp($1::bigint) AT TIME ZONE 'UTC')::date,"
@@ -188,30 +186,11 @@ enum db_status store_metric_rollups(struct db_conn *conn, long long *rows)
     return st;
 }
 
-/* RFC 3339 in UTC, into buf (at least 21 bytes; years 0 to 9999). A query may answer
- * thousands of points; consecutive ones share a day, so the calendar is
- * worked out once a day. */
-static void iso_into(long long epoch, char *buf, size_t size)
+/* A point's or the window's time (epoch seconds) as Cairn's timestamp text
+ * in whole seconds, into buf (TIME_TEXT_SIZE bytes). */
+static char *iso(long long epoch, char *buf)
 {
-    static _Thread_local long long day = -1;
-    static _Thread_local char date[16];
-    long long d = epoch >= 0 ? epoch / 86400 : -1 - (-epoch - 1) / 86400, sec = epoch - d * 86400;
-    if (d != day) {
-        time_t t = (time_t)(d * 86400);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(date, sizeof(date), "%Y-%m-%d", &tm);
-        day = d;
-    }
-    int hms = (int)sec; /* 0 .. 86399 */
-    snprintf(buf, size, "%.10sT%02d:%02d:%02dZ", date, hms / 3600, hms / 60 % 60, hms % 60);
-}
-
-static char *iso(long long epoch)
-{
-    char buf[32];
-    iso_into(epoch, buf, sizeof(buf));
-    return xstrdup(buf);
+    return time_format((int64_t)epoch * 1000000, TIME_SECONDS, buf);
 }
 
 static json_t *series(const struct metric_def *m, const char *node_id)
@@ -295,10 +274,10 @@ enum db_status store_metric_query(struct db_conn *conn, struct store_metric_quer
                 json_array_append_new(all, cur);
                 cur_node = node;
             }
-            char ts[32];
-            iso_into(atoll(PQgetvalue(res, r, 0)), ts, sizeof(ts));
+            char ts[TIME_TEXT_SIZE];
             json_t *point = json_object();
-            json_object_set_new(point, "timestamp", json_string(ts));
+            json_object_set_new(point, "timestamp",
+                                json_string(iso(atoll(PQgetvalue(res, r, 0)), ts)));
             json_object_set_new(point, "value", json_real(stat_value(res, r, q->stat)));
             json_array_append_new(json_object_get(cur, "points"), point);
         }
@@ -308,11 +287,9 @@ enum db_status store_metric_query(struct db_conn *conn, struct store_metric_quer
         json_decref(all);
         return st;
     }
-    char *ts = iso(s), *te = iso(e);
-    *out = json_pack("{s:s, s:s, s:s, s:I, s:s, s:o}", "cluster_id", q->cluster_id, "start", ts,
-                     "end", te, "period", (json_int_t)q->period_s, "stat",
+    char ts[TIME_TEXT_SIZE], te[TIME_TEXT_SIZE];
+    *out = json_pack("{s:s, s:s, s:s, s:I, s:s, s:o}", "cluster_id", q->cluster_id, "start",
+                     iso(s, ts), "end", iso(e, te), "period", (json_int_t)q->period_s, "stat",
                      store_metric_stats[q->stat], "series", all);
-    free(ts);
-    free(te);
     return DB_OK;
 }

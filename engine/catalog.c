@@ -17,19 +17,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "info.h"
 #include "log.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
-/* Everything Cairn knows about each engine, indexed by enum engine_kind. */
+const char *const engine_kind_names[ENGINE_KIND_COUNT + 1] = {
+    [ENGINE_REDIS] = "redis",
+    [ENGINE_VALKEY] = "valkey",
+    [ENGINE_KIND_COUNT] = NULL,
+};
+
+/* Everything else Cairn knows about each engine, indexed by enum
+ * engine_kind. An engine forked from an earlier one keeps reporting the
+ * earlier one's INFO version key (Valkey has a redis_version), so each
+ * comes after the engine it was forked from. */
 static const struct kind_info {
-    const char *name;
     const char *binary;
-    const char *banner; /* how its --version line starts */
+    const char *banner;   /* how its --version line starts */
+    const char *info_key; /* the INFO server field with its version */
     const char *first_line;
 } kinds[ENGINE_KIND_COUNT] = {
-    [ENGINE_REDIS] = {"redis", "redis-server", "Redis server v=", "7.0"},
-    [ENGINE_VALKEY] = {"valkey", "valkey-server", "Valkey server v=", "7.2"},
+    [ENGINE_REDIS] = {"redis-server", "Redis server v=", "redis_version", "7.0"},
+    [ENGINE_VALKEY] = {"valkey-server", "Valkey server v=", "valkey_version", "7.2"},
 };
 
 /* Bytes of --version output kept; the line we parse is about 100. */
@@ -37,16 +47,39 @@ static const struct kind_info {
 
 const char *engine_kind_name(enum engine_kind kind)
 {
-    return kinds[kind].name;
+    return engine_kind_names[kind];
 }
 
 bool engine_kind_from_name(const char *name, enum engine_kind *out)
 {
     for (int k = 0; k < ENGINE_KIND_COUNT; k++) {
-        if (strcmp(name, kinds[k].name) == 0) {
+        if (strcmp(name, engine_kind_names[k]) == 0) {
             *out = (enum engine_kind)k;
             return true;
         }
+    }
+    return false;
+}
+
+bool engine_kind_known(const char *name)
+{
+    enum engine_kind ignored;
+    return name != NULL && engine_kind_from_name(name, &ignored);
+}
+
+bool engine_kind_from_info(const struct engine_info *info, enum engine_kind *kind,
+                           const char **version)
+{
+    /* The latest fork first: its own key is the one that names it. */
+    for (int k = ENGINE_KIND_COUNT - 1; k >= 0; k--) {
+        const char *v = engine_info_get(info, "server", kinds[k].info_key);
+        if (v == NULL)
+            continue;
+        if (kind != NULL)
+            *kind = (enum engine_kind)k;
+        if (version != NULL)
+            *version = v;
+        return true;
     }
     return false;
 }

@@ -1,6 +1,11 @@
 /* catalog.h -- the engines Cairn runs (Redis, Valkey), their versions and
  * lines, and the engine binaries installed on this machine.
  *
+ * The list of engines lives here and nowhere else: the API's checks, the
+ * agent and the config renderer take it from engine_kind_names; the
+ * database's CHECK constraints and the OpenAPI document are compared with
+ * it by tests (`cairnd engines` prints it).
+ *
  * A *version* is what a binary reports ("8.0.1"); a *line* is the catalog's
  * major.minor ("8.0") that users choose and upgrade paths connect. Which
  * lines exist and which upgrades are allowed lives in the database
@@ -34,13 +39,31 @@ struct engine_binary {
     char *path;                       /* absolute, as found (not resolved); owned */
 };
 
-/* The engine's name as the API and the database spell it: "redis",
- * "valkey". Never NULL for a valid kind. */
+/* Every engine's name as the API and the database spell it ("redis",
+ * "valkey"), indexed by enum engine_kind and ended by NULL: a jspec one_of
+ * list. */
+extern const char *const engine_kind_names[ENGINE_KIND_COUNT + 1];
+
+/* The engine's name, engine_kind_names[kind]. Never NULL for a valid kind. */
 const char *engine_kind_name(enum engine_kind kind);
 
 /* Parse an engine name (exact, lower case). Returns false for anything
  * else, leaving *out untouched. */
 bool engine_kind_from_name(const char *name, enum engine_kind *out);
+
+/* Whether name (NULL is fine: no) is one of engine_kind_names. */
+bool engine_kind_known(const char *name);
+
+struct engine_info;
+
+/* Which engine answered an INFO reply, by the version its server section
+ * reports: valkey_version for Valkey (which also reports a redis_version,
+ * for clients), redis_version for Redis. On success *kind and *version
+ * (either may be NULL) get the engine and its version as reported
+ * ("8.0.1", borrowed from info). False, the outputs untouched, when the
+ * reply has neither. Pure. */
+bool engine_kind_from_info(const struct engine_info *info, enum engine_kind *kind,
+                           const char **version);
 
 /* The server binary's conventional file name: "redis-server",
  * "valkey-server". */

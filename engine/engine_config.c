@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,17 +86,6 @@ bool engine_config_sizes(uint64_t memory_mib, int reserved_percent, struct engin
     out->repl_backlog = clamp(maxmemory / 100, BACKLOG_MIN, BACKLOG_MAX);
     out->replica_buffer = clamp((memory - maxmemory) / 2, REPLICA_BUFFER_MIN, REPLICA_BUFFER_MAX);
     return true;
-}
-
-void engine_config_defaults(struct engine_config_spec *spec)
-{
-    memset(spec, 0, sizeof(*spec));
-    spec->kind = ENGINE_VALKEY;
-    spec->line = "8.0";
-    spec->reserved_memory_percent = ENGINE_CONFIG_RESERVED_PERCENT;
-    spec->maxmemory_policy = ENGINE_CONFIG_POLICY;
-    spec->appendonly = true;
-    spec->cluster_node_timeout_ms = ENGINE_CONFIG_NODE_TIMEOUT_MS;
 }
 
 /* ---- Engine differences ------------------------------------------------ */
@@ -412,6 +402,94 @@ bool engine_config_param_check(enum engine_kind kind, const char *line, const ch
     return true;
 }
 
+/* ---- Managed settings -------------------------------------------------- */
+
+/* The managed settings (see engine_config.h), each with the member of
+ * struct engine_config_spec that holds it: an int for ENGINE_PARAM_INT, a
+ * bool for ENGINE_PARAM_BOOL, a const char * for ENGINE_PARAM_ENUM. */
+static const struct managed_row {
+    struct engine_config_managed m;
+    size_t offset;
+} managed_settings[] = {
+    {{"maxmemory-policy", "maxmemory_policy", ENGINE_PARAM_ENUM, .values = policies,
+      .fallback = "volatile-lru"},
+     offsetof(struct engine_config_spec, maxmemory_policy)},
+    {{"reserved-memory-percent", "reserved_memory_percent", ENGINE_PARAM_INT, 0,
+      ENGINE_CONFIG_RESERVED_MAX, .fallback = "25", .at_restart = true},
+     offsetof(struct engine_config_spec, reserved_memory_percent)},
+    {{"appendonly", "appendonly", ENGINE_PARAM_BOOL, .fallback = "yes", .at_restart = true},
+     offsetof(struct engine_config_spec, appendonly)},
+    /* The engines' own default is 15 s: see render_cluster() for why 5. */
+    {{"cluster-node-timeout", "cluster_node_timeout_ms", ENGINE_PARAM_INT,
+      ENGINE_CONFIG_NODE_TIMEOUT_MIN_MS, ENGINE_CONFIG_NODE_TIMEOUT_MAX_MS, .unit = "milliseconds",
+      .fallback = "5000", .cluster_only = true, .at_restart = true},
+     offsetof(struct engine_config_spec, cluster_node_timeout_ms)},
+};
+
+#define N_MANAGED (sizeof(managed_settings) / sizeof(managed_settings[0]))
+
+const struct engine_config_managed *engine_config_managed_at(size_t i)
+{
+    return i < N_MANAGED ? &managed_settings[i].m : NULL;
+}
+
+const struct engine_config_managed *engine_config_managed_find(const char *name)
+{
+    for (size_t i = 0; i < N_MANAGED; i++) {
+        if (strcmp(managed_settings[i].m.param, name) == 0)
+            return &managed_settings[i].m;
+    }
+    return NULL;
+}
+
+/* A managed integer as users write it: 1 to 9 digits, no sign, no leading
+ * zero (stricter than the allowlist's parse_int()). */
+static bool parse_decimal(const char *s, long long *out)
+{
+    size_t n = strlen(s);
+    long long v = 0;
+
+    if (n == 0 || n > 9 || strspn(s, "0123456789") != n || (n > 1 && s[0] == '0'))
+        return false;
+    for (; *s != '\0'; s++)
+        v = v * 10 + (*s - '0');
+    *out = v;
+    return true;
+}
+
+bool engine_config_managed_check(const struct engine_config_managed *m, const char *value,
+                                 char *msg, size_t msgsize)
+{
+    const struct engine_config_param_spec p = {m->param, m->type, m->min, m->max, m->values};
+    long long v;
+
+    if (m->type != ENGINE_PARAM_INT)
+        return check_value(&p, value, msg, msgsize);
+    if (parse_decimal(value, &v) && v >= m->min && v <= m->max)
+        return true;
+    snprintf(msg, msgsize, "must be an integer from %lld to %lld%s%s%s", m->min, m->max,
+             m->unit != NULL ? " (" : "", m->unit != NULL ? m->unit : "",
+             m->unit != NULL ? ")" : "");
+    return false;
+}
+
+void engine_config_defaults(struct engine_config_spec *spec)
+{
+    memset(spec, 0, sizeof(*spec));
+    spec->kind = ENGINE_VALKEY;
+    spec->line = "8.0";
+    for (size_t i = 0; i < N_MANAGED; i++) {
+        const struct engine_config_managed *m = &managed_settings[i].m;
+        char *member = (char *)spec + managed_settings[i].offset;
+        if (m->type == ENGINE_PARAM_INT)
+            *(int *)member = atoi(m->fallback);
+        else if (m->type == ENGINE_PARAM_BOOL)
+            *(bool *)member = strcmp(m->fallback, "yes") == 0;
+        else
+            *(const char **)member = m->fallback;
+    }
+}
+
 /* ---- Checking the spec ------------------------------------------------- */
 
 static bool is_token(const char *s, size_t max)
@@ -464,7 +542,7 @@ static bool has_password(const struct engine_config_spec *spec)
 
 static bool check_engine(const struct engine_config_spec *spec, char *err, size_t errsize)
 {
-    if (spec->kind != ENGINE_REDIS && spec->kind != ENGINE_VALKEY) {
+    if ((unsigned)spec->kind >= ENGINE_KIND_COUNT) {
         snprintf(err, errsize, "engine is not a known engine");
         return false;
     }

@@ -14,10 +14,7 @@
 
 #include "catalog.h"
 
-/* Defaults engine_config_defaults() fills in. */
-#define ENGINE_CONFIG_RESERVED_PERCENT    25
-#define ENGINE_CONFIG_POLICY              "volatile-lru"
-#define ENGINE_CONFIG_NODE_TIMEOUT_MS     5000
+/* Ranges of the managed settings below. */
 #define ENGINE_CONFIG_NODE_TIMEOUT_MIN_MS 500
 #define ENGINE_CONFIG_NODE_TIMEOUT_MAX_MS 120000
 #define ENGINE_CONFIG_RESERVED_MAX        90
@@ -53,6 +50,50 @@ struct engine_config_param_spec {
     const char *const *values; /* ENGINE_PARAM_ENUM: NULL-terminated */
 };
 
+/*
+ * Managed settings: what Cairn sets on every engine it manages, which users
+ * may change through a cluster's parameters. One table in engine_config.c
+ * describes them -- engine_config_managed_at() walks it -- and everything
+ * else reads it: engine_config_defaults(), the API's check of parameters
+ * (cluster_spec.c), the desired node configs cairnd sends agents
+ * (store_hosts.c fills each absent one with its default), and `cairnd
+ * managed-settings`, which the tests compare the documents with. They are:
+ *
+ *   parameter                node config field         default       values
+ *   maxmemory-policy         maxmemory_policy          volatile-lru  engine_config_policy_valid()
+ *   reserved-memory-percent  reserved_memory_percent   25            0 to 90
+ *   appendonly               appendonly                yes           yes or no
+ *   cluster-node-timeout     cluster_node_timeout_ms   5000          500 to 120000 (ms);
+ *                                                                    cluster mode only
+ *
+ * A change of maxmemory-policy applies at once (CONFIG SET); the others
+ * shape memory, persistence or the cluster bus and wait for each node's
+ * next restart.
+ */
+struct engine_config_managed {
+    const char *param;                  /* as a cluster's parameters name it */
+    const char *field;                  /* in the agent protocol's node config */
+    enum engine_config_param_type type; /* ENGINE_PARAM_INT, _BOOL or _ENUM */
+    long long min, max;                 /* ENGINE_PARAM_INT */
+    const char *const *values;          /* ENGINE_PARAM_ENUM: NULL-terminated */
+    const char *unit;                   /* ENGINE_PARAM_INT: "milliseconds", or NULL */
+    const char *fallback;               /* the default, as a parameter's value */
+    bool cluster_only;                  /* only for clusters in cluster mode */
+    bool at_restart;                    /* a change waits for the node's restart */
+};
+
+/* The i-th managed setting (0-based), or NULL past the end. Static. */
+const struct engine_config_managed *engine_config_managed_at(size_t i);
+
+/* The managed setting a cluster's parameters call name, or NULL. */
+const struct engine_config_managed *engine_config_managed_find(const char *name);
+
+/* Check a parameter's value for managed setting m: an integer in decimal
+ * (digits only, no sign or leading zero) within range, yes or no, or one of
+ * the values. False with "must be ..." in msg otherwise. Pure. */
+bool engine_config_managed_check(const struct engine_config_managed *m, const char *value,
+                                 char *msg, size_t msgsize);
+
 /* Everything the file is made from. Strings are borrowed, not copied. */
 struct engine_config_spec {
     enum engine_kind kind;
@@ -87,9 +128,9 @@ struct engine_config_sizes {
     uint64_t replica_buffer; /* bytes: client-output-buffer-limit replica hard limit */
 };
 
-/* Reset spec to the defaults: valkey 8.0, reserved 25%, volatile-lru,
- * appendonly on, cluster mode off with a 5000 ms node timeout, and nothing
- * else set (the caller fills node_id, port, bind, data_dir, memory_mib...). */
+/* Reset spec to the defaults: valkey 8.0, every managed setting's default,
+ * cluster mode off, and nothing else set (the caller fills node_id, port,
+ * bind, data_dir, memory_mib...). */
 void engine_config_defaults(struct engine_config_spec *spec);
 
 /* Compute maxmemory and the replication buffer sizes for a node of

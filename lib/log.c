@@ -5,10 +5,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "timeutil.h"
 #include "utf8.h"
 
 static enum log_level min_level = LOG_INFO;
@@ -71,18 +70,13 @@ const char *log_quote(char *buf, size_t size, const char *s)
 void log_write(enum log_level level, const char *msg, const char *fmt, ...)
 {
     char line[4096];
-    char quoted[512];
-    struct timeval tv;
-    struct tm tm;
+    char quoted[512], ts[TIME_TEXT_SIZE];
     int n;
 
     if (level < min_level)
         return;
-    gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
-    n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s msg=%s",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 (long)(tv.tv_usec / 1000), level_names[level],
+    n = snprintf(line, sizeof(line), "ts=%s level=%s msg=%s",
+                 time_format(time_wall_us(), TIME_MS, ts), level_names[level],
                  log_quote(quoted, sizeof(quoted), msg));
     if (fmt != NULL && n > 0 && (size_t)n < sizeof(line) - 2) {
         va_list ap;

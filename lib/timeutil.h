@@ -5,8 +5,39 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Cairn's timestamp text: RFC 3339 in UTC with microseconds,
+ *
+ *     2026-11-30T08:30:19.123456Z
+ *
+ * -- every instant the API returns, whether cairnd writes it with
+ * time_format() or PostgreSQL with TIME_SQL_FORMAT, which is the same
+ * format spelled for to_char(). Years 0001 to 9999, so always
+ * TIME_TEXT_LEN characters. */
+#define TIME_TEXT_LEN  27
+#define TIME_TEXT_SIZE (TIME_TEXT_LEN + 1)
+
+/* The format above as a PostgreSQL to_char() pattern, for a timestamp
+ * already in UTC: to_char(t AT TIME ZONE 'UTC', '<TIME_SQL_FORMAT>'). */
+#define TIME_SQL_FORMAT "YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\""
+
+/* Fraction digits: the full format, and the shorter forms of the same
+ * shape that logs (milliseconds) and whole-second series use. */
+#define TIME_US      6
+#define TIME_MS      3
+#define TIME_SECONDS 0
+
 /* Monotonic clock in microseconds, for durations and deadlines. */
 int64_t time_mono_us(void);
+
+/* Wall clock (CLOCK_REALTIME) in microseconds since the Unix epoch. */
+int64_t time_wall_us(void);
+
+/* Write the instant unix_us (microseconds since the Unix epoch) into out,
+ * which holds TIME_TEXT_SIZE bytes, in the format above with its fraction
+ * cut to digits (TIME_US, TIME_MS, or TIME_SECONDS for none, without the
+ * dot). Instants outside years 0001 to 9999 are clamped to them. Returns
+ * out. Pure: no time zone database or locale is consulted. */
+char *time_format(int64_t unix_us, int digits, char *out);
 
 /* The wall clock in milliseconds / seconds since the epoch, for times kept
  * in durable records (an operation's context) that outlive the process. */

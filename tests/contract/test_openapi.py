@@ -1,10 +1,12 @@
-"""Keep api/openapi.yaml in step with cairnd's route table and error registry.
+"""Keep api/openapi.yaml in step with cairnd's route table, error registry and lists.
 
 Checks that the document is valid OpenAPI (with the node validator in this folder),
 that every $ref resolves, that its operations are exactly the routes `cairnd routes`
-prints, with the same scope and matching security, and that its error codes and
+prints, with the same scope and matching security, that its error codes and
 problem responses agree with the registry of codes and statuses, which must also be
-the registry cairnd is built with (controlplane/problem.h).
+the registry cairnd is built with (controlplane/problem.h), and that its engines and
+operation kinds are the ones `cairnd engines` and `cairnd operation-kinds` print --
+as are the kinds the SQL in controlplane/ names.
 
 Run from the repository root, after `make` (for bin/cairnd) and `npm ci` in this folder:
 
@@ -13,20 +15,13 @@ Run from the repository root, after `make` (for bin/cairnd) and `npm ci` in this
 CAIRND overrides the path of the binary (default: <repo>/bin/cairnd).
 """
 
-import json
-import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-import yaml
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-SPEC_PATH = REPO / "api" / "openapi.yaml"
-CAIRND = Path(os.environ.get("CAIRND") or REPO / "bin" / "cairnd")
+from binaries import HERE, REPO, SPEC_PATH, cairnd_list
 PROBLEM_H = REPO / "controlplane" / "problem.h"
 
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -84,28 +79,15 @@ KNOWN_CODES = {
 # ---------------------------------------------------------------- helpers
 
 
-@pytest.fixture(scope="module")
-def spec():
-    with open(SPEC_PATH, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+def eq_list(got, want, what):
+    assert got == want, f"{what}: {got}, but cairnd has {want}"
 
 
 @pytest.fixture(scope="module")
 def route_table():
     """The route table as `cairnd routes` prints it: a list of {method, path, scope,
     console}."""
-    if not CAIRND.is_file() or not os.access(CAIRND, os.X_OK):
-        pytest.fail(f"{CAIRND} is missing or not executable: run `make` at the repository root "
-                    "first, or point CAIRND at the binary")
-    proc = subprocess.run([str(CAIRND), "routes"], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        pytest.fail(f"`{CAIRND} routes` exited {proc.returncode}\n"
-                    f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
-    try:
-        table = json.loads(proc.stdout)
-    except json.JSONDecodeError as e:
-        pytest.fail(f"`{CAIRND} routes` did not print JSON ({e}):\n{proc.stdout}")
+    table = cairnd_list("routes")
     assert isinstance(table, list), f"`cairnd routes` printed {type(table).__name__}, not an array"
     return table
 
@@ -453,3 +435,54 @@ def test_specific_problem_headers(spec):
         if "X-Request-Id" not in headers:
             problems.append(f"{where}: no X-Request-Id header")
     assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- lists kept in C
+
+
+def test_engines_are_cairnds(spec):
+    """The Engine enum, and the engines a node type is priced for, are engine/catalog.c's."""
+    engines = cairnd_list("engines")
+    schemas = spec["components"]["schemas"]
+    eq_list(schemas["Engine"]["enum"], engines, "components.schemas.Engine.enum")
+    price = schemas["NodeType"]["properties"]["price_usd_per_hour"]
+    eq_list(price["required"], engines, "NodeType.price_usd_per_hour.required")
+    eq_list(list(price["properties"]), engines, "NodeType.price_usd_per_hour.properties")
+
+
+def test_operation_kinds_are_cairnds(spec):
+    """The OperationKind enum is controlplane/ops.c's list, in its order (the order the
+    ?kind= filter's message lists them in)."""
+    kinds = cairnd_list("operation-kinds")
+    eq_list(spec["components"]["schemas"]["OperationKind"]["enum"], kinds,
+            "components.schemas.OperationKind.enum")
+
+
+# A C string literal, and the SQL that names an operation kind.
+C_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+KIND_IS = re.compile(r"\bkind\s*(?:=|<>)\s*'([a-z_]+)'")
+KIND_IN = re.compile(r"\bkind\s+(?:NOT\s+)?IN\s*\(([^)]*)\)", re.IGNORECASE)
+KIND_INSERTED = re.compile(r"INSERT INTO operations\s*\(cluster_id,\s*kind\b[^)]*\)\s*"
+                           r"VALUES\s*\(\s*\$1,\s*'([a-z_]+)'", re.IGNORECASE)
+
+
+def sql_kinds(path):
+    """{kind: path} for every operation kind the SQL in a C file names."""
+    sql = "".join(C_STRING.findall(path.read_text(encoding="utf-8")))
+    named = set(KIND_IS.findall(sql)) | set(KIND_INSERTED.findall(sql))
+    for listed in KIND_IN.findall(sql):
+        named |= set(re.findall(r"'([a-z_]+)'", listed))
+    return {k: path.relative_to(REPO) for k in named}
+
+
+def test_sql_names_only_known_kinds():
+    """SQL compares operations.kind with literals and inserts kinds by name; each must be
+    a kind of the list (a misspelt one would match nothing, silently)."""
+    kinds = set(cairnd_list("operation-kinds"))
+    named = {}
+    for path in sorted((REPO / "controlplane").glob("*.c")):
+        named.update(sql_kinds(path))
+    assert {"create", "failover", "replace_node"} <= named.keys(), \
+        f"the SQL patterns found only {sorted(named)}: do they still match controlplane/'s SQL?"
+    unknown = {k: str(p) for k, p in named.items() if k not in kinds}
+    assert not unknown, f"SQL names operation kinds cairnd does not have: {unknown}"

@@ -9,6 +9,7 @@ atexit handler can reap whatever a crash or Ctrl-C left behind.
 import atexit
 import contextlib
 import itertools
+import json
 import os
 import pwd
 import re
@@ -406,6 +407,33 @@ def create_token(database_url, name, scope):
     if len(lines) != 1 or not TOKEN_RE.match(lines[0]):
         raise HarnessError(f"token create printed {r.stdout!r}, expected one token line")
     return lines[0]
+
+
+def cairnd_list(command):
+    """The JSON array `cairnd COMMAND` prints: engines, operation-kinds."""
+    r = run_cli([command], env_url=False)
+    if r.returncode != 0:
+        raise HarnessError(f"cairnd {command} exited {r.returncode}: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+# How PostgreSQL prints a CHECK (column IN ('a', 'b')) constraint.
+CHECK_IN_RE = re.compile(r"\((\w+) = ANY \(ARRAY\[(.*?)\]\)\)")
+
+
+def check_values(db, table, column):
+    """The values the CHECK (column IN (...)) constraint of table allows, as a set; db is
+    anything with psql() (an Instance)."""
+    found = []
+    defs = db.psql("SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+                   f" WHERE conrelid = 'public.{table}'::regclass AND contype = 'c'")
+    for m in CHECK_IN_RE.finditer(defs):
+        if m.group(1) == column:
+            found.append(set(re.findall(r"'([^']*)'::text", m.group(2))))
+    if len(found) != 1:
+        raise HarnessError(f"{len(found)} CHECK constraints list the values of {table}.{column}:"
+                           f"\n{defs}")
+    return found[0]
 
 
 class Cairnd:

@@ -3,6 +3,7 @@
 import pytest
 
 import expect
+import harness
 from expect import eq
 from reference import (CATALOG, ENGINE_VERSION_KEYS, FAMILY_SIZES, NAMES, NODE_TYPE_KEYS,
                        R7G_LARGE, SIZES, UPGRADES, VCPUS)
@@ -24,6 +25,20 @@ def engine_versions(shared):
     body = expect.json_ok(shared.read.get("/v1/engine-versions", params={"page_size": 1000}))
     eq(set(body), {"engine_versions"}, "members of a one-page engine-version list")
     return body["engine_versions"]
+
+# --------------------------------------------------------------------------
+# The engines
+
+
+def test_database_engines_are_cairnds(shared):
+    """The schema's lists of engines are engine/catalog.c's: the CHECKs of the engine
+    columns, and a price column of node_types per engine."""
+    engines = set(harness.cairnd_list("engines"))
+    for table in ("engine_versions", "host_engines"):
+        eq(harness.check_values(shared, table, "engine"), engines, f"CHECK of {table}.engine")
+    prices = shared.psql("SELECT column_name FROM information_schema.columns"
+                         " WHERE table_name = 'node_types' AND column_name LIKE 'price%'")
+    eq(set(prices.split()), {f"price_{e}_usd_hour" for e in engines}, "price columns")
 
 # --------------------------------------------------------------------------
 # Node types

@@ -3,6 +3,7 @@
 import pytest
 
 import expect
+import harness
 from expect import eq
 
 CL_A = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -88,6 +89,12 @@ def events(ops):
 
 # --------------------------------------------------------------------------
 # Operations
+
+
+def test_database_operation_kinds_are_cairnds(module_cairn):
+    """The CHECK of operations.kind allows the kinds of controlplane/ops.c, no more."""
+    eq(harness.check_values(module_cairn, "operations", "kind"),
+       set(harness.cairnd_list("operation-kinds")), "CHECK of operations.kind")
 
 
 def test_get_operation_exact(ops):

@@ -23,13 +23,11 @@
 #include "jspec.h"
 #include "xalloc.h"
 
-static const char *const engines[] = {"redis", "valkey", NULL};
-
 /* Integers that fit an int; the renderer judges the real range. */
 #define INT_RANGE .has_range = true, .min = INT_MIN, .max = INT_MAX
 
 static const struct jspec_field spec_fields[] = {
-    {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engines},
+    {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engine_kind_names},
     {.name = "line", .type = JSPEC_STRING, .required = true},
     {.name = "node_id", .type = JSPEC_STRING, .required = true},
     {.name = "port", .type = JSPEC_INTEGER, .required = true, INT_RANGE},

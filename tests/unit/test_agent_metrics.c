@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "catalog.h"
 #include "collect.h"
 #include "fixtures/fixture.h"
 #include "info.h"
@@ -23,8 +24,6 @@
 
 #define ID_A "0b9f4a1e-5d2c-4f7e-9a3b-1c2d3e4f5a6b"
 #define ID_B "00000000-0000-0000-0000-000000000002"
-
-static const char *const engines[] = {"redis", "valkey"};
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -207,13 +206,13 @@ static const struct {
 static void test_cmdtable_fixtures(void **state)
 {
     (void)state;
-    for (size_t e = 0; e < 2; e++) {
-        struct agent_cmdtable *t = load_cmds(engines[e]);
+    for (int e = 0; e < ENGINE_KIND_COUNT; e++) {
+        struct agent_cmdtable *t = load_cmds(engine_kind_names[e]);
         for (size_t i = 0; i < sizeof(family_cases) / sizeof(family_cases[0]); i++) {
             unsigned got = agent_cmdtable_families(t, family_cases[i].command);
             if (got != family_cases[i].families)
-                fail_msg("%s %s: families 0x%x, expected 0x%x", engines[e], family_cases[i].command,
-                         got, family_cases[i].families);
+                fail_msg("%s %s: families 0x%x, expected 0x%x", engine_kind_names[e],
+                         family_cases[i].command, got, family_cases[i].families);
         }
         assert_int_equal(agent_cmdtable_families(t, "nosuchcommand"), 0);
         assert_int_equal(agent_cmdtable_families(t, "cluster|nosuch"), 0);
@@ -432,9 +431,9 @@ static void replica_lag(const char *replid, long long applied, const struct agen
 static void test_lag_fixtures(void **state)
 {
     (void)state;
-    for (size_t e = 0; e < 2; e++) {
-        struct engine_info *pi = load_info(engines[e], "info_primary.txt");
-        struct engine_info *ri = load_info(engines[e], "info_replica.txt");
+    for (int e = 0; e < ENGINE_KIND_COUNT; e++) {
+        struct engine_info *pi = load_info(engine_kind_names[e], "info_primary.txt");
+        struct engine_info *ri = load_info(engine_kind_names[e], "info_replica.txt");
         struct agent_engine_snap ps, rs;
         struct agent_primary_snap p0, p1;
         struct agent_values v;
@@ -866,9 +865,9 @@ static void test_engine_first_old(void **state)
     };
 
     (void)state;
-    for (size_t c = 0; c < 2; c++) {
-        struct agent_cmdtable *t = load_cmds(engines[c]);
-        struct engine_info *info = load_info(engines[c], "info_primary.txt");
+    for (int c = 0; c < ENGINE_KIND_COUNT; c++) {
+        struct agent_cmdtable *t = load_cmds(engine_kind_names[c]);
+        struct engine_info *info = load_info(engine_kind_names[c], "info_primary.txt");
         assert_true(agent_collect_engine(info, t, 100000000, &s));
         engine_info_free(info);
         /* Up for as long as the interval, or longer. */
@@ -972,12 +971,15 @@ static void test_engine_first_then(void **state)
 static void test_engine_failover(void **state)
 {
     (void)state;
-    for (size_t e = 0; e < 2; e++) {
-        struct agent_cmdtable *t = load_cmds(engines[e]);
-        struct engine_info *pb = load_info(engines[e], "info_failover_promoted_before.txt");
-        struct engine_info *pa = load_info(engines[e], "info_failover_promoted_after.txt");
-        struct engine_info *db = load_info(engines[e], "info_failover_demoted_before.txt");
-        struct engine_info *da = load_info(engines[e], "info_failover_demoted_after.txt");
+    for (int e = 0; e < ENGINE_KIND_COUNT; e++) {
+        struct agent_cmdtable *t = load_cmds(engine_kind_names[e]);
+        struct engine_info *pb =
+            load_info(engine_kind_names[e], "info_failover_promoted_before.txt");
+        struct engine_info *pa =
+            load_info(engine_kind_names[e], "info_failover_promoted_after.txt");
+        struct engine_info *db =
+            load_info(engine_kind_names[e], "info_failover_demoted_before.txt");
+        struct engine_info *da = load_info(engine_kind_names[e], "info_failover_demoted_after.txt");
         struct agent_engine_snap before, after;
         struct agent_values v;
         long long off_before, off_after;

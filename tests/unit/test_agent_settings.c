@@ -264,6 +264,60 @@ static void test_machine(void **state)
     assert_true(m.memory_mib >= 64);
 }
 
+/* Every setting is a getopt option agent_settings_set() knows, in the
+ * usage flags, and read from CAIRN_AGENT_<FLAG> as the usage says. */
+static void test_options_and_usage(void **state)
+{
+    static const struct option version[] = {{"version", no_argument, NULL, 'V'}};
+    struct option *o = agent_settings_options(version, 1);
+    struct agent_settings_layer l = {0};
+    struct usage u;
+    char err[256], word[96], env[96], *text = NULL;
+    size_t n = 0, size;
+
+    (void)state;
+    FILE *out = open_memstream(&text, &size);
+    usage_start(&u, out, "usage:", 7);
+    agent_settings_usage(&u, AGENT_USAGE_FLAGS);
+    agent_settings_usage(&u, AGENT_USAGE_VARIABLES);
+    agent_settings_usage(&u, AGENT_USAGE_DEFAULTS);
+    usage_end(&u);
+    fclose(out);
+    /* One line: a word is where it is whatever the wrapping. */
+    size_t w = 0;
+    for (size_t r = 0; text[r] != '\0'; r++) {
+        if (text[r] == '\n')
+            while (text[r + 1] == ' ')
+                r++;
+        text[w++] = text[r] == '\n' ? ' ' : text[r];
+    }
+    text[w] = '\0';
+    for (; o[n].name != NULL && o[n].val == 0; n++) {
+        assert_int_equal(o[n].has_arg, required_argument);
+        if (!agent_settings_set(&l, o[n].name, "x", "--test", err, sizeof(err)))
+            fail_msg("--%s: %s", o[n].name, err);
+        snprintf(word, sizeof(word), "--%s ", o[n].name);
+        size_t e = (size_t)snprintf(env, sizeof(env), "CAIRN_AGENT_");
+        for (const char *c = o[n].name; *c != '\0' && e + 1 < sizeof(env); c++)
+            env[e++] = *c == '-' ? '_' : (char)(*c - 'a' + 'A');
+        env[e] = '\0';
+        if (strstr(text, word) == NULL || strstr(text, env) == NULL)
+            fail_msg("the usage lacks %s or %s: %s", word, env, text);
+    }
+    assert_int_equal(n, AGENT_SET_COUNT);
+    assert_string_equal(o[n].name, "version");
+    assert_null(o[n + 1].name);
+    /* Required settings bare, the others in brackets; the defaults the
+     * table has, with their values. */
+    assert_non_null(strstr(text, "usage: --control-plane URL [--bootstrap-token TOKEN]"));
+    assert_non_null(strstr(text, "[--engine-path PATH]..."));
+    assert_non_null(strstr(text, "CAIRN_AGENT_ENGINE_PATH (colon-separated),"));
+    assert_non_null(strstr(text, "address 127.0.0.1, log-level info, metrics-interval 10,"));
+    free(o);
+    free(text);
+    agent_settings_layer_free(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +329,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_validation, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_required, clear_env, clear_env),
         cmocka_unit_test(test_machine),
+        cmocka_unit_test(test_options_and_usage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

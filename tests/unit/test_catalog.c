@@ -45,6 +45,19 @@ static void test_kind_names(void **state)
     assert_string_equal(engine_kind_first_line(ENGINE_VALKEY), "7.2");
 }
 
+/* engine_kind_names is the list, in enum order, and a one_of list. */
+static void test_kind_name_list(void **state)
+{
+    (void)state;
+    for (int k = 0; k < ENGINE_KIND_COUNT; k++) {
+        assert_string_equal(engine_kind_names[k], engine_kind_name((enum engine_kind)k));
+        assert_true(engine_kind_known(engine_kind_names[k]));
+    }
+    assert_null(engine_kind_names[ENGINE_KIND_COUNT]);
+    assert_false(engine_kind_known(NULL));
+    assert_false(engine_kind_known("keydb"));
+}
+
 static void test_kind_unknown_names(void **state)
 {
     static const char *const bad[] = {"", "Redis", "VALKEY", "redis ", "keydb", "valkey-server"};
@@ -612,6 +625,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kind_names),
+        cmocka_unit_test(test_kind_name_list),
         cmocka_unit_test(test_kind_unknown_names),
         cmocka_unit_test(test_parse_version),
         cmocka_unit_test(test_parse_version_garbage),

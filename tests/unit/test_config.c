@@ -287,6 +287,52 @@ static void test_set_bad_value(void **state)
     assert_string_equal(cfg.listen_host, "127.0.0.1");
 }
 
+/* Every setting is a getopt option config_set() knows, shown in the usage
+ * flags, and (with a value) read from CAIRN_<FLAG> as the usage says. */
+static void test_options_and_usage(void **state)
+{
+    static const struct option help[] = {{"help", no_argument, NULL, 'h'}};
+    struct option *o = config_options(help, 1);
+    struct config cfg;
+    struct usage u;
+    char err[256], word[96], env[96], *flags = NULL, *vars = NULL;
+    size_t n = 0, size;
+
+    (void)state;
+    FILE *out = open_memstream(&flags, &size);
+    usage_start(&u, out, "usage:", 7);
+    config_usage_flags(&u);
+    usage_end(&u);
+    fclose(out);
+    out = open_memstream(&vars, &size);
+    config_usage_env(out);
+    fclose(out);
+    assert_true(config_from_env(&cfg, err, sizeof(err)));
+    for (; o[n].name != NULL && o[n].val == 0; n++) {
+        snprintf(word, sizeof(word), o[n].has_arg ? "[--%s " : "[--%s]", o[n].name);
+        if (strstr(flags, word) == NULL)
+            fail_msg("the usage lacks %s: %s", word, flags);
+        if (!config_set(&cfg, o[n].name, o[n].has_arg ? "" : NULL, err, sizeof(err)) &&
+            strstr(err, "unknown option") != NULL)
+            fail_msg("--%s is an option config_set() does not know", o[n].name);
+        if (!o[n].has_arg)
+            continue;
+        size_t e = (size_t)snprintf(env, sizeof(env), "CAIRN_");
+        for (const char *c = o[n].name; *c != '\0' && e + 1 < sizeof(env); c++)
+            env[e++] = *c == '-' ? '_' : (char)(*c - 'a' + 'A');
+        env[e] = '\0';
+        if (strstr(vars, env) == NULL)
+            fail_msg("the usage does not name %s for --%s: %s", env, o[n].name, vars);
+    }
+    assert_true(n >= 19);
+    assert_string_equal(o[n].name, "help");
+    assert_null(o[n + 1].name);
+    assert_true(cfg.no_migrate);
+    free(o);
+    free(flags);
+    free(vars);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +349,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_set_unknown_flag, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_set_bad_value, clear_env, clear_env),
         cmocka_unit_test(test_listen_port_digits_only),
+        cmocka_unit_test_setup_teardown(test_options_and_usage, clear_env, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -837,10 +837,40 @@ static void test_spec_edges_accepted(void **state)
     assert_false(engine_config_policy_valid("allkeys-LRU"));
 }
 
+/* The managed settings: found by name, each default a value its own check
+ * takes, none of them a parameter on the user allowlist. */
+static void test_managed_settings(void **state)
+{
+    const struct engine_config_managed *m;
+    char msg[256];
+    size_t n = 0;
+
+    (void)state;
+    for (; (m = engine_config_managed_at(n)) != NULL; n++) {
+        assert_ptr_equal(engine_config_managed_find(m->param), m);
+        if (!engine_config_managed_check(m, m->fallback, msg, sizeof(msg)))
+            fail_msg("%s: its default \"%s\" %s", m->param, m->fallback, msg);
+        if (engine_config_param_check(ENGINE_VALKEY, "9.0", m->param, m->fallback, NULL, msg,
+                                      sizeof(msg)))
+            fail_msg("%s is also on the user allowlist", m->param);
+    }
+    assert_int_equal(n, 4);
+    assert_null(engine_config_managed_find("timeout"));
+    /* Stricter than the allowlist: what the API has always refused. */
+    m = engine_config_managed_find("reserved-memory-percent");
+    assert_false(engine_config_managed_check(m, "025", msg, sizeof(msg)));
+    assert_false(engine_config_managed_check(m, "+25", msg, sizeof(msg)));
+    assert_string_equal(msg, "must be an integer from 0 to 90");
+    m = engine_config_managed_find("cluster-node-timeout");
+    assert_false(engine_config_managed_check(m, "499", msg, sizeof(msg)));
+    assert_string_equal(msg, "must be an integer from 500 to 120000 (milliseconds)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_managed_settings),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_sizes_refused),
         cmocka_unit_test(test_render_valkey_minimal),

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "catalog.h"
 #include "info.h"
 #include "xalloc.h"
 
@@ -456,14 +457,49 @@ static void test_many_keys(void **state)
     free(text);
 }
 
+/* The engine and version an INFO reply names (engine/catalog.h): Valkey's
+ * own key wins over the redis_version it also reports. */
+static void test_engine_from_info(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < NCASES; c++) {
+        const struct info_case *k = &cases[c];
+        char *text;
+        size_t len;
+        struct engine_info *info = load_info(k->engine, "info_primary.txt", &text, &len);
+        enum engine_kind kind = ENGINE_KIND_COUNT;
+        const char *version = NULL;
+
+        assert_true(engine_kind_from_info(info, &kind, &version));
+        assert_string_equal(engine_kind_name(kind), k->engine);
+        assert_string_equal(version, k->valkey_version ? k->valkey_version : k->redis_version);
+        engine_info_free(info);
+        free(text);
+    }
+    static const char none[] = "# Server\r\nredis_mode:standalone\r\n";
+    struct engine_info *info = engine_info_parse(none, sizeof(none) - 1);
+    enum engine_kind kind = ENGINE_KIND_COUNT;
+    const char *version = NULL;
+    assert_false(engine_kind_from_info(info, &kind, &version));
+    assert_int_equal(kind, ENGINE_KIND_COUNT);
+    assert_null(version);
+    engine_info_free(info);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_primary_fixtures), cmocka_unit_test(test_replica_fixtures),
-        cmocka_unit_test(test_valkey_only_keys), cmocka_unit_test(test_empty),
-        cmocka_unit_test(test_line_forms),       cmocka_unit_test(test_text_not_terminated),
-        cmocka_unit_test(test_duplicates),       cmocka_unit_test(test_numbers),
-        cmocka_unit_test(test_fields),           cmocka_unit_test(test_huge_value),
+        cmocka_unit_test(test_engine_from_info),
+        cmocka_unit_test(test_primary_fixtures),
+        cmocka_unit_test(test_replica_fixtures),
+        cmocka_unit_test(test_valkey_only_keys),
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_line_forms),
+        cmocka_unit_test(test_text_not_terminated),
+        cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_huge_value),
         cmocka_unit_test(test_many_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
