@@ -21,10 +21,8 @@ static enum db_status delete_fn(struct db_conn *conn, void *arg)
     problem_clear(c->p);
     enum db_status st = store_cluster_lock(conn, c->id, &row);
     json_decref(row.spec);
-    if (st == DB_NOT_FOUND) {
-        problem_set(c->p, PROBLEM_CLUSTER_NOT_FOUND, "cluster %s does not exist", c->id);
-        return DB_REFUSED;
-    }
+    if (st == DB_NOT_FOUND)
+        return problem_no_cluster(c->p, c->id);
     if (st == DB_OK)
         st = store_operation_queue(conn, c->id, op_cluster_delete.name, NULL, op_id);
     if (st == DB_CONFLICT)

@@ -45,10 +45,8 @@ static enum db_status failover_fn(struct db_conn *conn, void *arg)
     problem_clear(c->p);
     enum db_status st = store_cluster_lock(conn, c->id, &row);
     json_decref(row.spec);
-    if (st == DB_NOT_FOUND) {
-        problem_set(c->p, PROBLEM_CLUSTER_NOT_FOUND, "cluster %s does not exist", c->id);
-        return DB_REFUSED;
-    }
+    if (st == DB_NOT_FOUND)
+        return problem_no_cluster(c->p, c->id);
     if (st != DB_OK || (st = pick_shard(conn, c, &pick)) != DB_OK)
         return st;
     json_t *context = json_pack("{s:i}", "shard", pick.index);

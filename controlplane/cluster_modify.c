@@ -102,11 +102,8 @@ static enum db_status modify_fn(struct db_conn *conn, void *arg)
     c->req.poke = false;
     c->accepted = false;
     enum db_status st = store_cluster_lock(conn, c->req.cluster_id, &row);
-    if (st == DB_NOT_FOUND) {
-        problem_set(c->p, PROBLEM_CLUSTER_NOT_FOUND, "cluster %s does not exist",
-                    c->req.cluster_id);
-        st = DB_REFUSED;
-    }
+    if (st == DB_NOT_FOUND)
+        st = problem_no_cluster(c->p, c->req.cluster_id);
     if (st != DB_OK)
         goto out;
     st = DB_REFUSED;

@@ -316,6 +316,14 @@ PGresult *db_query_params(struct db_conn *conn, const struct db_stmt *stmt,
     return db_query(conn, stmt, p->n, p->values, status);
 }
 
+enum db_status db_exec_params(struct db_conn *conn, const struct db_stmt *stmt,
+                              const struct db_params *p)
+{
+    enum db_status st;
+    PQclear(db_query_params(conn, stmt, p, &st));
+    return st;
+}
+
 long long db_int(const PGresult *res, int row, int col)
 {
     return PQgetisnull(res, row, col) ? 0 : strtoll(PQgetvalue(res, row, col), NULL, 10);

@@ -85,6 +85,9 @@ void db_param_bool(struct db_params *p, bool value);
 void db_param_double(struct db_params *p, double value);
 PGresult *db_query_params(struct db_conn *conn, const struct db_stmt *stmt,
                           const struct db_params *p, enum db_status *status);
+/* Run stmt with p for its effect alone (its rows, if any, are dropped). */
+enum db_status db_exec_params(struct db_conn *conn, const struct db_stmt *stmt,
+                              const struct db_params *p);
 
 /* Typed results: column col of row of res. NULL reads as 0, false, 0.0 or
  * NULL (db_text); db_text's string belongs to res. */

@@ -241,6 +241,24 @@ static void report_web_root(const char *root)
         log_info("web console", "web_root=%s", log_quote(quoted, sizeof(quoted), root));
 }
 
+/* The Sentinel-compatible listener, unless it is off; NULL without one. */
+static struct sentinel *start_sentinel(struct app *app)
+{
+    char err[512];
+    struct sentinel *sentinel = NULL;
+
+    if (app->cfg.sentinel_host[0] == '\0')
+        return NULL;
+    sentinel =
+        sentinel_start(app, app->cfg.sentinel_host, app->cfg.sentinel_port, err, sizeof(err));
+    if (sentinel == NULL)
+        log_warn("Sentinel-compatible discovery is off", "error=\"%s\"", err);
+    else
+        log_info("sentinel listening", "address=%s:%d", app->cfg.sentinel_host,
+                 sentinel_port(sentinel));
+    return sentinel;
+}
+
 static int cmd_serve(struct cli *cli)
 {
     struct app app = {.cfg = cli->cfg};
@@ -278,16 +296,7 @@ static int cmd_serve(struct cli *cli)
     }
     struct notify *notify = notify_start(app.cfg.database_url, server);
     app.runner = runner_start(&app, op_kinds);
-    struct sentinel *sentinel = NULL;
-    if (app.cfg.sentinel_host[0] != '\0') {
-        sentinel =
-            sentinel_start(&app, app.cfg.sentinel_host, app.cfg.sentinel_port, err, sizeof(err));
-        if (sentinel == NULL)
-            log_warn("Sentinel-compatible discovery is off", "error=\"%s\"", err);
-        else
-            log_info("sentinel listening", "address=%s:%d", app.cfg.sentinel_host,
-                     sentinel_port(sentinel));
-    }
+    struct sentinel *sentinel = start_sentinel(&app);
     monitor_start(app.monitor);
     report_web_root(app.cfg.web_root);
     log_info("listening",

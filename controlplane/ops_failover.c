@@ -154,35 +154,53 @@ static enum op_result start_failover(struct op_ctx *ctx)
     return OP_NEXT;
 }
 
+/* The failover's shard as its nodes describe themselves now, and the node
+ * that is to be its primary (to: NULL when it is gone). */
+struct shard_view {
+    struct ops_topo t;
+    const struct cluster_node *to;
+    struct observed seen[OBSERVE_MAX];
+    size_t n;
+    bool observed; /* every node answered */
+};
+
+/* False when the topology cannot be read (nothing to free then). */
+static bool view_shard(struct op_ctx *ctx, struct shard_view *v)
+{
+    char err[256];
+    if (!ops_topo_load(ctx, &v->t))
+        return false;
+    v->to = cluster_nodes_find(&v->t.nodes, ops_context_str(ctx, "target"));
+    v->n = 0;
+    v->observed = v->to != NULL && observe_shard(&v->t, (int)ops_context_int(ctx, "shard"), v->seen,
+                                                 &v->n, err, sizeof(err));
+    return true;
+}
+
+/* Switched: the target is the only primary. The write pause ends there; in
+ * cluster mode it ends once every node agrees the cluster is ok again. */
+static bool switched(const struct shard_view *v)
+{
+    bool done = v->observed;
+    for (size_t i = 0; i < v->n && done; i++) {
+        bool is_target = v->seen[i].node == v->to;
+        done = is_target ? v->seen[i].repl.primary : !v->seen[i].repl.primary;
+        if (done && v->t.cluster_mode)
+            done = nodeio_cluster_state_ok(v->seen[i].node, v->t.password, NODEIO_PATIENT);
+    }
+    return done;
+}
+
 /* Done when the target says it is the primary and every other node of the
  * shard follows it. */
 static enum op_result wait_switch(struct op_ctx *ctx)
 {
-    const char *target = json_string_value(json_object_get(ctx->context, "target"));
-    struct observed seen[OBSERVE_MAX];
-    size_t n = 0;
-    struct ops_topo t;
-    char err[256];
-    bool switched = false;
-
-    if (!ops_topo_load(ctx, &t))
+    struct shard_view v;
+    if (!view_shard(ctx, &v))
         return op_wait(ctx, 20);
-    const struct cluster_node *to = cluster_nodes_find(&t.nodes, target);
-    if (to != NULL &&
-        observe_shard(&t, (int)ops_context_int(ctx, "shard"), seen, &n, err, sizeof(err))) {
-        /* Switched: the target is the only primary. The write pause ends
-         * there; in cluster mode it ends once every node agrees the
-         * cluster is ok again. */
-        switched = true;
-        for (size_t i = 0; i < n && switched; i++) {
-            bool is_target = seen[i].node == to;
-            switched = is_target ? seen[i].repl.primary : !seen[i].repl.primary;
-            if (switched && t.cluster_mode)
-                switched = nodeio_cluster_state_ok(seen[i].node, t.password, NODEIO_PATIENT);
-        }
-    }
-    ops_topo_free(&t);
-    if (switched) {
+    bool done = switched(&v);
+    ops_topo_free(&v.t);
+    if (done) {
         if (json_object_get(ctx->context, "switched_ms") == NULL)
             json_object_set_new(ctx->context, "switched_ms", json_integer(time_now_ms()));
         return OP_NEXT;
@@ -193,35 +211,35 @@ static enum op_result wait_switch(struct op_ctx *ctx)
     return op_wait(ctx, 20);
 }
 
+/* Whether every replica follows the target; tell those that do not. */
+static bool all_follow(const struct shard_view *v)
+{
+    char err[256];
+    bool done = true;
+    if (!v->observed)
+        return false;
+    for (size_t i = 0; i < v->n; i++) {
+        const struct observed *o = &v->seen[i];
+        if (o->node == v->to || (o->repl.master_port == v->to->port &&
+                                 strcmp(o->repl.master_host, v->to->address) == 0))
+            continue;
+        done = false;
+        if (!nodeio_follow(o->node, v->t.password, NODEIO_PATIENT, v->to, err, sizeof(err)))
+            log_warn("REPLICAOF failed", "node=%s error=\"%s\"", o->node->id, err);
+    }
+    return done;
+}
+
 /* Cluster mode disabled: FAILOVER TO moves only the old primary under the
  * target; the other replicas would stay chained behind the old primary.
  * Done when every replica follows the target (cluster mode: at once). */
 static enum op_result repoint_replicas(struct op_ctx *ctx)
 {
-    const char *target = json_string_value(json_object_get(ctx->context, "target"));
-    struct observed seen[OBSERVE_MAX];
-    size_t n = 0;
-    struct ops_topo t;
-    char err[256];
-    bool done = false;
-
-    if (!ops_topo_load(ctx, &t))
+    struct shard_view v;
+    if (!view_shard(ctx, &v))
         return op_wait(ctx, OPS_POLL_MS);
-    const struct cluster_node *to = cluster_nodes_find(&t.nodes, target);
-    if (t.cluster_mode || to == NULL) {
-        done = true;
-    } else if (observe_shard(&t, (int)ops_context_int(ctx, "shard"), seen, &n, err, sizeof(err))) {
-        done = true;
-        for (size_t i = 0; i < n; i++) {
-            if (seen[i].node == to || (seen[i].repl.master_port == to->port &&
-                                       strcmp(seen[i].repl.master_host, to->address) == 0))
-                continue;
-            done = false;
-            if (!nodeio_follow(seen[i].node, t.password, NODEIO_PATIENT, to, err, sizeof(err)))
-                log_warn("REPLICAOF failed", "node=%s error=\"%s\"", seen[i].node->id, err);
-        }
-    }
-    ops_topo_free(&t);
+    bool done = v.t.cluster_mode || v.to == NULL || all_follow(&v);
+    ops_topo_free(&v.t);
     if (done)
         return OP_NEXT;
     if (ops_elapsed_s(ctx, "repoint_since") > OPS_FORM_WAIT_LIMIT_S)

@@ -96,6 +96,12 @@ enum db_status problem_busy(struct problem *p, const char *cluster_id)
     return DB_REFUSED;
 }
 
+enum db_status problem_no_cluster(struct problem *p, const char *cluster_id)
+{
+    problem_set(p, PROBLEM_CLUSTER_NOT_FOUND, "cluster %s does not exist", cluster_id);
+    return DB_REFUSED;
+}
+
 void problem_clear(struct problem *p)
 {
     json_decref(p->errors);

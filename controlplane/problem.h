@@ -110,6 +110,9 @@ bool problem_db(struct problem *p, enum db_status st);
  * Returns DB_REFUSED, for transactions. */
 enum db_status problem_busy(struct problem *p, const char *cluster_id);
 
+/* No cluster has this id: CLUSTER_NOT_FOUND. Returns DB_REFUSED. */
+enum db_status problem_no_cluster(struct problem *p, const char *cluster_id);
+
 /* Release what p holds and zero it. */
 void problem_clear(struct problem *p);
 

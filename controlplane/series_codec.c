@@ -220,55 +220,35 @@ static bool get_varint(struct in *in, uint64_t *v)
     return false;
 }
 
-static long decode_body(struct in *in, float *values, bool *present, size_t n)
+/* The decimal mode's values: a scale, then zigzag deltas of the scaled
+ * integers; true when the input held exactly those. */
+static bool decode_decimal(struct in *in, float *values, const bool *present, size_t slots)
 {
-    uint64_t slots;
-    unsigned char bitmap, mode;
+    unsigned char k;
+    int64_t cur = 0;
+    if (!get_byte(in, &k) || k > MAX_SCALE)
+        return false;
+    for (size_t i = 0; i < slots; i++) {
+        uint64_t d;
+        if (!present[i])
+            continue;
+        if (!get_varint(in, &d))
+            return false;
+        cur = (int64_t)((uint64_t)cur + (uint64_t)unzigzag(d));
+        values[i] = (float)((double)cur / pow10s[k]);
+    }
+    return in->p == in->end;
+}
 
-    if (!get_varint(in, &slots) || slots > n || !get_byte(in, &bitmap) || bitmap > 1)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        present[i] = i < slots;
-    if (bitmap) {
-        for (size_t i = 0; i < slots; i += 8) {
-            unsigned char b;
-            if (!get_byte(in, &b))
-                return -1;
-            for (size_t j = 0; j < 8 && i + j < slots; j++)
-                present[i + j] = (b >> j) & 1;
-        }
-    }
-    if (!get_byte(in, &mode))
-        return -1;
-    if (mode == SERIES_EMPTY) {
-        for (size_t i = 0; i < slots; i++)
-            if (present[i])
-                return -1;
-        return (long)slots;
-    }
-    if (mode == SERIES_DECIMAL) {
-        unsigned char k;
-        int64_t cur = 0;
-        if (!get_byte(in, &k) || k > MAX_SCALE)
-            return -1;
-        for (size_t i = 0; i < slots; i++) {
-            uint64_t d;
-            if (!present[i])
-                continue;
-            if (!get_varint(in, &d))
-                return -1;
-            cur = (int64_t)((uint64_t)cur + (uint64_t)unzigzag(d));
-            values[i] = (float)((double)cur / pow10s[k]);
-        }
-        return in->p == in->end ? (long)slots : -1;
-    }
-    if (mode != SERIES_XOR)
-        return -1;
+/* The XOR mode's values: each float's bits XORed with the previous one's,
+ * stored as four byte planes; true when the input held exactly those. */
+static bool decode_xor(struct in *in, float *values, const bool *present, size_t slots)
+{
     size_t count = 0;
     for (size_t i = 0; i < slots; i++)
         count += present[i];
     if ((size_t)(in->end - in->p) != 4 * count)
-        return -1;
+        return false;
     uint32_t prev = 0;
     for (size_t i = 0, j = 0; i < slots; i++) {
         if (!present[i])
@@ -280,7 +260,38 @@ static long decode_body(struct in *in, float *values, bool *present, size_t n)
         values[i] = float_of(prev);
         j++;
     }
-    return (long)slots;
+    return true;
+}
+
+static long decode_body(struct in *in, float *values, bool *present, size_t n)
+{
+    uint64_t slots;
+    unsigned char bitmap, mode;
+
+    if (!get_varint(in, &slots) || slots > n || !get_byte(in, &bitmap) || bitmap > 1)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        present[i] = i < slots;
+    for (size_t i = 0; bitmap && i < slots; i += 8) {
+        unsigned char b;
+        if (!get_byte(in, &b))
+            return -1;
+        for (size_t j = 0; j < 8 && i + j < slots; j++)
+            present[i + j] = (b >> j) & 1;
+    }
+    if (!get_byte(in, &mode))
+        return -1;
+    bool ok = false;
+    if (mode == SERIES_EMPTY) {
+        ok = true;
+        for (size_t i = 0; i < slots; i++)
+            ok &= !present[i];
+    } else if (mode == SERIES_DECIMAL) {
+        ok = decode_decimal(in, values, present, slots);
+    } else if (mode == SERIES_XOR) {
+        ok = decode_xor(in, values, present, slots);
+    }
+    return ok ? (long)slots : -1;
 }
 
 long series_decode(const unsigned char *buf, size_t len, float *values, bool *present, size_t n)

@@ -151,11 +151,9 @@ static const struct db_stmt set_status = {
 enum db_status store_cluster_set_status(struct db_conn *conn, const char *id, const char *status)
 {
     struct db_params p = {0};
-    enum db_status st;
     db_param_text(&p, id);
     db_param_text(&p, status);
-    PQclear(db_query_params(conn, &set_status, &p, &st));
-    return st;
+    return db_exec_params(conn, &set_status, &p);
 }
 
 static const struct db_stmt mark_modifying = {

@@ -114,12 +114,10 @@ enum db_status store_cluster_insert(struct db_conn *conn, const char *id, const 
                                     const char *sealed_secret)
 {
     struct db_params p = {0};
-    enum db_status st;
     db_param_text(&p, id);
     db_param_text(&p, spec);
     db_param_text(&p, sealed_secret);
-    PQclear(db_query_params(conn, &insert_cluster, &p, &st));
-    return st;
+    return db_exec_params(conn, &insert_cluster, &p);
 }
 
 static const struct db_stmt insert_shard = {
@@ -152,7 +150,6 @@ static const struct db_stmt insert_node = {
 enum db_status store_node_insert(struct db_conn *conn, const struct store_node_placed *n)
 {
     struct db_params p = {0};
-    enum db_status st;
     db_param_text(&p, n->cluster_id);
     db_param_text(&p, n->shard_id);
     db_param_text(&p, n->host_id);
@@ -160,8 +157,7 @@ enum db_status store_node_insert(struct db_conn *conn, const struct store_node_p
     db_param_text(&p, n->engine_version);
     db_param_text(&p, n->node_type);
     db_param_int(&p, n->ordinal);
-    PQclear(db_query_params(conn, &insert_node, &p, &st));
-    return st;
+    return db_exec_params(conn, &insert_node, &p);
 }
 
 static const struct db_stmt placed_events = {
@@ -179,9 +175,7 @@ enum db_status store_events_nodes_placed(struct db_conn *conn, const char *clust
                                          const char *op_id)
 {
     struct db_params p = {0};
-    enum db_status st;
     db_param_text(&p, cluster_id);
     db_param_text(&p, op_id);
-    PQclear(db_query_params(conn, &placed_events, &p, &st));
-    return st;
+    return db_exec_params(conn, &placed_events, &p);
 }
