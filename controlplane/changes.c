@@ -44,6 +44,8 @@ static const struct change_row rows[] = {
     {"num_shards", CHANGE_NOT_YET, NULL, false, NULL},
     {"replicas_per_shard", CHANGE_NOT_YET, NULL, false, NULL},
     {"auth_token", CHANGE_NOT_YET, NULL, true, NULL},
+    {"id", CHANGE_IMMUTABLE, NULL, true, NULL},
+    {"cluster_mode", CHANGE_IMMUTABLE, NULL, true, NULL},
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
@@ -135,4 +137,21 @@ bool change_plan(const json_t *changed, bool allow_combined, struct change_plan 
         if (plan->rows[k]->op != NULL)
             add_op(plan, plan->rows[k]->op);
     return true;
+}
+
+json_t *change_table_json(void)
+{
+    static const char *const hows[] = {[CHANGE_AT_ONCE] = "at_once",
+                                       [CHANGE_BY_OPERATION] = "operation",
+                                       [CHANGE_IMMUTABLE] = "immutable",
+                                       [CHANGE_NOT_YET] = "not_yet"};
+    json_t *out = json_array();
+    for (size_t i = 0; i < NROWS; i++) {
+        const struct change_row *r = &rows[i];
+        json_array_append_new(
+            out, json_pack("{s:s, s:s, s:s?, s:b, s:b}", "field", r->field, "change", hows[r->how],
+                           "operation", r->op != NULL ? r->op->kind->name : NULL, "alone",
+                           r->op != NULL && r->op->alone, "combines", r->combines));
+    }
+    return out;
 }

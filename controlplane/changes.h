@@ -84,6 +84,11 @@ struct change_plan {
 bool change_plan(const json_t *changed, bool allow_combined, struct change_plan *plan,
                  struct problem *p);
 
+/* The table as `cairnd changes` prints it, for the documents' tests:
+ * [{field, change: at_once|operation|immutable|not_yet, operation, alone,
+ * combines}]. The caller json_decref()s it. */
+json_t *change_table_json(void);
+
 /* Refuse the change of one not-yet field, as change_plan() does. */
 bool change_not_yet(const char *fields, struct problem *p);
 

@@ -1,6 +1,6 @@
 /* main.c -- cairnd's command line: serve (the default), migrate, token
  * create|list|revoke, the lists the contract tests compare with the
- * documents (routes, engines, operation-kinds, managed-settings) and
+ * documents (routes, engines, operation-kinds, managed-settings, changes) and
  * version. */
 #include <getopt.h>
 #include <limits.h>
@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "catalog.h"
+#include "changes.h"
 #include "config.h"
 #include "engine_config.h"
 #include "log.h"
@@ -40,7 +41,7 @@ static void print_usage(FILE *out)
           "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
           "       cairnd token list [--database-url URL]\n"
           "       cairnd token revoke ID [--database-url URL]\n"
-          "       cairnd routes | engines | operation-kinds | managed-settings\n"
+          "       cairnd routes | engines | operation-kinds | managed-settings | changes\n"
           "       cairnd version\n",
           out);
     config_usage_env(out);
@@ -432,6 +433,15 @@ static int cmd_token(struct cli *cli)
     return rc;
 }
 
+/* Print a JSON document on stdout, and free it. */
+static int print_json(json_t *out)
+{
+    json_dumpf(out, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(out);
+    return 0;
+}
+
 static int cmd_routes(void)
 {
     json_t *out = json_array();
@@ -441,10 +451,7 @@ static int cmd_routes(void)
                                              r->pattern, "scope", route_scope_name(r->scope),
                                              "console", r->console));
     }
-    json_dumpf(out, stdout, JSON_INDENT(2));
-    putchar('\n');
-    json_decref(out);
-    return 0;
+    return print_json(out);
 }
 
 /* Print a NULL-terminated list of names as a JSON array. */
@@ -453,10 +460,7 @@ static int cmd_names(const char *const *names)
     json_t *out = json_array();
     for (const char *const *n = names; *n != NULL; n++)
         json_array_append_new(out, json_string(*n));
-    json_dumpf(out, stdout, JSON_INDENT(2));
-    putchar('\n');
-    json_decref(out);
-    return 0;
+    return print_json(out);
 }
 
 /* Print the managed settings (engine_config.h) as a JSON array. */
@@ -485,10 +489,7 @@ static int cmd_managed_settings(void)
         }
         json_array_append_new(out, item);
     }
-    json_dumpf(out, stdout, JSON_INDENT(2));
-    putchar('\n');
-    json_decref(out);
-    return 0;
+    return print_json(out);
 }
 
 int main(int argc, char **argv)
@@ -518,6 +519,8 @@ int main(int argc, char **argv)
         return cmd_names(op_kind_names());
     if (strcmp(cmd, "managed-settings") == 0)
         return cmd_managed_settings();
+    if (strcmp(cmd, "changes") == 0)
+        return print_json(change_table_json());
     if (strcmp(cmd, "version") == 0) {
         printf("cairnd %s\n", CAIRND_VERSION);
         return 0;

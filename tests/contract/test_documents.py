@@ -88,6 +88,26 @@ def test_restart_list_of_patch(spec, managed):
         f"PATCH lists {code(m.group(1))} as waiting for a restart; cairnd has {eq_list}"
 
 
+def change_text(row):
+    """A row of `cairnd changes` as the PATCH description's table says it."""
+    if row["change"] == "at_once":
+        return "is applied at once"
+    if row["change"] == "operation":
+        return f"runs an `{row['operation']}` operation" + (", alone" if row["alone"] else "")
+    if row["change"] == "not_yet":
+        return "is not supported yet: `409 CHANGE_NOT_SUPPORTED_YET`"
+    return "is never allowed: `400 VALIDATION_FAILED`"
+
+
+def test_change_table_of_patch(spec):
+    """PATCH /v1/clusters/{id}'s table of what a change of each field does is cairnd's."""
+    text = spec["paths"]["/v1/clusters/{id}"]["patch"]["description"]
+    documented = {code(r[0])[0]: r[1] for r in table_rows(text)
+                  if len(r) == 2 and code(r[0]) and r[0] != "field"}
+    built = {row["field"]: change_text(row) for row in cairnd_list("changes")}
+    assert documented == built, f"PATCH documents {documented}; cairnd's change table is {built}"
+
+
 def test_node_config_schema(spec, managed):
     """NodeConfig has a required field per managed setting, with its default."""
     schema = spec["components"]["schemas"]["NodeConfig"]
