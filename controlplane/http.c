@@ -175,6 +175,7 @@ void http_reply_problem(struct http_request *req, enum problem_code code, json_t
 
 void http_reply_error(struct http_request *req, struct problem *p)
 {
+    assert(p->set);
     json_t *errors = p->errors;
     p->errors = NULL;
     if (p->code == PROBLEM_INTERNAL_ERROR && p->detail[0] == '\0')

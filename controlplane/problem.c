@@ -45,14 +45,6 @@ const struct problem_info *problem_info(enum problem_code code)
     return &infos[code];
 }
 
-enum problem_code problem_by_code(const char *name)
-{
-    for (int i = 0; i < PROBLEM_COUNT; i++)
-        if (strcmp(problem_info((enum problem_code)i)->code, name) == 0)
-            return (enum problem_code)i;
-    return PROBLEM_INTERNAL_ERROR;
-}
-
 bool problem_set(struct problem *p, enum problem_code code, const char *fmt, ...)
 {
     va_list ap;

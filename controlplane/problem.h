@@ -119,8 +119,5 @@ void problem_clear(struct problem *p);
 /* The registry entry for code; never NULL for a valid code. */
 const struct problem_info *problem_info(enum problem_code code);
 
-/* The code named name ("CLUSTER_UNHEALTHY"); PROBLEM_INTERNAL_ERROR for a
- * name that is none. */
-enum problem_code problem_by_code(const char *name);
 
 #endif
