@@ -17,7 +17,12 @@
  *                              binary, password, the desired entry it was
  *                              started from and how it last ended (0600),
  *                              for re-adoption and the restart policy
- *         data/                the engine's working directory (RDB, AOF) */
+ *         data/                the engine's working directory (RDB, AOF)
+ *
+ * This header includes none of the modules that work on this state
+ * (supervise, telemetry, report, loop), so each of them includes it
+ * without including the others; telemetry's own state hangs here by an
+ * opaque pointer. */
 #ifndef CAIRN_AGENT_AGENT_H
 #define CAIRN_AGENT_AGENT_H
 
@@ -32,17 +37,11 @@
 #include "cp.h"
 #include "desired.h"
 #include "identity.h"
+#include "pinger.h"
 #include "settings.h"
-#include "telemetry.h"
 
 #define AGENT_VERSION "0.1.0"
 
-/* Health checks: PING every second (every 50 ms while starting, to notice
- * the first answer at once), a reply within a second, INFO every 2 s. */
-#define AGENT_PING_INTERVAL_US          1000000LL
-#define AGENT_PING_STARTING_INTERVAL_US 50000LL
-#define AGENT_PING_TIMEOUT_US           1000000LL
-#define AGENT_INFO_INTERVAL_US          2000000LL
 /* An engine's word on its own role counts only from readings taken this
  * long into a run: a cluster-mode replica calls itself master from its
  * start until its cluster cron (every 100 ms once loaded) points it at its
@@ -53,15 +52,10 @@
 #define AGENT_STOP_DEADLINE_US 10000000LL
 
 /* Sync: how long cairnd may hold a sync (until registration says
- * otherwise), and the retry backoff when it cannot be reached (100 ms
- * doubling to 5 s, or to half cairnd's heartbeat timeout when that is
- * shorter: cairnd gives every host one timeout to report once it is back,
- * so the agent must try again well within it). */
-#define AGENT_SYNC_WAIT_MS      2000
-#define AGENT_CP_BACKOFF_MIN_US 100000LL
-#define AGENT_CP_BACKOFF_MAX_US 5000000LL
+ * otherwise). When cairnd cannot be reached, agent_cp_backoff_us(). */
+#define AGENT_SYNC_WAIT_MS 2000
 
-struct agent_pinger;
+struct agent_telemetry;
 struct agent_upstream;
 
 /* The process that runs for a node, as started or adopted (node.json). */
@@ -73,20 +67,6 @@ struct agent_run {
     char *binary;   /* path it was started from */
     char *password; /* NULL: none */
     char *spec;     /* the desired entry it was started from (canonical JSON) */
-};
-
-/* What the last INFO said. */
-struct agent_observed {
-    bool valid;
-    long long process_id; /* who answered */
-    bool replica;
-    bool has_offset;
-    long long offset;
-    int link_up; /* -1 unknown (primaries), 0 down, 1 up */
-    bool loading;
-    bool sync_in_progress;
-    char version[ENGINE_VERSION_MAX];
-    int64_t at_us; /* when INFO answered (monotonic) */
 };
 
 struct agent_node {
@@ -164,14 +144,18 @@ struct agent {
     struct agent_node **nodes;
     size_t n_nodes, cap_nodes;
 
-    struct agent_telemetry tm;
+    struct agent_telemetry *tm; /* the metrics (telemetry.h) */
 
     int sigfd;
     bool quit;
 };
 
 /* Mark that cairnd should hear about a change now (the loop aborts a
- * waiting long-poll and syncs). */
-void agent_report_changed(struct agent *a);
+ * waiting long-poll and syncs). Here rather than in loop.c: supervise,
+ * which sits below the loop, calls it. */
+static inline void agent_report_changed(struct agent *a)
+{
+    a->report_dirty = true;
+}
 
 #endif

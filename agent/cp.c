@@ -12,6 +12,10 @@
 
 #define AGENT_USER_AGENT "cairn-agent/0.1.0"
 
+/* The retry backoff (see agent_cp_backoff_us()). */
+#define AGENT_CP_BACKOFF_MIN_US 100000LL
+#define AGENT_CP_BACKOFF_MAX_US 5000000LL
+
 /* Append a chunk of the answer; refusing it (returning less) fails the
  * transfer when the answer grows past the cap. */
 static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
@@ -216,4 +220,15 @@ void agent_cp_problem(const struct agent_cp_result *r, char *buf, size_t size)
             *p = '\'';
     }
     json_decref(j);
+}
+
+int64_t agent_cp_backoff_us(unsigned failures, int heartbeat_timeout_s)
+{
+    int64_t d = AGENT_CP_BACKOFF_MIN_US, most = AGENT_CP_BACKOFF_MAX_US;
+
+    if (heartbeat_timeout_s > 0 && heartbeat_timeout_s * 500000LL < most)
+        most = heartbeat_timeout_s * 500000LL;
+    for (unsigned i = 1; i < failures && d < most; i++)
+        d *= 2;
+    return d < most ? d : most;
 }

@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Cap on an answer's size; a larger one fails the request. */
 #define AGENT_CP_MAX_ANSWER (4u << 20)
@@ -91,5 +92,12 @@ const struct agent_cp_result *agent_cp_take(struct agent_cp *cp);
  * problem document, with as much of it as it has, and double quotes turned
  * into single ones so it fits a logfmt value. */
 void agent_cp_problem(const struct agent_cp_result *r, char *buf, size_t size);
+
+/* Delay before retrying cairnd after the given number of failures in a
+ * row (1 → 100 ms, doubling, capped at 5 s, or at half of cairnd's
+ * heartbeat_timeout_s when that is shorter; 0: not known). cairnd gives
+ * every host one heartbeat timeout to report once it is back, so the
+ * agent must try again well within it. Pure. */
+int64_t agent_cp_backoff_us(unsigned failures, int heartbeat_timeout_s);
 
 #endif

@@ -22,10 +22,14 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "cp.h"
+#include "desired.h"
 #include "files.h"
+#include "identity.h"
 #include "log.h"
 #include "report.h"
 #include "supervise.h"
+#include "telemetry.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -33,30 +37,18 @@
  * most this much. */
 #define LOOP_MAX_WAIT_MS 1000
 
-void agent_report_changed(struct agent *a)
+/* The curl_waitfd that waits on p's descriptor for its poll(2) events
+ * (POLLIN, POLLOUT), and the poll(2) flags of the revents
+ * curl_multi_poll() set in one: the modules below the loop speak poll(2),
+ * the loop waits with curl. */
+static struct curl_waitfd waitfd_of(const struct pollfd *p)
 {
-    a->report_dirty = true;
+    return (struct curl_waitfd){.fd = p->fd,
+                                .events = (short)(((p->events & POLLIN) ? CURL_WAIT_POLLIN : 0) |
+                                                  ((p->events & POLLOUT) ? CURL_WAIT_POLLOUT : 0))};
 }
 
-int64_t agent_loop_backoff_us(unsigned failures, int heartbeat_timeout_s)
-{
-    int64_t d = AGENT_CP_BACKOFF_MIN_US, most = AGENT_CP_BACKOFF_MAX_US;
-
-    if (heartbeat_timeout_s > 0 && heartbeat_timeout_s * 500000LL < most)
-        most = heartbeat_timeout_s * 500000LL;
-    for (unsigned i = 1; i < failures && d < most; i++)
-        d *= 2;
-    return d < most ? d : most;
-}
-
-struct curl_waitfd agent_loop_waitfd(int fd, short events)
-{
-    return (struct curl_waitfd){.fd = fd,
-                                .events = (short)(((events & POLLIN) ? CURL_WAIT_POLLIN : 0) |
-                                                  ((events & POLLOUT) ? CURL_WAIT_POLLOUT : 0))};
-}
-
-short agent_loop_revents(short waitfd_revents)
+static short revents_of(short waitfd_revents)
 {
     return (short)(((waitfd_revents & CURL_WAIT_POLLIN) ? POLLIN : 0) |
                    ((waitfd_revents & CURL_WAIT_POLLOUT) ? POLLOUT : 0) |
@@ -84,7 +76,7 @@ int agent_loop_signalfd(void)
 static void cp_backoff(struct agent *a, int64_t now_us)
 {
     a->cp_failures++;
-    a->cp_retry_at_us = now_us + agent_loop_backoff_us(a->cp_failures, a->heartbeat_timeout_s);
+    a->cp_retry_at_us = now_us + agent_cp_backoff_us(a->cp_failures, a->heartbeat_timeout_s);
 }
 
 static void cp_failed(struct agent *a, int64_t now_us, const char *what, const char *detail)
@@ -295,11 +287,11 @@ static void on_signals(struct agent *a, int64_t now_us)
 int agent_loop_run(struct agent *a)
 {
     struct curl_waitfd *fds = NULL;
+    struct pollfd *pfds = NULL; /* the modules' descriptors, fds[1] onwards */
     size_t cap = 0;
 
     while (!a->quit) {
         int64_t now = time_mono_us();
-        unsigned n = 0;
 
         agent_sup_tick(a, now);
         cp_kick(a, now);
@@ -321,24 +313,28 @@ int agent_loop_run(struct agent *a)
         if (cap < 1 + 3 * a->n_nodes) {
             cap = 1 + 3 * a->n_nodes + 16;
             fds = xrealloc(fds, cap * sizeof(*fds));
+            pfds = xrealloc(pfds, cap * sizeof(*pfds));
         }
-        fds[n++] = (struct curl_waitfd){.fd = a->sigfd, .events = CURL_WAIT_POLLIN};
-        unsigned n_sup = agent_sup_pollfds(a, fds + n);
-        n += n_sup;
-        unsigned n_tm = agent_telemetry_pollfds(a, fds + n);
-        n += n_tm;
+        unsigned n_sup = agent_sup_pollfds(a, pfds);
+        unsigned n_tm = agent_telemetry_pollfds(a, pfds + n_sup);
+        unsigned n = 1 + n_sup + n_tm;
+        fds[0] = (struct curl_waitfd){.fd = a->sigfd, .events = CURL_WAIT_POLLIN};
+        for (unsigned i = 1; i < n; i++)
+            fds[i] = waitfd_of(&pfds[i - 1]);
         /* Round up so a timer due in 0.4 ms does not spin at 0 ms waits. */
         CURLMcode mc = curl_multi_poll(a->multi, fds, n, (int)((wait_us + 999) / 1000), NULL);
         if (mc != CURLM_OK) {
             log_error("curl_multi_poll failed", "error=\"%s\"", curl_multi_strerror(mc));
             usleep(100000);
         }
+        for (unsigned i = 1; i < n; i++)
+            pfds[i - 1].revents = revents_of(fds[i].revents);
 
         now = time_mono_us();
         if (fds[0].revents)
             on_signals(a, now);
-        agent_sup_ready(a, fds + 1, n_sup, now);
-        agent_telemetry_ready(a, fds + 1 + n_sup, n_tm, now);
+        agent_sup_ready(a, pfds, n_sup, now);
+        agent_telemetry_ready(a, pfds + n_sup, n_tm, now);
         agent_cp_perform(a->multi);
         const struct agent_cp_result *r = agent_cp_take(&a->cp);
         if (r != NULL)
@@ -346,5 +342,6 @@ int agent_loop_run(struct agent *a)
         agent_telemetry_perform(a, now);
     }
     free(fds);
+    free(pfds);
     return 0;
 }

@@ -17,11 +17,18 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "collect.h"
+#include "cp.h"
+#include "desired.h"
 #include "files.h"
+#include "identity.h"
 #include "log.h"
 #include "loop.h"
+#include "settings.h"
 #include "supervise.h"
+#include "telemetry.h"
 #include "timeutil.h"
+#include "usage.h"
 #include "xalloc.h"
 
 /* The usage message; the settings' part comes from settings.c's table. */

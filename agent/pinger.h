@@ -16,8 +16,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent.h"
+#include "catalog.h"
+#include "converge.h"
 #include "info.h"
+
+/* PING every second (every 50 ms while starting, to notice the first
+ * answer at once), a reply within a second, INFO every 2 s. */
+#define AGENT_PING_INTERVAL_US          1000000LL
+#define AGENT_PING_STARTING_INTERVAL_US 50000LL
+#define AGENT_PING_TIMEOUT_US           1000000LL
+#define AGENT_INFO_INTERVAL_US          2000000LL
+
+/* What the last INFO said. */
+struct agent_observed {
+    bool valid;
+    long long process_id; /* who answered */
+    bool replica;
+    bool has_offset;
+    long long offset;
+    int link_up; /* -1 unknown (primaries), 0 down, 1 up */
+    bool loading;
+    bool sync_in_progress;
+    char version[ENGINE_VERSION_MAX];
+    int64_t at_us; /* when INFO answered (monotonic) */
+};
 
 struct agent_pinger_result {
     bool probed; /* a PING was answered or failed: see probe */

@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "xalloc.h"
+#include "catalog.h"
+#include "converge.h"
 
 /* Encode j (a reference taken over) to text, aborting on out of memory. */
 static char *dump(json_t *j)

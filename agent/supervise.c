@@ -13,14 +13,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "catalog.h"
+#include "converge.h"
+#include "desired.h"
 #include "engine_config.h"
 #include "files.h"
+#include "info.h"
 #include "log.h"
-#include "loop.h"
 #include "pinger.h"
 #include "proc.h"
 #include "report.h"
 #include "resp.h"
+#include "telemetry.h"
 #include "xalloc.h"
 
 /* What the agent asks an engine when it re-adopts it. */
@@ -767,22 +771,22 @@ int64_t agent_sup_next_us(const struct agent *a)
     return next;
 }
 
-unsigned agent_sup_pollfds(const struct agent *a, struct curl_waitfd *fds)
+unsigned agent_sup_pollfds(const struct agent *a, struct pollfd *fds)
 {
     unsigned k = 0;
 
     for (size_t i = 0; i < a->n_nodes; i++) {
         const struct agent_node *n = a->nodes[i];
         if (n->pidfd >= 0)
-            fds[k++] = (struct curl_waitfd){.fd = n->pidfd, .events = CURL_WAIT_POLLIN};
+            fds[k++] = (struct pollfd){.fd = n->pidfd, .events = POLLIN};
         int fd = n->pinger != NULL ? agent_pinger_fd(n->pinger) : -1;
         if (fd >= 0)
-            fds[k++] = agent_loop_waitfd(fd, agent_pinger_events(n->pinger));
+            fds[k++] = (struct pollfd){.fd = fd, .events = agent_pinger_events(n->pinger)};
     }
     return k;
 }
 
-void agent_sup_ready(struct agent *a, const struct curl_waitfd *fds, unsigned nfds, int64_t now_us)
+void agent_sup_ready(struct agent *a, const struct pollfd *fds, unsigned nfds, int64_t now_us)
 {
     for (unsigned k = 0; k < nfds; k++) {
         if (fds[k].revents == 0)
@@ -802,8 +806,7 @@ void agent_sup_ready(struct agent *a, const struct curl_waitfd *fds, unsigned nf
             if (n->pinger != NULL && agent_pinger_fd(n->pinger) == fds[k].fd) {
                 struct agent_pinger_result res = {0};
                 struct agent_observed before = n->seen;
-                agent_pinger_io(n->pinger, agent_loop_revents(fds[k].revents), now_us, &n->seen,
-                                &res);
+                agent_pinger_io(n->pinger, fds[k].revents, now_us, &n->seen, &res);
                 on_probe(a, n, &before, &res, now_us);
                 break;
             }

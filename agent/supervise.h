@@ -10,7 +10,7 @@
 #ifndef CAIRN_AGENT_SUPERVISE_H
 #define CAIRN_AGENT_SUPERVISE_H
 
-#include <curl/curl.h>
+#include <poll.h>
 #include <stdint.h>
 
 #include "agent.h"
@@ -43,12 +43,13 @@ void agent_sup_tick(struct agent *a, int64_t now_us);
 int64_t agent_sup_next_us(const struct agent *a);
 
 /* Fill fds (room for 2 per node) with the pidfds and engine connections
- * to wait on; returns how many. Entry i of the result maps back to its node
- * through agent_sup_ready(). */
-unsigned agent_sup_pollfds(const struct agent *a, struct curl_waitfd *fds);
+ * to wait on and the poll(2) events to wait for; returns how many. Entry i
+ * of the result maps back to its node through agent_sup_ready(). */
+unsigned agent_sup_pollfds(const struct agent *a, struct pollfd *fds);
 
-/* Handle the readiness returned for the fds agent_sup_pollfds() filled. */
-void agent_sup_ready(struct agent *a, const struct curl_waitfd *fds, unsigned n, int64_t now_us);
+/* Handle the poll(2) revents returned for the fds agent_sup_pollfds()
+ * filled. */
+void agent_sup_ready(struct agent *a, const struct pollfd *fds, unsigned n, int64_t now_us);
 
 /* SIGCHLD arrived: reap every child engine that has exited. */
 void agent_sup_reap(struct agent *a, int64_t now_us);

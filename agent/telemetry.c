@@ -11,17 +11,39 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "collect.h"
+#include "cp.h"
+#include "info.h"
 #include "log.h"
-#include "loop.h"
+#include "outbox.h"
 #include "pinger.h"
 #include "resp.h"
 #include "timeutil.h"
 #include "upstream.h"
+#include "xalloc.h"
 
 /* The primary's answer and then the replica's must both fit in the time a
  * tick waits. */
 _Static_assert(AGENT_UPSTREAM_TIMEOUT_US < AGENT_METRICS_GRACE_US / 2,
                "a replica's INFO needs time after its primary's");
+
+/* The metrics of the agent (a->tm). */
+struct agent_telemetry {
+    int interval_s, period_s;
+    int64_t tick;    /* epoch s of the last tick taken */
+    bool collecting; /* the engines' answers for tick are awaited */
+    int64_t collect_end_us;
+    bool have_host;
+    struct agent_host_snap host;
+    struct agent_values host_values; /* the host's values for tick's interval */
+
+    struct agent_outbox outbox;
+    struct agent_cp chan;
+    unsigned failures; /* pushes in a row that failed for a reason worth retrying */
+    int64_t retry_at_us;
+    int64_t sent_us;
+    long refused_status; /* the last refusal logged at warn level (0: none since a success) */
+};
 
 /* The latest tick at or before wall time w (epoch s). */
 static int64_t tick_at(const struct agent_telemetry *t, int64_t w_us)
@@ -33,9 +55,9 @@ static int64_t tick_at(const struct agent_telemetry *t, int64_t w_us)
 
 void agent_telemetry_init(struct agent *a, CURLM *multi)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = xcalloc(1, sizeof(*t));
 
-    memset(t, 0, sizeof(*t));
+    a->tm = t;
     t->interval_s = a->cfg->metrics_interval_s;
     t->period_s = a->cfg->metrics_period_s;
     t->tick = tick_at(t, time_wall_us()); /* the first sample comes at the next one */
@@ -45,8 +67,10 @@ void agent_telemetry_init(struct agent *a, CURLM *multi)
 
 void agent_telemetry_close(struct agent *a)
 {
-    agent_cp_close(&a->tm.chan);
-    agent_outbox_free(&a->tm.outbox);
+    agent_cp_close(&a->tm->chan);
+    agent_outbox_free(&a->tm->outbox);
+    free(a->tm);
+    a->tm = NULL;
 }
 
 /* ---- the host ------------------------------------------------------------ */
@@ -141,7 +165,7 @@ static bool ask_primary(struct agent_node *n, int64_t now_us)
 static void primary_done(struct agent *a, struct agent_node *n, struct engine_info *info,
                          int64_t now_us)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = a->tm;
     const struct agent_replica_link *l = &n->snap.link;
     struct agent_primary_snap snap;
 
@@ -180,7 +204,7 @@ static void expire_primaries(struct agent *a, int64_t now_us)
     }
 }
 
-unsigned agent_telemetry_pollfds(const struct agent *a, struct curl_waitfd *fds)
+unsigned agent_telemetry_pollfds(const struct agent *a, struct pollfd *fds)
 {
     unsigned k = 0;
 
@@ -188,13 +212,12 @@ unsigned agent_telemetry_pollfds(const struct agent *a, struct curl_waitfd *fds)
         const struct agent_node *n = a->nodes[i];
         int fd = n->upstream != NULL ? agent_upstream_fd(n->upstream) : -1;
         if (fd >= 0)
-            fds[k++] = agent_loop_waitfd(fd, agent_upstream_events(n->upstream));
+            fds[k++] = (struct pollfd){.fd = fd, .events = agent_upstream_events(n->upstream)};
     }
     return k;
 }
 
-void agent_telemetry_ready(struct agent *a, const struct curl_waitfd *fds, unsigned nfds,
-                           int64_t now_us)
+void agent_telemetry_ready(struct agent *a, const struct pollfd *fds, unsigned nfds, int64_t now_us)
 {
     char err[256];
 
@@ -208,8 +231,8 @@ void agent_telemetry_ready(struct agent *a, const struct curl_waitfd *fds, unsig
             if (n->upstream == NULL || agent_upstream_fd(n->upstream) != fds[k].fd)
                 continue;
             struct engine_info *info;
-            enum agent_upstream_status st = agent_upstream_io(
-                n->upstream, agent_loop_revents(fds[k].revents), &info, err, sizeof(err));
+            enum agent_upstream_status st =
+                agent_upstream_io(n->upstream, fds[k].revents, &info, err, sizeof(err));
             if (st == AGENT_UPSTREAM_FAILED)
                 upstream_failed(n, err);
             if (st != AGENT_UPSTREAM_WAITING)
@@ -224,7 +247,7 @@ void agent_telemetry_ready(struct agent *a, const struct curl_waitfd *fds, unsig
 /* Queue n's period (it has ended) for cairnd. */
 static void emit(struct agent *a, struct agent_node *n)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = a->tm;
     struct agent_values v;
 
     agent_period_result(&n->period, &v);
@@ -239,7 +262,7 @@ static void emit(struct agent *a, struct agent_node *n)
 
 static void take_tick(struct agent *a, int64_t tick, int64_t now_us)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = a->tm;
     struct agent_host_snap host;
     unsigned asked = 0;
 
@@ -271,7 +294,7 @@ static void take_tick(struct agent *a, int64_t tick, int64_t now_us)
 static bool awaiting(const struct agent *a)
 {
     for (size_t i = 0; i < a->n_nodes; i++) {
-        if (a->nodes[i]->sample_tick == a->tm.tick)
+        if (a->nodes[i]->sample_tick == a->tm->tick)
             return true;
     }
     return false;
@@ -281,7 +304,7 @@ static bool awaiting(const struct agent *a)
  * ended by it. */
 static void close_periods(struct agent *a)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = a->tm;
 
     t->collecting = false;
     for (size_t i = 0; i < a->n_nodes; i++) {
@@ -297,9 +320,9 @@ static void close_periods(struct agent *a)
 static void clock_went_back(struct agent *a, int64_t tick)
 {
     log_warn("wall clock went back; dropping the open metric periods", "from=%lld to=%lld",
-             (long long)a->tm.tick, (long long)tick);
-    a->tm.collecting = false;
-    a->tm.tick = tick;
+             (long long)a->tm->tick, (long long)tick);
+    a->tm->collecting = false;
+    a->tm->tick = tick;
     for (size_t i = 0; i < a->n_nodes; i++) {
         a->nodes[i]->have_period = false;
         a->nodes[i]->sample_tick = 0;
@@ -310,7 +333,7 @@ static void clock_went_back(struct agent *a, int64_t tick)
 
 static void push_kick(struct agent *a, int64_t now_us)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = a->tm;
     char *body;
 
     if (agent_cp_busy(&t->chan) || !a->have_id || now_us < t->retry_at_us)
@@ -326,12 +349,12 @@ static void push_kick(struct agent *a, int64_t now_us)
 /* Keep the samples and try again after the backoff. */
 static void push_failed(struct agent *a, int64_t now_us, const char *detail)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = a->tm;
 
     agent_outbox_end(&t->outbox, AGENT_OUTBOX_FAILED);
     t->failures++;
     /* Pushes are not heartbeats: up to the full 5 s apart. */
-    t->retry_at_us = now_us + agent_loop_backoff_us(t->failures, 0);
+    t->retry_at_us = now_us + agent_cp_backoff_us(t->failures, 0);
     if (t->failures == 1)
         log_warn("metrics push failed; keeping the samples and retrying with backoff",
                  "waiting=%zu error=\"%s\"", agent_outbox_count(&t->outbox), detail);
@@ -343,7 +366,7 @@ static void push_failed(struct agent *a, int64_t now_us, const char *detail)
 
 void agent_telemetry_perform(struct agent *a, int64_t now_us)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = a->tm;
     const struct agent_cp_result *r = agent_cp_take(&t->chan);
     char err[512];
 
@@ -395,7 +418,7 @@ void agent_telemetry_perform(struct agent *a, int64_t now_us)
 
 void agent_telemetry_tick(struct agent *a, int64_t now_us)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = a->tm;
     int64_t tick = tick_at(t, time_wall_us());
 
     expire_primaries(a, now_us);
@@ -413,7 +436,7 @@ void agent_telemetry_tick(struct agent *a, int64_t now_us)
 
 int64_t agent_telemetry_next_us(const struct agent *a, int64_t now_us)
 {
-    const struct agent_telemetry *t = &a->tm;
+    const struct agent_telemetry *t = a->tm;
     int64_t next = now_us + ((t->tick + t->interval_s) * 1000000LL - time_wall_us());
 
     if (t->collecting && t->collect_end_us < next)
@@ -440,7 +463,7 @@ static void engine_first(const struct agent *a, const struct agent_node *n,
                          const struct agent_engine_snap *snap, int64_t now_us,
                          struct agent_engine_first *out)
 {
-    const struct agent_telemetry *t = &a->tm;
+    const struct agent_telemetry *t = a->tm;
 
     out->since_us = now_us - (time_wall_us() - (t->tick - t->interval_s) * 1000000LL);
     out->started = n->child && n->pid != 0 && snap->process_id == (long long)n->pid;
@@ -450,7 +473,7 @@ static void engine_first(const struct agent *a, const struct agent_node *n,
 void agent_telemetry_on_info(struct agent *a, struct agent_node *n, struct engine_info *info,
                              int64_t now_us)
 {
-    struct agent_telemetry *t = &a->tm;
+    struct agent_telemetry *t = a->tm;
     struct agent_engine_snap snap;
     struct agent_values v;
     const char *run_id = engine_info_get(info, "server", "run_id");

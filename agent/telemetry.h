@@ -22,12 +22,9 @@
 #ifndef CAIRN_AGENT_TELEMETRY_H
 #define CAIRN_AGENT_TELEMETRY_H
 
-#include <stdbool.h>
+#include <curl/curl.h>
+#include <poll.h>
 #include <stdint.h>
-
-#include "collect.h"
-#include "cp.h"
-#include "outbox.h"
 
 /* How long after a tick the engines' INFO is awaited. */
 #define AGENT_METRICS_GRACE_US 500000LL
@@ -38,29 +35,13 @@
 struct agent;
 struct agent_node;
 struct engine_info;
-
-struct agent_telemetry {
-    int interval_s, period_s;
-    int64_t tick;    /* epoch s of the last tick taken */
-    bool collecting; /* the engines' answers for tick are awaited */
-    int64_t collect_end_us;
-    bool have_host;
-    struct agent_host_snap host;
-    struct agent_values host_values; /* the host's values for tick's interval */
-
-    struct agent_outbox outbox;
-    struct agent_cp chan;
-    unsigned failures; /* pushes in a row that failed for a reason worth retrying */
-    int64_t retry_at_us;
-    int64_t sent_us;
-    long refused_status; /* the last refusal logged at warn level (0: none since a success) */
-};
+struct redisReply;
 
 /* Set up the metrics of agent a (its settings give interval and period)
- * with a push channel on multi. */
+ * with a push channel on multi, in a->tm. */
 void agent_telemetry_init(struct agent *a, CURLM *multi);
 
-/* Release the channel and the unsent samples. */
+/* Release the channel, the unsent samples and a->tm. */
 void agent_telemetry_close(struct agent *a);
 
 /* Take a tick when one is due, close the periods of the last one when its
@@ -79,12 +60,13 @@ void agent_telemetry_on_info(struct agent *a, struct agent_node *n, struct engin
                              int64_t now_us);
 
 /* Fill fds (room for 1 per node) with the connections to replicas'
- * primaries to wait on; returns how many. */
-unsigned agent_telemetry_pollfds(const struct agent *a, struct curl_waitfd *fds);
+ * primaries to wait on and the poll(2) events to wait for; returns how
+ * many. */
+unsigned agent_telemetry_pollfds(const struct agent *a, struct pollfd *fds);
 
-/* Handle the readiness returned for the fds agent_telemetry_pollfds()
- * filled. */
-void agent_telemetry_ready(struct agent *a, const struct curl_waitfd *fds, unsigned nfds,
+/* Handle the poll(2) revents returned for the fds
+ * agent_telemetry_pollfds() filled. */
+void agent_telemetry_ready(struct agent *a, const struct pollfd *fds, unsigned nfds,
                            int64_t now_us);
 
 /* The engine of n answered COMMAND (reply taken over). */

@@ -1,7 +1,7 @@
 /* test_agent_protocol.c -- the agent's side of the agent protocol: reading
  * the desired set (agent/desired.h), writing node reports (agent/report.h)
  * from what INFO says (agent/pinger.h, on captured INFO of both engines),
- * and the retry backoff towards cairnd (agent/loop.h). */
+ * and the retry backoff towards cairnd (agent/cp.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,10 +12,10 @@
 
 #include <cmocka.h>
 
+#include "cp.h"
 #include "desired.h"
 #include "fixtures/fixture.h"
 #include "info.h"
-#include "loop.h"
 #include "pinger.h"
 #include "report.h"
 
@@ -353,21 +353,21 @@ static void test_cp_backoff(void **state)
 {
     (void)state;
     /* cairnd's heartbeat timeout not known yet, or long: 5 s at most. */
-    assert_int_equal(agent_loop_backoff_us(1, 0), 100000);
-    assert_int_equal(agent_loop_backoff_us(2, 0), 200000);
-    assert_int_equal(agent_loop_backoff_us(3, 0), 400000);
-    assert_int_equal(agent_loop_backoff_us(6, 0), 3200000);
-    assert_int_equal(agent_loop_backoff_us(7, 0), 5000000);
-    assert_int_equal(agent_loop_backoff_us(1000, 0), 5000000);
-    assert_int_equal(agent_loop_backoff_us(1000, 60), 5000000);
+    assert_int_equal(agent_cp_backoff_us(1, 0), 100000);
+    assert_int_equal(agent_cp_backoff_us(2, 0), 200000);
+    assert_int_equal(agent_cp_backoff_us(3, 0), 400000);
+    assert_int_equal(agent_cp_backoff_us(6, 0), 3200000);
+    assert_int_equal(agent_cp_backoff_us(7, 0), 5000000);
+    assert_int_equal(agent_cp_backoff_us(1000, 0), 5000000);
+    assert_int_equal(agent_cp_backoff_us(1000, 60), 5000000);
     /* A shorter timeout: half of it, so the agent reports within one
      * timeout of cairnd's return. */
-    assert_int_equal(agent_loop_backoff_us(5, 6), 1600000);
-    assert_int_equal(agent_loop_backoff_us(6, 6), 3000000);
-    assert_int_equal(agent_loop_backoff_us(1000, 6), 3000000);
-    assert_int_equal(agent_loop_backoff_us(4, 2), 800000);
-    assert_int_equal(agent_loop_backoff_us(5, 2), 1000000);
-    assert_int_equal(agent_loop_backoff_us(1000, 2), 1000000);
+    assert_int_equal(agent_cp_backoff_us(5, 6), 1600000);
+    assert_int_equal(agent_cp_backoff_us(6, 6), 3000000);
+    assert_int_equal(agent_cp_backoff_us(1000, 6), 3000000);
+    assert_int_equal(agent_cp_backoff_us(4, 2), 800000);
+    assert_int_equal(agent_cp_backoff_us(5, 2), 1000000);
+    assert_int_equal(agent_cp_backoff_us(1000, 2), 1000000);
 }
 
 int main(void)
