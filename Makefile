@@ -5,7 +5,7 @@
 #   make demo       install, build, start the local stack (see README)
 #   make demo-down  stop it, keeping ./var
 #   make unit       C unit tests        make asan   unit tests under ASan+UBSan
-#   make system     pytest system tests make lint   clang-format + cppcheck
+#   make system     pytest system tests make lint   include cycles, clang-format, cppcheck
 #   make bench      benchmarks under tests/bench
 #   make fuzz       every fuzz target for FUZZ_SECONDS (default 3600), corpus merged back
 #   make fuzz-check every fuzz target for 60 s in all (part of make check)
@@ -147,7 +147,13 @@ system: all $(TOOL_BIN)
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib controlplane tests -name '*.[ch]')
 
+# TEMPORARY: controlplane/ had this circle before the check existed; whoever
+# breaks it deletes the --allow (the check fails on an allowed circle that is
+# gone). Add no others.
+INCLUDE_CYCLES_ALLOWED = --allow "controlplane/changes -> controlplane/upgrades -> controlplane/changes"
+
 lint:
+	$(PYTHON) scripts/check-include-cycles $(INCLUDE_CYCLES_ALLOWED) lib engine controlplane agent
 	clang-format --dry-run --Werror $(FORMAT_SRC)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --std=c11 -Ilib -Iengine -Icontrolplane -Iagent lib engine controlplane agent
