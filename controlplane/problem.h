@@ -119,5 +119,4 @@ void problem_clear(struct problem *p);
 /* The registry entry for code; never NULL for a valid code. */
 const struct problem_info *problem_info(enum problem_code code);
 
-
 #endif
