@@ -39,8 +39,9 @@
 #include "identity.h"
 #include "pinger.h"
 #include "settings.h"
+#include "version.h"
 
-#define AGENT_VERSION "0.1.0"
+#define AGENT_VERSION CAIRN_VERSION
 
 /* An engine's word on its own role counts only from readings taken this
  * long into a run: a cluster-mode replica calls itself master from its

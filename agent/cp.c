@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "gzip.h"
+#include "version.h"
 #include "xalloc.h"
 
-#define AGENT_USER_AGENT "cairn-agent/0.1.0"
+#define AGENT_USER_AGENT "cairn-agent/" CAIRN_VERSION
 
 /* The retry backoff (see agent_cp_backoff_us()). */
 #define AGENT_CP_BACKOFF_MIN_US 100000LL

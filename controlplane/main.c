@@ -26,8 +26,7 @@
 #include "secretbox.h"
 #include "sentinel.h"
 #include "tokens.h"
-
-#define CAIRND_VERSION "0.1.0"
+#include "version.h"
 
 /* The usage message, its flags and variables from config.c's table. */
 static void print_usage(FILE *out)
@@ -304,7 +303,7 @@ static int cmd_serve(struct cli *cli)
              "address=%s:%d threads=%d db_pool=%d max_connections=%d agents=%s version=%s",
              app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
              app.cfg.max_connections,
-             app.cfg.agent_bootstrap_token != NULL ? "enabled" : "disabled", CAIRND_VERSION);
+             app.cfg.agent_bootstrap_token != NULL ? "enabled" : "disabled", CAIRN_VERSION);
     sigwait(&stop, &sig);
     log_info("shutting down", "signal=%s timeout_s=%d", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              app.cfg.shutdown_timeout_s);
@@ -522,7 +521,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "changes") == 0)
         return print_json(change_table_json());
     if (strcmp(cmd, "version") == 0) {
-        printf("cairnd %s\n", CAIRND_VERSION);
+        printf("cairnd %s\n", CAIRN_VERSION);
         return 0;
     }
     fprintf(stderr, "cairnd: unknown command '%s'\n", cmd);
