@@ -109,12 +109,6 @@ void api_clusters_get(struct http_request *req)
     reply_cluster(req, http_param(req, "id"), 200, false);
 }
 
-/* The catalog checks that need the database: the engine line exists and the
- * node type is known. */
-static const struct db_stmt catalog_check = {
-    "SELECT EXISTS (SELECT 1 FROM engine_versions WHERE engine = $1 AND version = $2),"
-    "       EXISTS (SELECT 1 FROM node_types WHERE name = $3)"};
-
 struct catalog_call {
     const json_t *spec;
     bool version_ok, node_type_ok;
@@ -123,17 +117,10 @@ struct catalog_call {
 static enum db_status catalog_fn(struct db_conn *conn, void *arg)
 {
     struct catalog_call *c = arg;
-    const char *params[3] = {json_string_value(json_object_get(c->spec, "engine")),
+    return store_catalog_has(conn, json_string_value(json_object_get(c->spec, "engine")),
                              json_string_value(json_object_get(c->spec, "engine_version")),
-                             json_string_value(json_object_get(c->spec, "node_type"))};
-    enum db_status st;
-    PGresult *res = db_query(conn, &catalog_check, 3, params, &st);
-    if (res == NULL)
-        return st;
-    c->version_ok = PQgetvalue(res, 0, 0)[0] == 't';
-    c->node_type_ok = PQgetvalue(res, 0, 1)[0] == 't';
-    PQclear(res);
-    return DB_OK;
+                             json_string_value(json_object_get(c->spec, "node_type")),
+                             &c->version_ok, &c->node_type_ok);
 }
 
 void api_clusters_create(struct http_request *req)

@@ -448,58 +448,36 @@ static void prom_family(struct prom *p, const char *name, const char *type, cons
     prom_add(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A gauge family of the rows count() counts, labelled l1 (and l2 when not
+ * NULL). */
 static enum db_status prom_counts(struct db_conn *conn, struct prom *p, const char *family,
-                                  const char *help, const struct db_stmt *stmt, const char *l1,
-                                  const char *l2)
+                                  const char *help,
+                                  enum db_status (*count)(struct db_conn *, struct store_counts *),
+                                  const char *l1, const char *l2)
 {
-    enum db_status st;
-    PGresult *res = db_query(conn, stmt, 0, NULL, &st);
-    if (res == NULL)
+    struct store_counts counts;
+    enum db_status st = count(conn, &counts);
+    if (st != DB_OK)
         return st;
     prom_family(p, family, "gauge", help);
-    for (int r = 0; r < PQntuples(res); r++) {
+    for (size_t r = 0; r < counts.n; r++) {
+        const struct store_count *c = &counts.items[r];
         if (l2 != NULL)
-            prom_add(p, "%s{%s=\"%s\",%s=\"%s\"} %s\n", family, l1, PQgetvalue(res, r, 0), l2,
-                     PQgetvalue(res, r, 1), PQgetvalue(res, r, 2));
+            prom_add(p, "%s{%s=\"%s\",%s=\"%s\"} %lld\n", family, l1, c->labels[0], l2,
+                     c->labels[1], c->n);
         else
-            prom_add(p, "%s{%s=\"%s\"} %s\n", family, l1, PQgetvalue(res, r, 0),
-                     PQgetvalue(res, r, 1));
+            prom_add(p, "%s{%s=\"%s\"} %lld\n", family, l1, c->labels[0], c->n);
     }
-    PQclear(res);
+    free(counts.items);
     return DB_OK;
 }
 
-static const struct db_stmt hosts_by_status = {
-    "SELECT status, count(*) FROM hosts GROUP BY status ORDER BY status"};
-static const struct db_stmt clusters_by_status = {
-    "SELECT status, count(*) FROM clusters GROUP BY status ORDER BY status"};
-static const struct db_stmt operations_by_status = {
-    "SELECT kind, status, count(*) FROM operations GROUP BY kind, status ORDER BY kind, status"};
-
-/* Each node's newest sample of the last ten minutes, with its labels. */
-static const struct db_stmt latest_samples = {
-    "SELECT DISTINCT ON (m.node_id) m.cluster_id, m.node_id, s.name, coalesce(n.role, ''),"
-    "   array_to_string(m.vals, ',', 'NaN')"
-    " FROM metric_samples m JOIN nodes n ON n.id = m.node_id JOIN shards s ON s.id = n.shard_id"
-    " WHERE m.at > now() - interval '10 minutes' AND n.desired_state <> 'deleted'"
-    " ORDER BY m.node_id, m.at DESC"};
-
 static enum db_status prom_nodes(struct db_conn *conn, struct prom *p)
 {
-    enum db_status st;
-    PGresult *res = db_query(conn, &latest_samples, 0, NULL, &st);
-    if (res == NULL)
+    struct store_latest_samples latest;
+    enum db_status st = store_metric_latest(conn, &latest);
+    if (st != DB_OK)
         return st;
-    int rows = PQntuples(res);
-    char ***vals = xcalloc((size_t)rows + 1, sizeof(*vals));
-    for (int r = 0; r < rows; r++) {
-        char *text = PQgetvalue(res, r, 4), *save = NULL;
-        vals[r] = xcalloc(metric_count + 1, sizeof(char *));
-        size_t k = 0;
-        for (char *tok = strtok_r(text, ",", &save); tok != NULL && k < metric_count;
-             tok = strtok_r(NULL, ",", &save))
-            vals[r][k++] = tok;
-    }
     for (size_t k = 0; k < metric_count; k++) {
         const struct metric_def *m = &metric_catalog[k];
         char name[96], family[128], help[320];
@@ -508,19 +486,15 @@ static enum db_status prom_nodes(struct db_conn *conn, struct prom *p)
         snprintf(help, sizeof(help), "%s (%s%s)", m->description, m->unit,
                  m->kind == METRIC_COUNTER ? ", in the node's last sample period" : "");
         prom_family(p, family, "gauge", help);
-        for (int r = 0; r < rows; r++) {
-            const char *v = vals[r][k];
-            if (v == NULL || strcmp(v, "NaN") == 0)
+        for (size_t r = 0; r < latest.n; r++) {
+            const struct store_latest_sample *s = &latest.items[r];
+            if (s->vals[k] == NULL)
                 continue;
             prom_add(p, "%s{cluster_id=\"%s\",node_id=\"%s\",shard_id=\"%s\",role=\"%s\"} %s\n",
-                     family, PQgetvalue(res, r, 0), PQgetvalue(res, r, 1), PQgetvalue(res, r, 2),
-                     PQgetvalue(res, r, 3), v);
+                     family, s->cluster_id, s->node_id, s->shard, s->role, s->vals[k]);
         }
     }
-    for (int r = 0; r < rows; r++)
-        free(vals[r]);
-    free(vals);
-    PQclear(res);
+    store_metric_latest_free(&latest);
     return DB_OK;
 }
 
@@ -543,12 +517,12 @@ void api_prometheus(struct http_request *req)
                 "Seconds this cairnd spent answering requests.");
     prom_add(&p, "cairn_http_request_seconds_total %.6f\n", hs.request_seconds_total);
     if ((st = db_acquire(req->app->db, &conn)) == DB_OK) {
-        if ((st = prom_counts(conn, &p, "cairn_hosts", "Hosts by status.", &hosts_by_status,
+        if ((st = prom_counts(conn, &p, "cairn_hosts", "Hosts by status.", store_hosts_by_status,
                               "status", NULL)) == DB_OK &&
             (st = prom_counts(conn, &p, "cairn_clusters", "Clusters by status.",
-                              &clusters_by_status, "status", NULL)) == DB_OK &&
+                              store_clusters_by_status, "status", NULL)) == DB_OK &&
             (st = prom_counts(conn, &p, "cairn_operations", "Operations by kind and status.",
-                              &operations_by_status, "kind", "status")) == DB_OK)
+                              store_operations_by_status, "kind", "status")) == DB_OK)
             st = prom_nodes(conn, &p);
         db_release(req->app->db, conn);
     }

@@ -23,33 +23,15 @@ struct shard_stats {
     struct engine_slot_stats slots;
 };
 
-static const struct db_stmt engine_of = {
-    "SELECT spec ->> 'engine', coalesce(spec ->> 'cluster_mode', 'enabled') = 'enabled',"
-    " coalesce(engine_version_actual, spec ->> 'engine_version', '')"
-    " FROM clusters WHERE id = $1"};
-
 struct engine_call {
     const char *id;
-    char engine[16], version[32];
-    bool cluster_mode, found;
+    struct store_cluster_engine e;
 };
 
 static enum db_status engine_fn(struct db_conn *conn, void *arg)
 {
     struct engine_call *c = arg;
-    const char *params[1] = {c->id};
-    enum db_status st;
-    PGresult *res = db_query(conn, &engine_of, 1, params, &st);
-
-    if (res == NULL)
-        return st;
-    if ((c->found = PQntuples(res) == 1)) {
-        snprintf(c->engine, sizeof(c->engine), "%s", PQgetvalue(res, 0, 0));
-        c->cluster_mode = PQgetvalue(res, 0, 1)[0] == 't';
-        snprintf(c->version, sizeof(c->version), "%s", PQgetvalue(res, 0, 2));
-    }
-    PQclear(res);
-    return DB_OK;
+    return store_cluster_engine(conn, c->id, &c->e);
 }
 
 /* The slots node serves, with their figures; false with err. */
@@ -150,25 +132,26 @@ static json_t *answer(const char *id, struct shard_stats *sh, size_t nshards)
 void api_clusters_slot_stats(struct http_request *req)
 {
     const char *id = http_param(req, "id");
-    struct engine_call e = {.id = id};
+    struct engine_call call = {.id = id};
+    const struct store_cluster_engine *e = &call.e;
     struct cluster_nodes nodes = {0};
     char *password = NULL, err[256];
     bool cluster_mode;
-    enum db_status st = db_run(req->app->db, engine_fn, &e);
+    enum db_status st = db_run(req->app->db, engine_fn, &call);
 
+    if (st == DB_NOT_FOUND) {
+        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
+        return;
+    }
     if (st != DB_OK) {
         http_reply_db_error(req, st);
         return;
     }
-    if (!e.found) {
-        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
-        return;
-    }
-    if (strcmp(e.engine, "valkey") != 0 || !e.cluster_mode || strncmp(e.version, "7.", 2) == 0) {
+    if (strcmp(e->engine, "valkey") != 0 || !e->cluster_mode || strncmp(e->version, "7.", 2) == 0) {
         http_reply_problem(req, PROBLEM_NOT_SUPPORTED_BY_ENGINE, NULL,
                            "per-slot statistics need Valkey 8 or later in cluster mode; cluster %s "
                            "runs %s %s with cluster mode %s",
-                           id, e.engine, e.version, e.cluster_mode ? "enabled" : "disabled");
+                           id, e->engine, e->version, e->cluster_mode ? "enabled" : "disabled");
         return;
     }
     if (!cluster_nodes_load(req->app, id, &nodes, &password, &cluster_mode, err, sizeof(err))) {

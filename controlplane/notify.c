@@ -12,9 +12,9 @@
 #include "db.h"
 #include "http.h"
 #include "log.h"
+#include "store.h"
 #include "xalloc.h"
 
-#define NOTIFY_CHANNEL   "cairn_desired"
 #define RECONNECT_MS     500
 #define POLL_INTERVAL_MS 250
 
@@ -46,10 +46,7 @@ static PGconn *listen_on(const char *url)
 
     if (pg == NULL)
         return NULL;
-    PGresult *res = PQexec(pg, "LISTEN " NOTIFY_CHANNEL);
-    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    PQclear(res);
-    if (!ok) {
+    if (store_hosts_listen(pg) != DB_OK) {
         PQfinish(pg);
         return NULL;
     }

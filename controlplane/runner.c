@@ -68,38 +68,6 @@ enum op_result op_run_nested(struct op_ctx *ctx, const struct op_step *s)
     return r;
 }
 
-/* The oldest runnable operation of a kind this runner knows, leased to us.
- * Kinds it does not know are left to a cairnd that does (one being rolled
- * out, say), never failed. */
-static const struct db_stmt claim = {
-    "UPDATE operations o SET lease_owner = $1,"
-    "   lease_expires_at = now() + make_interval(secs => $2::int),"
-    "   status = 'running', started_at = coalesce(o.started_at, now()), updated_at = now()"
-    " WHERE o.id = (SELECT id FROM operations"
-    "   WHERE status IN ('pending', 'running') AND kind = ANY($3::text[])"
-    "     AND (lease_expires_at IS NULL OR lease_expires_at < now())"
-    "     AND (wake_at IS NULL OR wake_at <= now())"
-    "   ORDER BY created_at, id FOR UPDATE SKIP LOCKED LIMIT 1)"
-    " RETURNING o.id, o.kind, o.step, o.context::text, o.cluster_id"};
-
-/* The moment a step is recorded, as Cairn's timestamp text. */
-#define FINISHED_AT STORE_TS("now()")
-
-/* Record a step's outcome, only while the lease is still ours. */
-static const struct db_stmt record = {
-    "UPDATE operations SET step = $3::int, context = $4::jsonb,"
-    "   steps = CASE WHEN $5::text IS NULL THEN steps ELSE steps || jsonb_build_array("
-    "     jsonb_build_object('name', $5::text, 'started_at', $6::text,"
-    "       'finished_at', " FINISHED_AT "))"
-    "   END,"
-    "   step_name = $7, progress = $8::int, status = $9,"
-    "   error = CASE WHEN $10::text IS NULL THEN NULL"
-    "           ELSE jsonb_build_object('code', $10::text, 'message', $11::text) END,"
-    "   wake_at = now() + make_interval(secs => $12::int / 1000.0),"
-    "   finished_at = CASE WHEN $9 IN ('succeeded', 'failed') THEN now() END,"
-    "   lease_owner = NULL, lease_expires_at = NULL, updated_at = now()"
-    " WHERE id = $1::uuid AND lease_owner = $2"};
-
 static const struct op_kind *find_kind(struct runner *r, const char *name)
 {
     for (const struct op_kind *const *k = r->kinds; *k != NULL; k++) {
@@ -109,45 +77,19 @@ static const struct op_kind *find_kind(struct runner *r, const char *name)
     return NULL;
 }
 
-struct claimed {
-    char id[64], kind[64], cluster_id[64];
-    int step;
-    json_t *context;
-};
-
 struct claim_call {
     struct runner *r;
-    struct claimed *c;
-    bool found;
+    struct store_claimed *c;
 };
 
 static enum db_status claim_fn(struct db_conn *conn, void *arg)
 {
     struct claim_call *cc = arg;
-    char lease[16];
-    const char *params[3] = {cc->r->owner, lease, cc->r->kind_array};
-    enum db_status st;
-
-    snprintf(lease, sizeof(lease), "%d", LEASE_S);
-    PGresult *res = db_query(conn, &claim, 3, params, &st);
-    if (res == NULL)
-        return st;
-    cc->found = PQntuples(res) == 1;
-    if (cc->found) {
-        snprintf(cc->c->id, sizeof(cc->c->id), "%s", PQgetvalue(res, 0, 0));
-        snprintf(cc->c->kind, sizeof(cc->c->kind), "%s", PQgetvalue(res, 0, 1));
-        cc->c->step = atoi(PQgetvalue(res, 0, 2));
-        cc->c->context = json_loads(PQgetvalue(res, 0, 3), 0, NULL);
-        if (cc->c->context == NULL)
-            cc->c->context = json_object();
-        snprintf(cc->c->cluster_id, sizeof(cc->c->cluster_id), "%s", PQgetvalue(res, 0, 4));
-    }
-    PQclear(res);
-    return DB_OK;
+    return store_operation_claim(conn, cc->r->owner, LEASE_S, cc->r->kind_array, cc->c);
 }
 
 struct record_call {
-    const char *const *params;
+    const struct store_step_record *record;
     op_commit_fn effect; /* the step's commit() or the kind's failed(), or NULL */
     const struct op_ctx *ctx;
 };
@@ -161,15 +103,11 @@ static enum db_status record_fn(struct db_conn *conn, void *arg)
         st = rc->effect(conn, rc->ctx);
     if (st != DB_OK)
         return st;
-    PGresult *res = db_query(conn, &record, 12, rc->params, &st);
-    if (res != NULL && strcmp(PQcmdTuples(res), "1") != 0)
-        st = DB_NOT_FOUND; /* the operation is no longer leased to us */
-    PQclear(res);
-    return st;
+    return store_operation_record(conn, rc->record);
 }
 
 /* Run the claimed operation's current step and record what came of it. */
-static void run_step(struct runner *r, struct claimed *c)
+static void run_step(struct runner *r, struct store_claimed *c)
 {
     const struct op_kind *kind = find_kind(r, c->kind);
     struct op_ctx ctx = {.app = r->app,
@@ -179,7 +117,7 @@ static void run_step(struct runner *r, struct claimed *c)
                          .step = c->step};
     enum op_result result;
     op_commit_fn effect = NULL;
-    char started[80], next[16], progress[16], wait[16];
+    char started[80];
     const char *state = "running", *step_name = NULL, *done_name = NULL;
 
     /* A step that waits runs many times; its timing spans all of them. */
@@ -220,17 +158,23 @@ static void run_step(struct runner *r, struct claimed *c)
     else
         json_object_del(c->context, "step_started_at");
     char *context_text = json_dumps(c->context, JSON_COMPACT);
-    snprintf(next, sizeof(next), "%d", step);
-    snprintf(progress, sizeof(progress), "%d",
-             strcmp(state, "succeeded") == 0    ? 100
-             : kind != NULL && kind->nsteps > 0 ? step * 100 / kind->nsteps
-                                                : 0);
-    snprintf(wait, sizeof(wait), "%d", result == OP_WAIT ? ctx.wait_ms : 0);
-    const char *params[12] = {
-        c->id,     r->owner,  next,     context_text, done_name,
-        started,   step_name, progress, state,        result == OP_FAILED ? ctx.code : NULL,
-        ctx.error, wait};
-    struct record_call rc = {params, effect, &ctx};
+    struct store_step_record record = {
+        .op_id = c->id,
+        .owner = r->owner,
+        .step = step,
+        .context = context_text,
+        .done = done_name,
+        .started_at = started,
+        .step_name = step_name,
+        .progress = strcmp(state, "succeeded") == 0    ? 100
+                    : kind != NULL && kind->nsteps > 0 ? step * 100 / kind->nsteps
+                                                       : 0,
+        .status = state,
+        .code = result == OP_FAILED ? ctx.code : NULL,
+        .error = ctx.error,
+        .wait_ms = result == OP_WAIT ? ctx.wait_ms : 0,
+    };
+    struct record_call rc = {&record, effect, &ctx};
     enum db_status st = db_tx(r->app->db, DB_READ_COMMITTED, record_fn, &rc);
     if (st != DB_OK)
         log_warn("could not record an operation step; it runs again", "operation=%s step=%s", c->id,
@@ -245,9 +189,9 @@ static void *runner_main(void *arg)
     pthread_mutex_lock(&r->lock);
     while (!r->stop) {
         pthread_mutex_unlock(&r->lock);
-        struct claimed c = {0};
-        struct claim_call cc = {r, &c, false};
-        bool worked = db_run(r->app->db, claim_fn, &cc) == DB_OK && cc.found;
+        struct store_claimed c = {0};
+        struct claim_call cc = {r, &c};
+        bool worked = db_run(r->app->db, claim_fn, &cc) == DB_OK;
         if (worked) {
             run_step(r, &c);
             json_decref(c.context);

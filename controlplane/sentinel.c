@@ -45,6 +45,7 @@
 #include "crypto.h"
 #include "db.h"
 #include "log.h"
+#include "store.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -234,15 +235,6 @@ struct group {
     int nreaders;
 };
 
-static const struct db_stmt group_nodes = {
-    "SELECT h.address, n.port, n.role = 'primary', c.spec ->> 'cluster_mode' = 'disabled'"
-    " FROM clusters c JOIN nodes n ON n.cluster_id = c.id JOIN hosts h ON h.id = n.host_id"
-    " WHERE c.id = $1 AND n.process_state = 'running' AND h.status = 'healthy'"
-    "   AND n.desired_state <> 'deleted' AND ("
-    "   n.role = 'primary' OR (n.role = 'replica' AND n.master_link_status = 'up'"
-    "   AND NOT coalesce(n.loading, false) AND NOT coalesce(n.sync_in_progress, false)))"
-    " ORDER BY n.role, h.address, n.port"};
-
 struct group_call {
     const char *id;
     struct group *g;
@@ -251,28 +243,28 @@ struct group_call {
 static enum db_status group_fn(struct db_conn *conn, void *arg)
 {
     struct group_call *c = arg;
-    const char *params[1] = {c->id};
-    enum db_status st;
-    PGresult *res = db_query(conn, &group_nodes, 1, params, &st);
+    struct store_serving_nodes serving;
+    enum db_status st = store_cluster_serving_nodes(conn, c->id, &serving);
 
     memset(c->g, 0, sizeof(*c->g));
-    if (res == NULL)
+    if (st != DB_OK)
         return st;
-    for (int i = 0; i < PQntuples(res); i++) {
+    c->g->disabled_mode = serving.disabled_mode;
+    for (size_t i = 0; i < serving.n; i++) {
+        const struct store_serving_node *n = &serving.items[i];
         struct node_addr *a = NULL;
-        c->g->disabled_mode = PQgetvalue(res, i, 3)[0] == 't';
-        if (PQgetvalue(res, i, 2)[0] == 't') {
+        if (n->primary) {
             if (c->g->nprimaries++ == 0)
                 a = &c->g->primary;
         } else if (c->g->nreaders < 8) {
             a = &c->g->readers[c->g->nreaders++];
         }
         if (a != NULL) {
-            snprintf(a->address, sizeof(a->address), "%s", PQgetvalue(res, i, 0));
-            a->port = atoi(PQgetvalue(res, i, 1));
+            snprintf(a->address, sizeof(a->address), "%s", n->address);
+            a->port = n->port;
         }
     }
-    PQclear(res);
+    free(serving.items);
     return DB_OK;
 }
 
@@ -284,9 +276,6 @@ static bool load_group(struct sentinel *s, const char *id, struct group *g)
     return db_run(s->app->db, group_fn, &call) == DB_OK && g->disabled_mode;
 }
 
-static const struct db_stmt sealed_passwords = {
-    "SELECT id, encode(auth_secret, 'hex') FROM clusters WHERE auth_secret IS NOT NULL"};
-
 struct auth_call {
     struct app *app;
     const char *token; /* token_len bytes, any of them NUL */
@@ -297,23 +286,23 @@ struct auth_call {
 static enum db_status auth_fn(struct db_conn *conn, void *arg)
 {
     struct auth_call *c = arg;
-    enum db_status st;
-    PGresult *res = db_query(conn, &sealed_passwords, 0, NULL, &st);
+    struct store_cluster_secrets sealed;
+    enum db_status st = store_cluster_secrets(conn, &sealed);
     unsigned char want[CRYPTO_SHA256_LEN], got[CRYPTO_SHA256_LEN];
 
-    if (res == NULL)
+    if (st != DB_OK)
         return st;
     crypto_sha256(c->token, c->token_len, want);
-    for (int i = 0; i < PQntuples(res) && c->found[0] == '\0'; i++) {
-        char *password = cluster_open_secret(c->app, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+    for (size_t i = 0; i < sealed.n && c->found[0] == '\0'; i++) {
+        char *password = cluster_open_secret(c->app, sealed.items[i].id, sealed.items[i].hex);
         if (password == NULL)
             continue;
         crypto_sha256(password, strlen(password), got);
         if (crypto_equal(want, got, CRYPTO_SHA256_LEN))
-            snprintf(c->found, 48, "%s", PQgetvalue(res, i, 0));
+            snprintf(c->found, 48, "%s", sealed.items[i].id);
         free(password);
     }
-    PQclear(res);
+    store_cluster_secrets_free(&sealed);
     return DB_OK;
 }
 

@@ -51,6 +51,32 @@ enum db_status store_get_text(struct db_conn *conn, const struct db_stmt *stmt, 
 enum db_status store_get_json(struct db_conn *conn, const struct db_stmt *stmt, int nparams,
                               const char *const *params, json_t **out);
 
+/* Run stmt with p for its single row: *res, which the caller PQclear()s,
+ * on DB_OK; DB_NOT_FOUND (and *res NULL) when it returns no row or more
+ * than one. */
+enum db_status store_query_row(struct db_conn *conn, const struct db_stmt *stmt,
+                               const struct db_params *p, PGresult **res);
+
+/* Copy column col of row of res into dst (size bytes, cut to fit); NULL
+ * copies as "". */
+void store_copy_text(char *dst, size_t size, const PGresult *res, int row, int col);
+
+/* Rows counted by their labels, for the Prometheus gauges (api_metrics.c):
+ * by status, and operations by kind, then status. The caller free()s
+ * items. */
+struct store_count {
+    char labels[2][64];
+    long long n;
+};
+struct store_counts {
+    struct store_count *items;
+    size_t n;
+};
+/* Shared by the counting functions: run stmt (no parameters), whose rows
+ * are one or two labels, then the count. */
+enum db_status store_count_rows(struct db_conn *conn, const struct db_stmt *stmt,
+                                struct store_counts *out);
+
 /* node_types */
 enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, char **items,
                                      char *next_key);
@@ -59,6 +85,17 @@ enum db_status store_node_type_get(struct db_conn *conn, const char *name, char 
 /* engine_versions; engine (NULL for all) filters by engine. */
 enum db_status store_engine_versions_list(struct db_conn *conn, const char *engine,
                                           const struct page *page, char **items, char *next_key);
+/* The checks of a new cluster's spec the catalog answers: engine/version
+ * is one of its engine lines, node_type one of its node types. */
+enum db_status store_catalog_has(struct db_conn *conn, const char *engine, const char *version,
+                                 const char *node_type, bool *version_ok, bool *node_type_ok);
+/* engine_upgrade_paths: *ok, whether from -> to is an upgrade path; the
+ * targets allowed from "from", "engine version, ..." ("" when none), in
+ * allowed (cut to allowed_size). */
+enum db_status store_upgrade_path(struct db_conn *conn, const char *from_engine,
+                                  const char *from_version, const char *to_engine,
+                                  const char *to_version, bool *ok, char *allowed,
+                                  size_t allowed_size);
 
 /* operations; each filter may be NULL. Newest first. cluster_id picks the
  * latest cluster of that id (ids are reused once a cluster is deleted),
@@ -79,6 +116,37 @@ enum db_status store_operation_get(struct db_conn *conn, const char *id, char **
 #define STORE_UUID_SIZE 40
 enum db_status store_operation_queue(struct db_conn *conn, const char *cluster_id, const char *kind,
                                      const json_t *context, char *op_id);
+/* Cancel the operation (a scheduled one, which has not run). */
+enum db_status store_operation_cancel(struct db_conn *conn, const char *op_id);
+/* Labels: kind, status. */
+enum db_status store_operations_by_status(struct db_conn *conn, struct store_counts *out);
+
+/* The runner's leases (runner.h). Claim the oldest runnable operation of
+ * one of kinds (a text[] literal: {create,delete}) for owner, for lease_s
+ * seconds; it is running from now. DB_NOT_FOUND: none is runnable. */
+struct store_claimed {
+    char id[64], kind[64], cluster_id[64];
+    int step;
+    json_t *context; /* never NULL; the caller json_decref()s it */
+};
+enum db_status store_operation_claim(struct db_conn *conn, const char *owner, int lease_s,
+                                     const char *kinds, struct store_claimed *out);
+/* What became of a step, recorded only while owner still holds the lease,
+ * which it gives up. DB_NOT_FOUND: the lease is no longer owner's. */
+struct store_step_record {
+    const char *op_id, *owner;
+    int step;               /* the step to run next */
+    const char *context;    /* JSON text */
+    const char *done;       /* the step that ended (NULL: none), added to steps[] */
+    const char *started_at; /* when it began (RFC 3339) */
+    const char *step_name;  /* of the step to run next */
+    int progress;           /* percent */
+    const char *status;     /* running, succeeded or failed */
+    const char *code;       /* NULL: no error */
+    const char *error;
+    int wait_ms; /* before the next run */
+};
+enum db_status store_operation_record(struct db_conn *conn, const struct store_step_record *r);
 
 /* Record an event of the cluster; op_id and detail (a JSON object's text)
  * may be NULL. */
@@ -159,6 +227,11 @@ struct store_host_filter {
 enum db_status store_hosts_list(struct db_conn *conn, const struct store_host_filter *f,
                                 const struct page *page, char **items, char *next_key);
 enum db_status store_host_get(struct db_conn *conn, const char *id, char **out);
+enum db_status store_hosts_by_status(struct db_conn *conn, struct store_counts *out);
+/* Subscribe pg (a connection of its own from db_connect(), not one of the
+ * pool's) to changes of desired sets: each notification's payload is the id
+ * of the host whose set changed. */
+enum db_status store_hosts_listen(PGconn *pg);
 
 /* clusters: the resource (JSON text), its generation (the ETag), lists */
 enum db_status store_cluster_get(struct db_conn *conn, const char *id, char **out);
@@ -214,6 +287,29 @@ struct store_cluster_filter {
 };
 enum db_status store_clusters_list(struct db_conn *conn, const struct store_cluster_filter *f,
                                    const struct page *page, char **items, char *next_key);
+enum db_status store_clusters_by_status(struct db_conn *conn, struct store_counts *out);
+/* *live: the cluster exists and is not being deleted. */
+enum db_status store_cluster_live(struct db_conn *conn, const char *id, bool *live);
+/* The engine the cluster's spec names, the version its nodes run (else the
+ * spec's; "" when neither is known) and whether it runs in cluster mode.
+ * DB_NOT_FOUND: no such cluster. */
+struct store_cluster_engine {
+    char engine[16], version[32];
+    bool cluster_mode;
+};
+enum db_status store_cluster_engine(struct db_conn *conn, const char *id,
+                                    struct store_cluster_engine *out);
+/* Every cluster with an engine password: its id and the sealed password as
+ * hex. Free with store_cluster_secrets_free(). */
+struct store_cluster_secret {
+    char *id, *hex;
+};
+struct store_cluster_secrets {
+    struct store_cluster_secret *items;
+    size_t n;
+};
+enum db_status store_cluster_secrets(struct db_conn *conn, struct store_cluster_secrets *out);
+void store_cluster_secrets_free(struct store_cluster_secrets *s);
 
 /* placement (store_placement.c), in the placing transaction. Reading takes
  * the placement lock (held to its end, so two placements never count the
@@ -320,6 +416,120 @@ enum db_status store_node_replace(struct db_conn *conn, const char *cluster_id, 
                                   char *new_id);
 /* The replacement is a replica in sync with its primary. */
 enum db_status store_node_joined(struct db_conn *conn, const char *node_id);
+/* The engine and version the node is to run: its agent restarts it on them. */
+enum db_status store_node_set_engine(struct db_conn *conn, const char *node_id, const char *engine,
+                                     const char *version);
+/* The cluster's nodes that serve clients now: running on a healthy host,
+ * and primaries or replicas linked, loaded and not in a full sync; the
+ * primaries first, then by address and port. disabled_mode: the cluster
+ * runs with cluster mode disabled (false when no node serves). The caller
+ * free()s items. */
+struct store_serving_node {
+    char address[256];
+    int port;
+    bool primary;
+};
+struct store_serving_nodes {
+    struct store_serving_node *items;
+    size_t n;
+    bool disabled_mode;
+};
+enum db_status store_cluster_serving_nodes(struct db_conn *conn, const char *cluster_id,
+                                           struct store_serving_nodes *out);
+
+/* engine upgrades (store_upgrades.c); the checks, queueing, cancelling and
+ * scheduling are described in upgrades.h. */
+
+/* The names of the hosts of the cluster's live nodes that do not have
+ * engine/version installed, "a, b"; *hosts NULL when every one has it (the
+ * caller frees it). */
+enum db_status store_upgrade_hosts_without(struct db_conn *conn, const char *cluster_id,
+                                           const char *engine, const char *version, char **hosts);
+/* A node that stops an upgrade, found by one of the two checks below, and
+ * what the check found of it as PostgreSQL prints it (facts). */
+struct store_upgrade_blocker {
+    bool found;
+    char node_id[STORE_UUID_SIZE], shard[16];
+    char facts[2][128];
+};
+/* The first live node of the cluster (by shard, then ordinal) not healthy
+ * enough to upgrade: its host is not healthy, it does not run, or it is a
+ * replica not linked, loading, in a full sync or more than max_lag bytes
+ * behind its primary. facts[0] says which, as a phrase ("it is loading its
+ * data"). */
+enum db_status store_upgrade_unhealthy(struct db_conn *conn, const char *cluster_id,
+                                       long long max_lag, struct store_upgrade_blocker *out);
+/* The first live primary whose host had less memory free than its data
+ * takes, by its newest sample of the last quarter hour: facts[0] the bytes
+ * free, facts[1] the bytes its data takes. free_at and used_at are those
+ * metrics' catalog positions from 1 (FreeableMemory, BytesUsedForCache). */
+enum db_status store_upgrade_short_of_memory(struct db_conn *conn, const char *cluster_id,
+                                             int free_at, int used_at,
+                                             struct store_upgrade_blocker *out);
+/* The shards with a single live node, down while it restarts: a JSON array
+ * of {shard_id, node_id, reason}; the caller json_decref()s it. */
+enum db_status store_upgrade_downtime(struct db_conn *conn, const char *cluster_id, json_t **out);
+/* Queue (apply_now) or schedule the cluster's upgrade_engine operation
+ * from -> to ({engine, engine_version}), cancelling a scheduled one it
+ * replaces, and announce it in pending_changes.engine_upgrade with downtime
+ * and, when scheduled, starts_at (epoch seconds). op_id (STORE_UUID_SIZE
+ * bytes) gets its id. DB_CONFLICT: another operation of the cluster is
+ * pending or running. */
+enum db_status store_upgrade_queue(struct db_conn *conn, const char *cluster_id, const json_t *from,
+                                   const json_t *to, bool apply_now, long long starts_at,
+                                   const json_t *downtime, char *op_id);
+/* The cluster's newest upgrade that is scheduled, pending or running,
+ * locked: its id, whether it is still only scheduled, and its context
+ * (parsed; the caller json_decref()s it). DB_NOT_FOUND: none. */
+struct store_upgrade_active {
+    char id[STORE_UUID_SIZE];
+    bool scheduled;
+    json_t *context;
+};
+enum db_status store_upgrade_active(struct db_conn *conn, const char *cluster_id,
+                                    struct store_upgrade_active *out);
+/* The spec's engine and version back to these (what runs; the generation
+ * moves on), and no upgrade pending. */
+enum db_status store_upgrade_revert_spec(struct db_conn *conn, const char *cluster_id,
+                                         const char *engine, const char *version);
+/* Every scheduled upgrade, oldest first: its operation, its cluster, the
+ * cluster's maintenance window (the default when the spec has none) and
+ * whether another operation of the cluster is pending or running. The
+ * caller free()s items. */
+struct store_scheduled_upgrade {
+    char op_id[STORE_UUID_SIZE], cluster_id[64], window[64];
+    bool busy;
+};
+struct store_scheduled_upgrades {
+    struct store_scheduled_upgrade *items;
+    size_t n;
+};
+enum db_status store_upgrades_scheduled(struct db_conn *conn, struct store_scheduled_upgrades *out);
+/* The scheduled upgrade is pending from now, its context saying when and in
+ * which window it started; *started false when it was no longer
+ * scheduled. */
+enum db_status store_upgrade_start(struct db_conn *conn, const char *op_id, const char *window,
+                                   bool *started);
+/* pending_changes.engine_upgrade.starts_at is when (epoch seconds), if the
+ * change pending is op_id's. */
+enum db_status store_upgrade_set_starts_at(struct db_conn *conn, const char *cluster_id,
+                                           const char *op_id, long long when);
+/* The upgrade ended: the cluster is available, no upgrade pending, and when
+ * it succeeded its observed generation is its generation. */
+enum db_status store_upgrade_ended(struct db_conn *conn, const char *cluster_id, bool succeeded);
+/* What the report of an ended upgrade compares: its cluster and context
+ * (parsed; the caller json_decref()s it), when it started and finished and
+ * the time now (epoch seconds), and the period of the cluster's newest
+ * sample (60 without one). DB_NOT_FOUND: op_id is not an upgrade that ran
+ * and ended. */
+struct store_upgrade_span {
+    char cluster_id[64];
+    json_t *context;
+    long long started, finished, now;
+    int period_s;
+};
+enum db_status store_upgrade_span(struct db_conn *conn, const char *op_id,
+                                  struct store_upgrade_span *out);
 
 /* the failover authority's findings and records (store_ha.c; ha.c) */
 enum store_ha_finding {
@@ -375,6 +585,21 @@ enum db_status store_metric_samples_add(struct db_conn *conn, const char *host_i
 /* Roll samples up into 5-minute and 1-hour rollups as far as their periods
  * have ended, and drop rollups past their retention; *rows: rows written. */
 enum db_status store_metric_rollups(struct db_conn *conn, long long *rows);
+/* Each live node's newest sample of the last ten minutes, with its labels;
+ * vals has metric_count entries (engine/metrics.h), each the value at that
+ * catalog position as PostgreSQL prints it, or NULL for none. Free with
+ * store_metric_latest_free(). */
+struct store_latest_sample {
+    char cluster_id[64], node_id[STORE_UUID_SIZE], shard[16], role[16];
+    const char **vals; /* into text */
+    char *text;
+};
+struct store_latest_samples {
+    struct store_latest_sample *items;
+    size_t n;
+};
+enum db_status store_metric_latest(struct db_conn *conn, struct store_latest_samples *out);
+void store_metric_latest_free(struct store_latest_samples *s);
 
 /* compacted days (metric_series, migration 0007; store_metric_series.c) */
 

@@ -1,4 +1,5 @@
-/* store_catalog.c -- node types and engine versions, read-only catalogs. */
+/* store_catalog.c -- node types, engine versions and the upgrade paths
+ * between them: read-only catalogs. */
 #include "store.h"
 
 /* Numbers go out as float8 so the JSON reads 0.017, not 0.0170. */
@@ -56,4 +57,54 @@ enum db_status store_engine_versions_list(struct db_conn *conn, const char *engi
 {
     const char *params[3] = {page->has_after ? page->after : "-1", engine, NULL};
     return store_list(conn, &list_engine_versions, 3, params, page, items, next_key);
+}
+
+/* The catalog checks that need the database: the engine line exists and the
+ * node type is known. */
+static const struct db_stmt catalog_has = {
+    "SELECT EXISTS (SELECT 1 FROM engine_versions WHERE engine = $1 AND version = $2),"
+    "       EXISTS (SELECT 1 FROM node_types WHERE name = $3)"};
+
+enum db_status store_catalog_has(struct db_conn *conn, const char *engine, const char *version,
+                                 const char *node_type, bool *version_ok, bool *node_type_ok)
+{
+    struct db_params p = {0};
+    PGresult *res;
+    db_param_text(&p, engine);
+    db_param_text(&p, version);
+    db_param_text(&p, node_type);
+    enum db_status st = store_query_row(conn, &catalog_has, &p, &res);
+    if (st != DB_OK)
+        return st;
+    *version_ok = db_bool(res, 0, 0);
+    *node_type_ok = db_bool(res, 0, 1);
+    PQclear(res);
+    return DB_OK;
+}
+
+static const struct db_stmt upgrade_path = {
+    "SELECT EXISTS (SELECT 1 FROM engine_upgrade_paths WHERE from_engine = $1"
+    "   AND from_version = $2 AND to_engine = $3 AND to_version = $4),"
+    " coalesce((SELECT string_agg(to_engine || ' ' || to_version, ', '"
+    "   ORDER BY to_engine, to_version) FROM engine_upgrade_paths"
+    "   WHERE from_engine = $1 AND from_version = $2), '')"};
+
+enum db_status store_upgrade_path(struct db_conn *conn, const char *from_engine,
+                                  const char *from_version, const char *to_engine,
+                                  const char *to_version, bool *ok, char *allowed,
+                                  size_t allowed_size)
+{
+    struct db_params p = {0};
+    PGresult *res;
+    db_param_text(&p, from_engine);
+    db_param_text(&p, from_version);
+    db_param_text(&p, to_engine);
+    db_param_text(&p, to_version);
+    enum db_status st = store_query_row(conn, &upgrade_path, &p, &res);
+    if (st != DB_OK)
+        return st;
+    *ok = db_bool(res, 0, 0);
+    store_copy_text(allowed, allowed_size, res, 0, 1);
+    PQclear(res);
+    return DB_OK;
 }

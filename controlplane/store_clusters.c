@@ -4,6 +4,7 @@
  * current_operation, generation, timestamps). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store.h"
 #include "xalloc.h"
@@ -283,4 +284,77 @@ enum db_status store_cluster_parameters_applied(struct db_conn *conn, const char
     enum db_status st;
     PQclear(db_query(conn, &parameters_done, 2, params, &st));
     return st;
+}
+
+/* ---- what other readers ask ------------------------------------------------------ */
+
+static const struct db_stmt cluster_live = {
+    "SELECT count(*) FROM clusters WHERE id = $1 AND status <> 'deleting'"};
+
+enum db_status store_cluster_live(struct db_conn *conn, const char *id, bool *live)
+{
+    struct db_params p = {0};
+    long long n = 0;
+    db_param_text(&p, id);
+    enum db_status st = store_get_int64(conn, &cluster_live, p.n, p.values, &n);
+    *live = n > 0;
+    return st;
+}
+
+static const struct db_stmt engine_of = {
+    "SELECT spec ->> 'engine', coalesce(spec ->> 'cluster_mode', 'enabled') = 'enabled',"
+    " coalesce(engine_version_actual, spec ->> 'engine_version', '')"
+    " FROM clusters WHERE id = $1"};
+
+enum db_status store_cluster_engine(struct db_conn *conn, const char *id,
+                                    struct store_cluster_engine *out)
+{
+    struct db_params p = {0};
+    PGresult *res;
+    db_param_text(&p, id);
+    enum db_status st = store_query_row(conn, &engine_of, &p, &res);
+    if (st != DB_OK)
+        return st;
+    store_copy_text(out->engine, sizeof(out->engine), res, 0, 0);
+    out->cluster_mode = db_bool(res, 0, 1);
+    store_copy_text(out->version, sizeof(out->version), res, 0, 2);
+    PQclear(res);
+    return DB_OK;
+}
+
+static const struct db_stmt sealed_secrets = {
+    "SELECT id, encode(auth_secret, 'hex') FROM clusters WHERE auth_secret IS NOT NULL"};
+
+enum db_status store_cluster_secrets(struct db_conn *conn, struct store_cluster_secrets *out)
+{
+    enum db_status st;
+    PGresult *res = db_query(conn, &sealed_secrets, 0, NULL, &st);
+    if (res == NULL)
+        return st;
+    out->n = (size_t)PQntuples(res);
+    out->items = xcalloc(out->n + 1, sizeof(*out->items));
+    for (size_t i = 0; i < out->n; i++) {
+        out->items[i].id = xstrdup(db_text(res, (int)i, 0));
+        out->items[i].hex = xstrdup(db_text(res, (int)i, 1));
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+void store_cluster_secrets_free(struct store_cluster_secrets *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->items[i].id);
+        free(s->items[i].hex);
+    }
+    free(s->items);
+    memset(s, 0, sizeof(*s));
+}
+
+static const struct db_stmt clusters_by_status = {
+    "SELECT status, count(*) FROM clusters GROUP BY status ORDER BY status"};
+
+enum db_status store_clusters_by_status(struct db_conn *conn, struct store_counts *out)
+{
+    return store_count_rows(conn, &clusters_by_status, out);
 }

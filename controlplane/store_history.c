@@ -1,7 +1,7 @@
-/* store_history.c -- operations and events: queued and recorded here, and
- * read as the API shows them. (The runner keeps its own lease statements:
- * runner.c.) */
+/* store_history.c -- operations and events: queued, leased to a runner
+ * and recorded here, and read as the API shows them. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store.h"
@@ -135,4 +135,104 @@ enum db_status store_operation_queue(struct db_conn *conn, const char *cluster_i
     snprintf(op_id, STORE_UUID_SIZE, "%s", db_text(res, 0, 0));
     PQclear(res);
     return DB_OK;
+}
+
+static const struct db_stmt cancel_operation = {
+    "UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = now()"
+    " WHERE id = $1::uuid"};
+
+enum db_status store_operation_cancel(struct db_conn *conn, const char *op_id)
+{
+    struct db_params p = {0};
+    db_param_text(&p, op_id);
+    return db_exec_params(conn, &cancel_operation, &p);
+}
+
+/* ---- the runner's lease ---------------------------------------------------------- */
+
+/* The oldest runnable operation of a kind this runner knows, leased to us.
+ * Kinds it does not know are left to a cairnd that does (one being rolled
+ * out, say), never failed. */
+static const struct db_stmt claim = {
+    "UPDATE operations o SET lease_owner = $1,"
+    "   lease_expires_at = now() + make_interval(secs => $2::int),"
+    "   status = 'running', started_at = coalesce(o.started_at, now()), updated_at = now()"
+    " WHERE o.id = (SELECT id FROM operations"
+    "   WHERE status IN ('pending', 'running') AND kind = ANY($3::text[])"
+    "     AND (lease_expires_at IS NULL OR lease_expires_at < now())"
+    "     AND (wake_at IS NULL OR wake_at <= now())"
+    "   ORDER BY created_at, id FOR UPDATE SKIP LOCKED LIMIT 1)"
+    " RETURNING o.id, o.kind, o.step, o.context::text, o.cluster_id"};
+
+enum db_status store_operation_claim(struct db_conn *conn, const char *owner, int lease_s,
+                                     const char *kinds, struct store_claimed *out)
+{
+    struct db_params p = {0};
+    PGresult *res;
+    db_param_text(&p, owner);
+    db_param_int(&p, lease_s);
+    db_param_text(&p, kinds);
+    enum db_status st = store_query_row(conn, &claim, &p, &res);
+    if (st != DB_OK)
+        return st;
+    store_copy_text(out->id, sizeof(out->id), res, 0, 0);
+    store_copy_text(out->kind, sizeof(out->kind), res, 0, 1);
+    out->step = (int)db_int(res, 0, 2);
+    out->context = json_loads(db_text(res, 0, 3), 0, NULL);
+    if (out->context == NULL)
+        out->context = json_object();
+    store_copy_text(out->cluster_id, sizeof(out->cluster_id), res, 0, 4);
+    PQclear(res);
+    return DB_OK;
+}
+
+/* The moment a step is recorded, as Cairn's timestamp text. */
+#define FINISHED_AT STORE_TS("now()")
+
+/* Record a step's outcome, only while the lease is still ours. */
+static const struct db_stmt record = {
+    "UPDATE operations SET step = $3::int, context = $4::jsonb,"
+    "   steps = CASE WHEN $5::text IS NULL THEN steps ELSE steps || jsonb_build_array("
+    "     jsonb_build_object('name', $5::text, 'started_at', $6::text,"
+    "       'finished_at', " FINISHED_AT "))"
+    "   END,"
+    "   step_name = $7, progress = $8::int, status = $9,"
+    "   error = CASE WHEN $10::text IS NULL THEN NULL"
+    "           ELSE jsonb_build_object('code', $10::text, 'message', $11::text) END,"
+    "   wake_at = now() + make_interval(secs => $12::int / 1000.0),"
+    "   finished_at = CASE WHEN $9 IN ('succeeded', 'failed') THEN now() END,"
+    "   lease_owner = NULL, lease_expires_at = NULL, updated_at = now()"
+    " WHERE id = $1::uuid AND lease_owner = $2"};
+
+enum db_status store_operation_record(struct db_conn *conn, const struct store_step_record *r)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, r->op_id);
+    db_param_text(&p, r->owner);
+    db_param_int(&p, r->step);
+    db_param_text(&p, r->context);
+    db_param_text(&p, r->done);
+    db_param_text(&p, r->started_at);
+    db_param_text(&p, r->step_name);
+    db_param_int(&p, r->progress);
+    db_param_text(&p, r->status);
+    db_param_text(&p, r->code);
+    db_param_text(&p, r->error);
+    db_param_int(&p, r->wait_ms);
+    PGresult *res = db_query_params(conn, &record, &p, &st);
+    if (res != NULL && strcmp(PQcmdTuples(res), "1") != 0)
+        st = DB_NOT_FOUND;
+    PQclear(res);
+    return st;
+}
+
+/* ---- counts ---------------------------------------------------------------------- */
+
+static const struct db_stmt operations_by_status = {
+    "SELECT kind, status, count(*) FROM operations GROUP BY kind, status ORDER BY kind, status"};
+
+enum db_status store_operations_by_status(struct db_conn *conn, struct store_counts *out)
+{
+    return store_count_rows(conn, &operations_by_status, out);
 }

@@ -1,5 +1,6 @@
 /* store_hosts.c -- hosts (the VMs running cairn-agent), the engines each has,
- * what the agents report, and the desired set each agent pulls. */
+ * what the agents report, the desired set each agent pulls, and the LISTEN
+ * that hears when one changes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,4 +429,25 @@ enum db_status store_host_get(struct db_conn *conn, const char *id, char **out)
 {
     const char *params[1] = {id};
     return store_get_text(conn, &get_host, 1, params, out);
+}
+
+static const struct db_stmt hosts_by_status = {
+    "SELECT status, count(*) FROM hosts GROUP BY status ORDER BY status"};
+
+enum db_status store_hosts_by_status(struct db_conn *conn, struct store_counts *out)
+{
+    return store_count_rows(conn, &hosts_by_status, out);
+}
+
+/* ---- desired-set notifications ------------------------------------------------- */
+
+/* Migration 0003's triggers NOTIFY this channel with the host's id. */
+#define DESIRED_CHANNEL "cairn_desired"
+
+enum db_status store_hosts_listen(PGconn *pg)
+{
+    PGresult *res = PQexec(pg, "LISTEN " DESIRED_CHANNEL);
+    enum db_status st = db_classify(pg, res);
+    PQclear(res);
+    return st;
 }

@@ -1,5 +1,6 @@
 /* store_metrics.c -- metric samples: daily partitions, the rows agents
- * push, and the aggregation behind a query (see api_metrics.c). */
+ * push, the aggregation behind a query (see api_metrics.c), and each node's
+ * newest sample for the Prometheus endpoint. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "store.h"
+#include "xalloc.h"
 
 static const struct db_stmt partitions = {
     "SELECT metric_partitions((to_timestamp($1::bigint) AT TIME ZONE 'UTC')::date,"
@@ -292,4 +294,57 @@ enum db_status store_metric_query(struct db_conn *conn, struct store_metric_quer
                      iso(s, ts), "end", iso(e, te), "period", (json_int_t)q->period_s, "stat",
                      store_metric_stats[q->stat], "series", all);
     return DB_OK;
+}
+
+/* ---- the newest samples, for the Prometheus endpoint ------------------------------ */
+
+/* Each node's newest sample of the last ten minutes, with its labels. */
+static const struct db_stmt latest_samples = {
+    "SELECT DISTINCT ON (m.node_id) m.cluster_id, m.node_id, s.name, coalesce(n.role, ''),"
+    "   array_to_string(m.vals, ',', 'NaN')"
+    " FROM metric_samples m JOIN nodes n ON n.id = m.node_id JOIN shards s ON s.id = n.shard_id"
+    " WHERE m.at > now() - interval '10 minutes' AND n.desired_state <> 'deleted'"
+    " ORDER BY m.node_id, m.at DESC"};
+
+/* Split text, the values as PostgreSQL prints them with NaN for none, in
+ * place into s->vals by catalog position. */
+static void split_values(struct store_latest_sample *s)
+{
+    char *save = NULL;
+    size_t k = 0;
+    s->vals = xcalloc(metric_count + 1, sizeof(*s->vals));
+    for (char *tok = strtok_r(s->text, ",", &save); tok != NULL && k < metric_count;
+         tok = strtok_r(NULL, ",", &save), k++)
+        s->vals[k] = strcmp(tok, "NaN") != 0 ? tok : NULL;
+}
+
+enum db_status store_metric_latest(struct db_conn *conn, struct store_latest_samples *out)
+{
+    enum db_status st;
+    PGresult *res = db_query(conn, &latest_samples, 0, NULL, &st);
+    if (res == NULL)
+        return st;
+    out->n = (size_t)PQntuples(res);
+    out->items = xcalloc(out->n + 1, sizeof(*out->items));
+    for (size_t i = 0; i < out->n; i++) {
+        struct store_latest_sample *s = &out->items[i];
+        store_copy_text(s->cluster_id, sizeof(s->cluster_id), res, (int)i, 0);
+        store_copy_text(s->node_id, sizeof(s->node_id), res, (int)i, 1);
+        store_copy_text(s->shard, sizeof(s->shard), res, (int)i, 2);
+        store_copy_text(s->role, sizeof(s->role), res, (int)i, 3);
+        s->text = xstrdup(db_text(res, (int)i, 4) != NULL ? db_text(res, (int)i, 4) : "");
+        split_values(s);
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+void store_metric_latest_free(struct store_latest_samples *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->items[i].text);
+        free(s->items[i].vals);
+    }
+    free(s->items);
+    memset(s, 0, sizeof(*s));
 }

@@ -1,6 +1,7 @@
 /* store_nodes.c -- the nodes of clusters as operations read and change
  * them: placement and last reported state, roles cairnd itself confirmed,
- * deletion, and the rows of a node replacement. */
+ * deletion, the rows of a node replacement, a node's engine during an
+ * upgrade, and the nodes serving clients (for the Sentinel front). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,28 +24,23 @@ static const struct db_stmt load_nodes = {
     " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
     " ORDER BY s.index, n.ordinal"};
 
-static void copy(char *dst, size_t size, const PGresult *res, int row, int col)
-{
-    snprintf(dst, size, "%s", db_text(res, row, col));
-}
-
 static void read_node(const PGresult *res, int r, struct cluster_node *n)
 {
-    copy(n->id, sizeof(n->id), res, r, 0);
-    copy(n->host_id, sizeof(n->host_id), res, r, 1);
-    copy(n->address, sizeof(n->address), res, r, 2);
+    store_copy_text(n->id, sizeof(n->id), res, r, 0);
+    store_copy_text(n->host_id, sizeof(n->host_id), res, r, 1);
+    store_copy_text(n->address, sizeof(n->address), res, r, 2);
     n->port = (int)db_int(res, r, 3);
     n->shard = (int)db_int(res, r, 4);
     n->ordinal = (int)db_int(res, r, 5);
     n->slot_first = (int)db_int(res, r, 6);
     n->slot_last = (int)db_int(res, r, 7);
-    copy(n->process_state, sizeof(n->process_state), res, r, 8);
+    store_copy_text(n->process_state, sizeof(n->process_state), res, r, 8);
     n->host_lost = db_bool(res, r, 9);
-    copy(n->role, sizeof(n->role), res, r, 10);
-    copy(n->az, sizeof(n->az), res, r, 11);
-    copy(n->engine, sizeof(n->engine), res, r, 12);
-    copy(n->engine_version, sizeof(n->engine_version), res, r, 13);
-    copy(n->running_version, sizeof(n->running_version), res, r, 14);
+    store_copy_text(n->role, sizeof(n->role), res, r, 10);
+    store_copy_text(n->az, sizeof(n->az), res, r, 11);
+    store_copy_text(n->engine, sizeof(n->engine), res, r, 12);
+    store_copy_text(n->engine_version, sizeof(n->engine_version), res, r, 13);
+    store_copy_text(n->running_version, sizeof(n->running_version), res, r, 14);
 }
 
 enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,
@@ -151,11 +147,11 @@ enum db_status store_node_to_replace(struct db_conn *conn, const char *cluster_i
         return st;
     st = PQntuples(res) == 1 && !db_bool(res, 0, 6) ? DB_OK : DB_NOT_FOUND;
     if (st == DB_OK) {
-        copy(out->shard_id, sizeof(out->shard_id), res, 0, 0);
-        copy(out->node_type, sizeof(out->node_type), res, 0, 1);
-        copy(out->engine, sizeof(out->engine), res, 0, 2);
-        copy(out->engine_version, sizeof(out->engine_version), res, 0, 3);
-        copy(out->address, sizeof(out->address), res, 0, 4);
+        store_copy_text(out->shard_id, sizeof(out->shard_id), res, 0, 0);
+        store_copy_text(out->node_type, sizeof(out->node_type), res, 0, 1);
+        store_copy_text(out->engine, sizeof(out->engine), res, 0, 2);
+        store_copy_text(out->engine_version, sizeof(out->engine_version), res, 0, 3);
+        store_copy_text(out->address, sizeof(out->address), res, 0, 4);
         out->port = (int)db_int(res, 0, 5);
         out->multi_az = db_bool(res, 0, 7);
         out->shard = (int)db_int(res, 0, 8);
@@ -244,4 +240,53 @@ static const struct db_stmt joined_node = {
 enum db_status store_node_joined(struct db_conn *conn, const char *node_id)
 {
     return store_exec(conn, &joined_node, node_id, NULL);
+}
+
+/* ---- engine upgrades -------------------------------------------------------------- */
+
+static const struct db_stmt set_engine = {
+    "UPDATE nodes SET engine = $2, engine_version = $3 WHERE id = $1::uuid"};
+
+enum db_status store_node_set_engine(struct db_conn *conn, const char *node_id, const char *engine,
+                                     const char *version)
+{
+    struct db_params p = {0};
+    db_param_text(&p, node_id);
+    db_param_text(&p, engine);
+    db_param_text(&p, version);
+    return db_exec_params(conn, &set_engine, &p);
+}
+
+/* ---- who serves clients ------------------------------------------------------------ */
+
+static const struct db_stmt serving_nodes = {
+    "SELECT h.address, n.port, n.role = 'primary', c.spec ->> 'cluster_mode' = 'disabled'"
+    " FROM clusters c JOIN nodes n ON n.cluster_id = c.id JOIN hosts h ON h.id = n.host_id"
+    " WHERE c.id = $1 AND n.process_state = 'running' AND h.status = 'healthy'"
+    "   AND n.desired_state <> 'deleted' AND ("
+    "   n.role = 'primary' OR (n.role = 'replica' AND n.master_link_status = 'up'"
+    "   AND NOT coalesce(n.loading, false) AND NOT coalesce(n.sync_in_progress, false)))"
+    " ORDER BY n.role, h.address, n.port"};
+
+enum db_status store_cluster_serving_nodes(struct db_conn *conn, const char *cluster_id,
+                                           struct store_serving_nodes *out)
+{
+    struct db_params p = {0};
+    enum db_status st;
+    db_param_text(&p, cluster_id);
+    PGresult *res = db_query_params(conn, &serving_nodes, &p, &st);
+    if (res == NULL)
+        return st;
+    out->n = (size_t)PQntuples(res);
+    out->items = xcalloc(out->n + 1, sizeof(*out->items));
+    out->disabled_mode = false;
+    for (size_t i = 0; i < out->n; i++) {
+        struct store_serving_node *s = &out->items[i];
+        store_copy_text(s->address, sizeof(s->address), res, (int)i, 0);
+        s->port = (int)db_int(res, (int)i, 1);
+        s->primary = db_bool(res, (int)i, 2);
+        out->disabled_mode = db_bool(res, (int)i, 3);
+    }
+    PQclear(res);
+    return DB_OK;
 }

@@ -1,4 +1,5 @@
 /* store_util.c -- helpers shared by the store_* files. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,46 @@ enum db_status store_get_json(struct db_conn *conn, const struct db_stmt *stmt, 
         return DB_ERROR;
     }
     return DB_OK;
+}
+
+void store_copy_text(char *dst, size_t size, const PGresult *res, int row, int col)
+{
+    const char *text = db_text(res, row, col);
+    snprintf(dst, size, "%s", text != NULL ? text : "");
+}
+
+enum db_status store_count_rows(struct db_conn *conn, const struct db_stmt *stmt,
+                                struct store_counts *out)
+{
+    enum db_status st;
+    PGresult *res = db_query(conn, stmt, 0, NULL, &st);
+
+    if (res == NULL)
+        return st;
+    int nlabels = PQnfields(res) - 1;
+    assert(nlabels >= 1 && nlabels <= 2);
+    out->n = (size_t)PQntuples(res);
+    out->items = xcalloc(out->n + 1, sizeof(*out->items));
+    for (size_t i = 0; i < out->n; i++) {
+        struct store_count *c = &out->items[i];
+        for (int k = 0; k < nlabels; k++)
+            store_copy_text(c->labels[k], sizeof(c->labels[k]), res, (int)i, k);
+        c->n = db_int(res, (int)i, nlabels);
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+enum db_status store_query_row(struct db_conn *conn, const struct db_stmt *stmt,
+                               const struct db_params *p, PGresult **res)
+{
+    enum db_status st;
+    *res = db_query_params(conn, stmt, p, &st);
+    if (*res == NULL || PQntuples(*res) == 1)
+        return st;
+    PQclear(*res);
+    *res = NULL;
+    return DB_NOT_FOUND;
 }
 
 enum db_status store_list(struct db_conn *conn, const struct db_stmt *stmt, int nparams,

@@ -8,7 +8,6 @@
 
 #include <jansson.h>
 #include <stdbool.h>
-#include <stddef.h>
 
 #include "app.h"
 #include "db.h"
@@ -33,13 +32,6 @@ enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const
  * window (changes.h). */
 struct change_op;
 extern const struct change_op change_op_upgrade_engine;
-
-/* Whether the catalog allows from -> to (an upgrade path); the allowed
- * targets, comma-separated, in allowed (for the message). */
-enum db_status upgrade_path_allowed(struct db_conn *conn, const char *from_engine,
-                                    const char *from_version, const char *to_engine,
-                                    const char *to_version, bool *ok, char *allowed,
-                                    size_t allowed_size);
 
 /* Queue (apply_now) or schedule for the maintenance window (the spec's,
  * "ddd:hh24:mi-ddd:hh24:mi") the upgrade operation, in the caller's
