@@ -5,7 +5,8 @@
 #   make demo       install, build, start the local stack (see README)
 #   make demo-down  stop it, keeping ./var
 #   make unit       C unit tests        make asan   unit tests under ASan+UBSan
-#   make system     pytest system tests make lint   include cycles, clang-format, cppcheck
+#   make system     pytest system tests make lint   include cycles, SQL in the store,
+#                                                   clang-format, cppcheck
 #   make bench      benchmarks under tests/bench
 #   make fuzz       every fuzz target for FUZZ_SECONDS (default 3600), corpus merged back
 #   make fuzz-check every fuzz target for 60 s in all (part of make check)
@@ -154,6 +155,7 @@ INCLUDE_CYCLES_ALLOWED = --allow "controlplane/changes -> controlplane/upgrades 
 
 lint:
 	$(PYTHON) scripts/check-include-cycles $(INCLUDE_CYCLES_ALLOWED) lib engine controlplane agent
+	$(PYTHON) scripts/check-sql-in-store
 	clang-format --dry-run --Werror $(FORMAT_SRC)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --std=c11 -Ilib -Iengine -Icontrolplane -Iagent lib engine controlplane agent
