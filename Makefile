@@ -148,13 +148,8 @@ system: all $(TOOL_BIN)
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib controlplane tests -name '*.[ch]')
 
-# TEMPORARY: controlplane/ had this circle before the check existed; whoever
-# breaks it deletes the --allow (the check fails on an allowed circle that is
-# gone). Add no others.
-INCLUDE_CYCLES_ALLOWED = --allow "controlplane/changes -> controlplane/upgrades -> controlplane/changes"
-
 lint:
-	$(PYTHON) scripts/check-include-cycles $(INCLUDE_CYCLES_ALLOWED) lib engine controlplane agent
+	$(PYTHON) scripts/check-include-cycles lib engine controlplane agent
 	$(PYTHON) scripts/check-sql-in-store
 	clang-format --dry-run --Werror $(FORMAT_SRC)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \

@@ -304,21 +304,10 @@ void api_clusters_failover(struct http_request *req)
 void api_clusters_cancel_pending(struct http_request *req)
 {
     const char *id = http_param(req, "id");
-    bool started = false;
-    enum db_status st = upgrade_cancel(req->app, id, &started);
+    struct problem p = {0};
 
-    if (st == DB_OK)
+    if (upgrade_cancel(req->app, id, &p))
         reply_cluster(req, id, 200, false);
-    else if (st == DB_NOT_FOUND && started)
-        http_reply_problem(req, PROBLEM_OPERATION_IN_PROGRESS, NULL,
-                           "the engine upgrade of cluster %s has started; it can no longer be "
-                           "cancelled",
-                           id);
-    else if (st == DB_NOT_FOUND)
-        http_reply_problem(req, PROBLEM_NO_PENDING_CHANGE, NULL,
-                           "cluster %s has no engine upgrade waiting for its maintenance window "
-                           "(or does not exist)",
-                           id);
     else
-        http_reply_db_error(req, st);
+        http_reply_error(req, &p);
 }

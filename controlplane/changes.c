@@ -6,7 +6,6 @@
 
 #include "ops.h"
 #include "store.h"
-#include "upgrades.h"
 
 /* multi_az asked of a cluster placed without it holds only if no replica
  * shares its primary's AZ: the nodes do not move by themselves. */

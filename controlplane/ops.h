@@ -38,9 +38,13 @@ extern const struct op_kind *const op_kinds[];
  * Static; built on the first call, from any thread. */
 const char *const *op_kind_names(void);
 
-/* PATCH of parameters: an apply_parameters operation (changes.h). */
+/* The changes of a spec that run an operation (changes.h): PATCH of
+ * parameters runs apply_parameters; PATCH of engine or engine_version, once
+ * the catalog allows the path and the cluster passes upgrade_check(), an
+ * upgrade_engine, queued or scheduled for the maintenance window. */
 struct change_op;
 extern const struct change_op change_op_apply_parameters;
+extern const struct change_op change_op_upgrade_engine;
 
 /* What an operation's steps work on: the cluster's nodes (placement and
  * last reported state), its engine password (NULL without AUTH) and

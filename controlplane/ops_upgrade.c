@@ -29,11 +29,13 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "changes.h"
 #include "cluster_nodes.h"
 #include "info.h"
 #include "log.h"
 #include "nodeio.h"
 #include "resp.h"
+#include "store.h"
 #include "upgrades.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -449,3 +451,65 @@ static const struct op_step upgrade_steps[] = {
 
 const struct op_kind op_cluster_upgrade_engine = {
     "upgrade_engine", upgrade_steps, sizeof(upgrade_steps) / sizeof(upgrade_steps[0]), failed};
+
+/* ---- the change behind PATCH engine / engine_version (changes.h) ---------------- */
+
+static json_t *engine_of(const json_t *spec)
+{
+    return json_pack("{s:O, s:O}", "engine", json_object_get(spec, "engine"), "engine_version",
+                     json_object_get(spec, "engine_version"));
+}
+
+/* The catalog's path, then the cluster's state. */
+static enum db_status upgrade_precheck(struct db_conn *conn, struct change_request *r,
+                                       struct problem *p)
+{
+    const char *from_engine = json_string_value(json_object_get(r->stored, "engine"));
+    const char *from_version = json_string_value(json_object_get(r->stored, "engine_version"));
+    const char *to_engine = json_string_value(json_object_get(r->next, "engine"));
+    const char *to_version = json_string_value(json_object_get(r->next, "engine_version"));
+    char allowed[256];
+    bool ok = false;
+    json_t *downtime = NULL;
+    enum db_status st = store_upgrade_path(conn, from_engine, from_version, to_engine, to_version,
+                                           &ok, allowed, sizeof(allowed));
+    if (st != DB_OK)
+        return st;
+    if (!ok) {
+        char *msg =
+            xasprintf("cannot go from %s %s to %s %s: %s%s", from_engine, from_version, to_engine,
+                      to_version, allowed[0] ? "the upgrades allowed are to " : "it is the newest",
+                      allowed[0] ? allowed : "; engines are never downgraded");
+        problem_field(p, "engine_version", msg);
+        free(msg);
+        return DB_REFUSED;
+    }
+    st = upgrade_check(conn, r->cluster_id, to_engine, to_version, p, &downtime);
+    if (downtime != NULL)
+        json_object_set_new(r->facts, "downtime", downtime);
+    return st;
+}
+
+static enum db_status upgrade_request(struct db_conn *conn, struct change_request *r,
+                                      struct problem *p)
+{
+    (void)p;
+    json_t *from = engine_of(r->stored), *to = engine_of(r->next);
+    enum db_status st =
+        upgrade_queue(r->app, conn, r->cluster_id, from, to, r->apply_now,
+                      json_string_value(json_object_get(r->next, "maintenance_window")),
+                      json_object_get(r->facts, "downtime"), r->op_id);
+    json_decref(from);
+    json_decref(to);
+    r->poke = r->apply_now;
+    return st;
+}
+
+const struct change_op change_op_upgrade_engine = {
+    .kind = &op_cluster_upgrade_engine,
+    .what = "an engine upgrade",
+    .alone = true,
+    .accepted = true,
+    .precheck = upgrade_precheck,
+    .queue = upgrade_request,
+};

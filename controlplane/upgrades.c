@@ -15,7 +15,6 @@
 #include "metrics.h"
 #include "ops.h"
 #include "runner.h"
-#include "changes.h"
 #include "store.h"
 #include "xalloc.h"
 
@@ -116,71 +115,9 @@ enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *
     return st;
 }
 
-/* ---- the change behind PATCH engine / engine_version (changes.h) ---------------- */
-
-static json_t *engine_of(const json_t *spec)
-{
-    return json_pack("{s:O, s:O}", "engine", json_object_get(spec, "engine"), "engine_version",
-                     json_object_get(spec, "engine_version"));
-}
-
-/* The catalog's path, then the cluster's state. */
-static enum db_status upgrade_precheck(struct db_conn *conn, struct change_request *r,
-                                       struct problem *p)
-{
-    const char *from_engine = json_string_value(json_object_get(r->stored, "engine"));
-    const char *from_version = json_string_value(json_object_get(r->stored, "engine_version"));
-    const char *to_engine = json_string_value(json_object_get(r->next, "engine"));
-    const char *to_version = json_string_value(json_object_get(r->next, "engine_version"));
-    char allowed[256];
-    bool ok = false;
-    json_t *downtime = NULL;
-    enum db_status st = store_upgrade_path(conn, from_engine, from_version, to_engine, to_version,
-                                           &ok, allowed, sizeof(allowed));
-    if (st != DB_OK)
-        return st;
-    if (!ok) {
-        char *msg =
-            xasprintf("cannot go from %s %s to %s %s: %s%s", from_engine, from_version, to_engine,
-                      to_version, allowed[0] ? "the upgrades allowed are to " : "it is the newest",
-                      allowed[0] ? allowed : "; engines are never downgraded");
-        problem_field(p, "engine_version", msg);
-        free(msg);
-        return DB_REFUSED;
-    }
-    st = upgrade_check(conn, r->cluster_id, to_engine, to_version, p, &downtime);
-    if (downtime != NULL)
-        json_object_set_new(r->facts, "downtime", downtime);
-    return st;
-}
-
-static enum db_status upgrade_request(struct db_conn *conn, struct change_request *r,
-                                      struct problem *p)
-{
-    (void)p;
-    json_t *from = engine_of(r->stored), *to = engine_of(r->next);
-    enum db_status st =
-        upgrade_queue(r->app, conn, r->cluster_id, from, to, r->apply_now,
-                      json_string_value(json_object_get(r->next, "maintenance_window")),
-                      json_object_get(r->facts, "downtime"), r->op_id);
-    json_decref(from);
-    json_decref(to);
-    r->poke = r->apply_now;
-    return st;
-}
-
-const struct change_op change_op_upgrade_engine = {
-    .kind = &op_cluster_upgrade_engine,
-    .what = "an engine upgrade",
-    .alone = true,
-    .accepted = true,
-    .precheck = upgrade_precheck,
-    .queue = upgrade_request,
-};
-
 struct cancel_call {
     const char *id;
-    bool started;
+    struct problem *p;
 };
 
 static enum db_status cancel_fn(struct db_conn *conn, void *arg)
@@ -189,12 +126,22 @@ static enum db_status cancel_fn(struct db_conn *conn, void *arg)
     struct store_upgrade_active up;
     enum db_status st = store_upgrade_active(conn, c->id, &up);
 
-    c->started = st == DB_OK && !up.scheduled;
+    problem_clear(c->p);
+    if (st == DB_NOT_FOUND) {
+        problem_set(c->p, PROBLEM_NO_PENDING_CHANGE,
+                    "cluster %s has no engine upgrade waiting for its maintenance window (or "
+                    "does not exist)",
+                    c->id);
+        return DB_REFUSED;
+    }
     if (st != DB_OK)
         return st;
-    if (c->started) {
+    if (!up.scheduled) {
         json_decref(up.context);
-        return DB_NOT_FOUND; /* it runs: too late to cancel */
+        problem_set(c->p, PROBLEM_OPERATION_IN_PROGRESS,
+                    "the engine upgrade of cluster %s has started; it can no longer be cancelled",
+                    c->id);
+        return DB_REFUSED;
     }
     const json_t *from = json_object_get(up.context, "from");
     if ((st = store_operation_cancel(conn, up.id)) == DB_OK)
@@ -208,12 +155,10 @@ static enum db_status cancel_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
-enum db_status upgrade_cancel(struct app *app, const char *cluster_id, bool *started)
+bool upgrade_cancel(struct app *app, const char *cluster_id, struct problem *p)
 {
-    struct cancel_call c = {cluster_id, false};
-    enum db_status st = db_tx(app->db, DB_READ_COMMITTED, cancel_fn, &c);
-    *started = c.started;
-    return st;
+    struct cancel_call c = {cluster_id, p};
+    return problem_db(p, db_tx(app->db, DB_READ_COMMITTED, cancel_fn, &c));
 }
 
 struct tick_call {

@@ -27,12 +27,6 @@
 enum db_status upgrade_check(struct db_conn *conn, const char *cluster_id, const char *engine,
                              const char *version, struct problem *p, json_t **downtime);
 
-/* PATCH of engine or engine_version: the upgrade path and the checks
- * above, then the operation, queued or scheduled for the maintenance
- * window (changes.h). */
-struct change_op;
-extern const struct change_op change_op_upgrade_engine;
-
 /* Queue (apply_now) or schedule for the maintenance window (the spec's,
  * "ddd:hh24:mi-ddd:hh24:mi") the upgrade operation, in the caller's
  * transaction; pending_changes.engine_upgrade
@@ -44,9 +38,10 @@ enum db_status upgrade_queue(struct app *app, struct db_conn *conn, const char *
                              const char *window, json_t *downtime, char *op_id);
 
 /* Cancel the cluster's scheduled upgrade: the spec's engine and version go
- * back to what runs. DB_NOT_FOUND: there is none (*started: it has started
- * already, and runs). */
-enum db_status upgrade_cancel(struct app *app, const char *cluster_id, bool *started);
+ * back to what runs. False with p filled: NO_PENDING_CHANGE (none is
+ * scheduled, or no such cluster), OPERATION_IN_PROGRESS (it has started and
+ * runs), or the database's failure. */
+bool upgrade_cancel(struct app *app, const char *cluster_id, struct problem *p);
 
 /* The scheduler: start every scheduled upgrade whose cluster's window is
  * open (by the clock plus --test-clock-offset) and has no other operation
