@@ -24,6 +24,9 @@
 /* What one node of the shard says about itself right now. A shard has at
  * most 6 nodes (1 + 5 replicas), and one more while one is replaced. */
 #define OBSERVE_MAX 8
+
+#define FAILOVER_ENGINE_TIMEOUT_MS 5000
+#define FAILOVER_RETRY_S           10
 struct observed {
     const struct cluster_node *node;
     struct nodeio_repl repl;
@@ -101,6 +104,23 @@ static void choose(const struct op_ctx *ctx, const struct observed *seen, size_t
     }
 }
 
+/* CLUSTER FAILOVER (default, lossless mode) on the target in cluster mode;
+ * FAILOVER TO it on the primary otherwise, hurried along. */
+static bool send_failover(const struct ops_topo *t, const struct cluster_node *primary,
+                          const struct cluster_node *target, char *err, size_t errsize)
+{
+    if (t->cluster_mode)
+        return nodeio_cluster_failover(target, t->password, NODEIO_PATIENT, ENGINE_FAILOVER_DEFAULT,
+                                       err, errsize);
+    struct resp_conn *c = nodeio_connect(primary, t->password, NODEIO_PATIENT, err, errsize);
+    bool ok = c != NULL && engine_failover_to(c, target->address, target->port,
+                                              FAILOVER_ENGINE_TIMEOUT_MS, err, errsize);
+    resp_close(c);
+    if (ok)
+        hurry_failover(t, primary, target);
+    return ok;
+}
+
 /* Start the failover once: CLUSTER FAILOVER (default, lossless mode) on the
  * chosen replica in cluster mode; FAILOVER TO it on the primary otherwise.
  * Both pause writes on the primary until the replica has caught up. */
@@ -130,23 +150,10 @@ static enum op_result start_failover(struct op_ctx *ctx)
                        primary == NULL ? "no primary" : "no in-sync replica");
     }
     long long started = time_now_ms();
-    bool ok;
-    if (t.cluster_mode) {
-        ok = nodeio_cluster_failover(best->node, t.password, NODEIO_PATIENT,
-                                     ENGINE_FAILOVER_DEFAULT, err, sizeof(err));
-    } else {
-        struct resp_conn *c =
-            nodeio_connect(primary->node, t.password, NODEIO_PATIENT, err, sizeof(err));
-        ok = c != NULL &&
-             engine_failover_to(c, best->node->address, best->node->port, 5000, err, sizeof(err));
-        resp_close(c);
-    }
-    if (!ok) {
+    if (!send_failover(&t, primary->node, best->node, err, sizeof(err))) {
         ops_topo_free(&t);
         return op_fail(ctx, PROBLEM_FAILOVER_REFUSED, "the engine refused the failover: %s", err);
     }
-    if (!t.cluster_mode)
-        hurry_failover(&t, primary->node, best->node);
     json_object_set_new(ctx->context, "target", json_string(best->node->id));
     json_object_set_new(ctx->context, "previous", json_string(primary->node->id));
     json_object_set_new(ctx->context, "started_ms", json_integer(started));
@@ -191,6 +198,31 @@ static bool switched(const struct shard_view *v)
     return done;
 }
 
+/* An engine gives a planned failover FAILOVER_ENGINE_TIMEOUT_MS (5 s for
+ * CLUSTER FAILOVER) for the target to catch up, then gives up and leaves
+ * the roles as they were; nothing would switch then. Every
+ * FAILOVER_RETRY_S the step sees no switch, it asks again, as long as the
+ * old primary still is one. */
+static void retry_failover(struct op_ctx *ctx, const struct shard_view *v)
+{
+    long long retries = ops_context_int(ctx, "retries");
+    const struct cluster_node *primary = NULL;
+    char err[256];
+
+    if (!v->observed || ops_elapsed_s(ctx, "switch_since") < FAILOVER_RETRY_S * (retries + 1))
+        return;
+    for (size_t i = 0; i < v->n; i++)
+        if (v->seen[i].repl.primary && v->seen[i].node != v->to)
+            primary = v->seen[i].node;
+    json_object_set_new(ctx->context, "retries", json_integer(retries + 1));
+    if (primary == NULL)
+        return; /* switched at the engines; the cluster is settling */
+    log_warn("a planned failover did not switch; asking again", "node=%s primary=%s", v->to->id,
+             primary->id);
+    if (!send_failover(&v->t, primary, v->to, err, sizeof(err)))
+        log_warn("the failover was refused again", "node=%s error=\"%s\"", v->to->id, err);
+}
+
 /* Done when the target says it is the primary and every other node of the
  * shard follows it. */
 static enum op_result wait_switch(struct op_ctx *ctx)
@@ -199,6 +231,8 @@ static enum op_result wait_switch(struct op_ctx *ctx)
     if (!view_shard(ctx, &v))
         return op_wait(ctx, 20);
     bool done = switched(&v);
+    if (!done)
+        retry_failover(ctx, &v);
     ops_topo_free(&v.t);
     if (done) {
         if (json_object_get(ctx->context, "switched_ms") == NULL)

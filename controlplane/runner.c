@@ -106,6 +106,59 @@ static enum db_status record_fn(struct db_conn *conn, void *arg)
     return store_operation_record(conn, rc->record);
 }
 
+/* Run the claimed operation's current step; *effect gets what is to be
+ * committed with its record: the step's commit() after OP_NEXT, the kind's
+ * failed() after OP_FAILED. */
+static enum op_result run_current(const struct op_kind *kind, const struct store_claimed *c,
+                                  struct op_ctx *ctx, op_commit_fn *effect)
+{
+    *effect = NULL;
+    if (kind == NULL || c->step >= kind->nsteps)
+        return op_fail(ctx, PROBLEM_UNKNOWN_OPERATION, "this cairnd cannot run %s step %d", c->kind,
+                       c->step);
+    const struct op_step *s = &kind->steps[c->step];
+    enum op_result result = s->run != NULL ? s->run(ctx) : OP_NEXT;
+    if (result == OP_NEXT)
+        *effect = s->commit;
+    else if (result == OP_FAILED)
+        *effect = kind->failed;
+    return result;
+}
+
+/* The record of a step's outcome (all but the context and timing), logged
+ * when the step ended. */
+static void describe(const struct op_kind *kind, const struct store_claimed *c,
+                     enum op_result result, const struct op_ctx *ctx, struct store_step_record *rec)
+{
+    const char *name = kind != NULL && c->step < kind->nsteps ? kind->steps[c->step].name : NULL;
+    rec->op_id = c->id;
+    rec->step = c->step;
+    rec->step_name = name;
+    rec->status = "running";
+    rec->error = ctx->error;
+    if (result == OP_NEXT) {
+        rec->done = name;
+        rec->step++;
+        if (rec->step >= kind->nsteps)
+            rec->status = "succeeded";
+        else
+            rec->step_name = kind->steps[rec->step].name;
+        log_info("operation step done", "operation=%s kind=%s step=%s cluster=%s", c->id, c->kind,
+                 name, c->cluster_id);
+    } else if (result == OP_FAILED) {
+        rec->status = "failed";
+        rec->done = name;
+        rec->code = ctx->code;
+        log_warn("operation failed", "operation=%s kind=%s step=%s code=%s error=\"%s\"", c->id,
+                 c->kind, name ? name : "-", ctx->code, ctx->error);
+    } else {
+        rec->wait_ms = ctx->wait_ms;
+    }
+    rec->progress = strcmp(rec->status, "succeeded") == 0 ? 100
+                    : kind != NULL && kind->nsteps > 0    ? rec->step * 100 / kind->nsteps
+                                                          : 0;
+}
+
 /* Run the claimed operation's current step and record what came of it. */
 static void run_step(struct runner *r, struct store_claimed *c)
 {
@@ -115,70 +168,29 @@ static void run_step(struct runner *r, struct store_claimed *c)
                          .cluster_id = c->cluster_id,
                          .context = c->context,
                          .step = c->step};
-    enum op_result result;
-    op_commit_fn effect = NULL;
+    struct store_step_record record = {.owner = r->owner};
+    op_commit_fn effect;
     char started[80];
-    const char *state = "running", *step_name = NULL, *done_name = NULL;
 
     /* A step that waits runs many times; its timing spans all of them. */
     time_format(time_wall_us(), TIME_US, started);
     json_t *first = json_object_get(c->context, "step_started_at");
     if (json_is_string(first))
         snprintf(started, sizeof(started), "%s", json_string_value(first));
-    if (kind == NULL || c->step >= kind->nsteps) {
-        result = op_fail(&ctx, PROBLEM_UNKNOWN_OPERATION, "this cairnd cannot run %s step %d",
-                         c->kind, c->step);
-    } else {
-        const struct op_step *s = &kind->steps[c->step];
-        step_name = s->name;
-        result = s->run != NULL ? s->run(&ctx) : OP_NEXT;
-        if (result == OP_NEXT)
-            effect = s->commit;
-    }
-    int step = c->step;
-    if (result == OP_NEXT) {
-        done_name = step_name;
-        step++;
-        if (step >= kind->nsteps)
-            state = "succeeded";
-        else
-            step_name = kind->steps[step].name;
-        log_info("operation step done", "operation=%s kind=%s step=%s cluster=%s", c->id, c->kind,
-                 done_name, c->cluster_id);
-    } else if (result == OP_FAILED) {
-        state = "failed";
-        done_name = step_name;
-        log_warn("operation failed", "operation=%s kind=%s step=%s code=%s error=\"%s\"", c->id,
-                 c->kind, step_name ? step_name : "-", ctx.code, ctx.error);
-        if (kind != NULL)
-            effect = kind->failed;
-    }
+    enum op_result result = run_current(kind, c, &ctx, &effect);
+    describe(kind, c, result, &ctx, &record);
     if (result == OP_WAIT)
         json_object_set_new(c->context, "step_started_at", json_string(started));
     else
         json_object_del(c->context, "step_started_at");
     char *context_text = json_dumps(c->context, JSON_COMPACT);
-    struct store_step_record record = {
-        .op_id = c->id,
-        .owner = r->owner,
-        .step = step,
-        .context = context_text,
-        .done = done_name,
-        .started_at = started,
-        .step_name = step_name,
-        .progress = strcmp(state, "succeeded") == 0    ? 100
-                    : kind != NULL && kind->nsteps > 0 ? step * 100 / kind->nsteps
-                                                       : 0,
-        .status = state,
-        .code = result == OP_FAILED ? ctx.code : NULL,
-        .error = ctx.error,
-        .wait_ms = result == OP_WAIT ? ctx.wait_ms : 0,
-    };
+    record.context = context_text;
+    record.started_at = started;
     struct record_call rc = {&record, effect, &ctx};
     enum db_status st = db_tx(r->app->db, DB_READ_COMMITTED, record_fn, &rc);
     if (st != DB_OK)
         log_warn("could not record an operation step; it runs again", "operation=%s step=%s", c->id,
-                 done_name != NULL ? done_name : "-");
+                 record.done != NULL ? record.done : "-");
     free(context_text);
 }
 
