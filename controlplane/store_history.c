@@ -6,55 +6,32 @@
 
 #include "store.h"
 
-/* The uid of the latest cluster whose id is the text parameter id: the one
- * that exists, or else the newest whose history table holds (by its column
- * order). A filter by cluster id shows one cluster's history, never that of
- * an earlier one of the same name (migrations/0009_cluster_uid.sql). */
-#define LATEST_LIFE(id, table, order)                                                              \
-    "coalesce((SELECT uid FROM clusters WHERE id = " id "::text), (SELECT cluster_uid FROM " table \
-    " WHERE cluster_id = " id "::text ORDER BY " order " DESC LIMIT 1))"
+/* The documents come from the views operation_documents and
+ * event_documents (migrations/0011_views.sql). A filter by cluster id shows
+ * the history of the latest cluster of that id (cluster_latest_uid),
+ * never that of an earlier one of the same name. */
+static const struct db_stmt list_operations = {
+    "SELECT api_time(created_at) || '|' || id, doc FROM operation_documents"
+    " WHERE ($1::text IS NULL"
+    "        OR cluster_uid = (SELECT uid FROM cluster_latest_uid($1, 'operations')))"
+    "   AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind = $3)"
+    "   AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::uuid))"
+    "   AND ($6::uuid IS NULL OR cluster_uid = $6::uuid)"
+    " ORDER BY created_at DESC, id DESC LIMIT $7::int"};
 
-#define OPERATION_JSON                                                                             \
-    "json_build_object('id', id, 'cluster_id', cluster_id, 'cluster_uid', cluster_uid,"            \
-    " 'kind', kind, 'status', status,"                                                             \
-    " 'step', step, 'step_name', step_name, 'steps', steps, 'progress', progress,"                 \
-    " 'error', error,"                                                                             \
-    " 'created_at', " STORE_TS("created_at") ", 'started_at', " STORE_TS(                          \
-        "started_at") ","                                                                          \
-                      " 'finished_at', " STORE_TS("finished_at") ", 'updated_at', " STORE_TS(      \
-                          "updated_at") ")"
+static const struct db_stmt get_operation = {
+    "SELECT doc FROM operation_documents WHERE id = $1::uuid"};
 
-static const struct db_stmt list_operations = {"SELECT " STORE_TS(
-    "created_at") " || '|' || id, " OPERATION_JSON " FROM operations"
-                  " WHERE ($1::text IS NULL OR cluster_uid = " LATEST_LIFE(
-                      "$1", "operations",
-                      "created_at") ")"
-                                    "   AND ($2::text IS NULL OR status = $2) AND ($3::text IS "
-                                    "NULL "
-                                    "OR kind = $3)"
-                                    "   AND ($4::timestamptz IS NULL OR (created_at, id) < "
-                                    "($4::timestamptz, "
-                                    "$5::uuid))"
-                                    "   AND ($6::uuid IS NULL OR cluster_uid = $6::uuid)"
-                                    " ORDER BY created_at DESC, id DESC LIMIT $7::int"};
-
-static const struct db_stmt get_operation = {"SELECT " OPERATION_JSON
-                                             " FROM operations WHERE id = $1::uuid"};
-
+/* In id order: the bigint's, which page_key (its text, named apart so
+ * that ORDER BY does not take it) would put 10 before 9. */
 static const struct db_stmt list_events = {
-    "SELECT id::text AS page_key, json_build_object('id', id::text, 'cluster_id', cluster_id,"
-    "  'cluster_uid', cluster_uid,"
-    "  'host_id', host_id, 'operation_id', operation_id, 'type', type, 'severity', severity,"
-    "  'message', message, 'detail', detail, 'created_at', " STORE_TS(
-        "created_at") ")"
-                      " FROM events"
-                      " WHERE id > $1::bigint AND ($2::text IS NULL OR cluster_uid = " LATEST_LIFE(
-                          "$2", "events",
-                          "id") ")"
-                                "   AND ($3::uuid IS NULL OR host_id = $3::uuid)"
-                                "   AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)"
-                                "   AND ($5::uuid IS NULL OR cluster_uid = $5::uuid)"
-                                " ORDER BY events.id LIMIT $6::int"};
+    "SELECT id::text AS page_key, doc FROM event_documents"
+    " WHERE id > $1::bigint"
+    "   AND ($2::text IS NULL OR cluster_uid = (SELECT uid FROM cluster_latest_uid($2, 'events')))"
+    "   AND ($3::uuid IS NULL OR host_id = $3::uuid)"
+    "   AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)"
+    "   AND ($5::uuid IS NULL OR cluster_uid = $5::uuid)"
+    " ORDER BY id LIMIT $6::int"};
 
 /* Split a "time|id" page key in place; both pointers NULL without a key. */
 static void split_key(const struct page *page, char *buf, const char **time, const char **id)

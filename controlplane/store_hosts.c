@@ -265,46 +265,11 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
     return store_host_generation(conn, host_id, generation);
 }
 
-/* The desired set in the agent protocol's shape. A node's engine settings
- * are its cluster's parameters over the managed settings' defaults ($3, a
- * JSON object by parameter name); the managed ones go to their own config
- * fields, the rest to "parameters". Cluster mode unless disabled. */
+/* The desired set in the agent protocol's shape: host_desired_set
+ * (migrations/0011_views.sql) says what goes into it. $3: the managed
+ * settings' defaults. */
 static const struct db_stmt desired_set = {
-    "SELECT json_build_object('generation', h.desired_generation,"
-    "  'heartbeat_timeout_s', $2::int,"
-    "  'nodes', coalesce((SELECT json_agg(json_build_object("
-    "      'node_id', n.id, 'engine', n.engine, 'version', n.engine_version, 'port', n.port,"
-    "      'run', n.desired_state = 'running', 'deleted', n.desired_state = 'deleted',"
-    "      'restart_policy', n.restart_policy,"
-    "      'config', json_build_object("
-    "        'memory_mib', round(t.memory_gib * 1024)::bigint,"
-    "        'reserved_memory_percent', (eff.settings ->> 'reserved-memory-percent')::int,"
-    "        'maxmemory_policy', eff.settings ->> 'maxmemory-policy',"
-    "        'appendonly', (eff.settings ->> 'appendonly')::boolean,"
-    "        'cluster_enabled', coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled',"
-    "        'cluster_node_timeout_ms', (eff.settings ->> 'cluster-node-timeout')::int,"
-    "        'password_box', encode(c.auth_secret, 'hex'), 'cluster_id', c.id,"
-    "        'replicaof', CASE WHEN c.spec ->> 'cluster_mode' = 'disabled' AND n.role = 'replica'"
-    "          THEN (SELECT json_build_object('address', ph.address, 'port', p.port)"
-    "            FROM nodes p JOIN hosts ph ON ph.id = p.host_id"
-    "            WHERE p.shard_id = n.shard_id AND p.role = 'primary' AND p.port IS NOT NULL"
-    "            LIMIT 1) END,"
-    "        'hold_after_crash', coalesce(n.role = 'primary', false)"
-    "          AND coalesce((c.spec ->> 'automatic_failover')::boolean, false)"
-    "          AND EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = n.shard_id AND o.id <> n.id"
-    "            AND o.desired_state = 'running' AND o.process_state = 'running')"
-    "          AND NOT EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = n.shard_id"
-    "            AND o.id <> n.id AND o.role = 'primary' AND o.process_state = 'running'"
-    "            AND o.desired_state = 'running'),"
-    "        'parameters', (coalesce(c.spec -> 'parameters', '{}'::jsonb)"
-    "           - ARRAY(SELECT jsonb_object_keys($3::jsonb))) || n.parameters))"
-    "    ORDER BY n.port)"
-    "    FROM nodes n JOIN node_types t ON t.name = n.node_type"
-    "    JOIN clusters c ON c.id = n.cluster_id"
-    "    CROSS JOIN LATERAL (SELECT $3::jsonb || coalesce(c.spec -> 'parameters', '{}'::jsonb)"
-    "      AS settings) eff"
-    "    WHERE n.host_id = h.id AND n.port IS NOT NULL), '[]'::json))"
-    " FROM hosts h WHERE h.id = $1::uuid"};
+    "SELECT * FROM host_desired_set($1::uuid, $2::int, $3::jsonb)"};
 
 /* Every managed setting's default by its parameter name, as JSON text (free it). */
 static char *managed_defaults(void)
@@ -381,42 +346,16 @@ enum db_status store_hosts_mark_lost(struct db_conn *conn, int timeout_s, double
 
 /* ---- reads for the API ------------------------------------------------------ */
 
-#define HOST_JSON                                                                                  \
-    "json_build_object('id', h.id, 'name', h.name, 'az', h.az, 'address', h.address,"              \
-    " 'status', h.status, 'capacity', json_build_object('vcpus', h.vcpus,"                         \
-    "   'memory_mib', h.memory_mib),"                                                              \
-    " 'allocated', (SELECT json_build_object('vcpus', coalesce(sum(t.vcpus), 0),"                  \
-    "     'memory_mib', coalesce(round(sum(t.memory_gib) * 1024), 0)::bigint,"                     \
-    "     'nodes', count(n.id))"                                                                   \
-    "   FROM nodes n JOIN node_types t ON t.name = n.node_type"                                    \
-    "   WHERE n.host_id = h.id AND n.desired_state <> 'deleted'),"                                 \
-    " 'ports', json_build_object('min', h.port_min, 'max', h.port_max),"                           \
-    " 'engines', coalesce((SELECT json_agg(json_build_object('engine', e.engine,"                  \
-    "     'version', e.version, 'full_version', e.full_version, 'path', e.path)"                   \
-    "     ORDER BY e.engine, e.version) FROM host_engines e WHERE e.host_id = h.id), '[]'::json)," \
-    " 'agent_version', h.agent_version, 'desired_generation', h.desired_generation,"               \
-    " 'last_seen_at', " STORE_TS("h.last_seen_at") ", 'created_at', " STORE_TS(                    \
-        "h.created_at") ", 'updated_at', " STORE_TS("h.updated_at") ")"
-
+/* The documents come from the view host_documents (migrations/0011_views.sql);
+ * one host's adds the nodes placed on it. */
 static const struct db_stmt list_hosts = {
-    "SELECT h.name AS page_key, " HOST_JSON " FROM hosts h"
-    " WHERE h.name > $1 AND ($2::text IS NULL OR h.az = $2) AND ($3::text IS NULL OR h.status = $3)"
-    " ORDER BY h.name LIMIT $4::int"};
+    "SELECT name, doc FROM host_documents"
+    " WHERE name > $1 AND ($2::text IS NULL OR az = $2) AND ($3::text IS NULL OR status = $3)"
+    " ORDER BY name LIMIT $4::int"};
 
 static const struct db_stmt get_host = {
-    "SELECT (" HOST_JSON "::jsonb || jsonb_build_object('nodes', coalesce((SELECT jsonb_agg("
-    "   jsonb_build_object('id', n.id, 'cluster_id', n.cluster_id, 'port', n.port,"
-    "     'engine', n.engine, 'engine_version', n.engine_version, 'node_type', n.node_type,"
-    "     'desired_status', n.desired_state, 'status', n.process_state, 'role', "
-    "n.observed_role,"
-    "     'pid', n.pid, 'running_version', n.running_version,"
-    "     'replication_offset', n.replication_offset,"
-    "     'master_link_status', n.master_link_status, 'sync_in_progress', n.sync_in_progress,"
-    "     'loading', n.loading, 'restarts', n.restarts,"
-    "     'reported_at', " STORE_TS(
-        "n.reported_at") ") ORDER BY n.port)"
-                         "   FROM nodes n WHERE n.host_id = h.id), '[]'::jsonb)))::text"
-                         " FROM hosts h WHERE h.id = $1::uuid"};
+    "SELECT (doc::jsonb || jsonb_build_object('nodes', nodes))::text FROM host_documents"
+    " WHERE id = $1::uuid"};
 
 enum db_status store_hosts_list(struct db_conn *conn, const struct store_host_filter *f,
                                 const struct page *page, char **items, char *next_key)

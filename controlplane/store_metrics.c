@@ -99,49 +99,17 @@ static const struct db_stmt resolve_range = {
     "   extract(epoch FROM t.e)::bigint"
     " FROM t WHERE EXISTS (SELECT 1 FROM clusters WHERE id = $1)"};
 
-/* Every statistic of metric $6 per period bucket (and node with $7), over
- * the cluster's values in [start, end): from the rollups of $8 seconds (0:
- * none) where they are done, from the compacted days' series (decoded by
- * store_metric_series_points into $9-$11) and the samples after that.
- * Every source gives partial
- * sums, minimums, maximums and counts, so every statistic is the same
- * either way: Average, Minimum, Maximum, Sum and SampleCount over all the
- * values in the bucket, and p50/p90/p99 across the nodes' averages in it
- * Without percentiles (PCT NULL), the nodes' averages are not needed and
- * the parts are aggregated once (SOURCE parts, not per_node). */
-#define AGGREGATE(SOURCE, PCT)                                                                     \
-    "WITH mark AS (SELECT coalesce((SELECT done_until FROM metric_rollup_marks"                    \
-    "     WHERE period_s = $8::int), '-infinity') AS t),"                                          \
-    " after AS (SELECT CASE WHEN $8::int > 0 THEN greatest(to_timestamp($2::bigint), mark.t)"      \
-    "     ELSE to_timestamp($2::bigint) END AS t FROM mark),"                                      \
-    " parts AS ("                                                                                  \
-    "   SELECT date_part('epoch', r.at)::bigint AS at, r.node_id, r.sums[$6::int] AS s,"           \
-    "     r.mins[$6::int] AS mn, r.maxs[$6::int] AS mx, r.counts[$6::int] AS c"                    \
-    "   FROM metric_rollups r, mark"                                                               \
-    "   WHERE $8::int > 0 AND r.cluster_id = $1 AND r.period_s = $8::int"                          \
-    "     AND r.at >= to_timestamp($2::bigint) AND r.at < least(to_timestamp($3::bigint), mark.t)" \
-    "     AND ($5::uuid IS NULL OR r.node_id = $5::uuid) AND r.counts[$6::int] > 0"                \
-    "   UNION ALL"                                                                                 \
-    "   SELECT x.at, ($9::uuid[])[(u.i - 1) / 1440 + 1], u.v, u.v, u.v, 1"                         \
-    "   FROM unnest($11::real[]) WITH ORDINALITY AS u(v, i), after,"                               \
-    "     LATERAL (SELECT ($10::bigint[])[(u.i - 1) / 1440 + 1] + (u.i - 1) % 1440 * 60 AS at) x"  \
-    "   WHERE u.v IS NOT NULL AND x.at >= date_part('epoch', after.t)"                             \
-    "   UNION ALL"                                                                                 \
-    "   SELECT date_part('epoch', m.at)::bigint, m.node_id, v, v, v, 1"                            \
-    "   FROM metric_samples m, after, LATERAL (SELECT m.vals[$6::int] AS v) x"                     \
-    "   WHERE m.cluster_id = $1 AND m.at >= after.t AND m.at < to_timestamp($3::bigint)"           \
-    "     AND ($5::uuid IS NULL OR m.node_id = $5::uuid) AND v IS NOT NULL),"                      \
-    " per_node AS (SELECT at / $4::int * $4::int AS at,"                                           \
-    "     node_id, sum(s) AS s, min(mn) AS mn, max(mx) AS mx, sum(c) AS c"                         \
-    "   FROM parts GROUP BY 1, 2)"                                                                 \
-    " SELECT at / $4::int * $4::int AS b,"                                                         \
-    "   CASE WHEN $7::boolean THEN node_id::text ELSE '' END AS node,"                             \
-    "   sum(s) / sum(c), min(mn), max(mx), sum(s), sum(c), " PCT " FROM " SOURCE                   \
-    " GROUP BY 1, 2 ORDER BY 2, 1"
-
+/* Every statistic of a metric per period bucket (and node), over the
+ * rollups, the compacted days' series (decoded by store_metric_series_points
+ * into $9-$11) and the samples: metric_parts and metric_aggregate
+ * (migrations/0011_views.sql) say how. Rows: bucket, node, then the
+ * statistics in store_metric_stats' order, the percentiles as one array;
+ * without percentiles the nodes' averages are not needed, which saves a
+ * pass. */
 static const struct db_stmt aggregate = {
-    AGGREGATE("per_node", "percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY s / c)")};
-static const struct db_stmt aggregate_no_percentiles = {AGGREGATE("parts", "NULL::float8[]")};
+    "SELECT * FROM metric_aggregate_percentiles($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"};
+static const struct db_stmt aggregate_no_percentiles = {
+    "SELECT * FROM metric_aggregate($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"};
 
 /* The value of statistic stat in row r of the aggregate. */
 static double stat_value(const PGresult *res, int r, int stat)

@@ -16,17 +16,11 @@ static const struct db_stmt placement_lock = {"SELECT pg_advisory_xact_lock(4821
 static const struct db_stmt node_type_shape = {
     "SELECT vcpus, round(memory_gib * 1024)::bigint FROM node_types WHERE name = $1"};
 
-/* Every host with what it has left, and whether it can run engine/line. */
+/* Every host with what it has left, and whether it can run engine/line:
+ * placement_hosts (migrations/0011_views.sql). */
 static const struct db_stmt placement_hosts = {
-    "SELECT h.id, h.az, h.vcpus - coalesce(a.vcpus, 0), h.memory_mib - coalesce(a.memory_mib, 0),"
-    "  h.status = 'healthy' AND EXISTS (SELECT 1 FROM host_engines e"
-    "    WHERE e.host_id = h.id AND e.engine = $1 AND e.version = $2)"
-    " FROM hosts h LEFT JOIN ("
-    "   SELECT n.host_id, sum(t.vcpus) AS vcpus, round(sum(t.memory_gib) * 1024)::bigint"
-    "     AS memory_mib"
-    "   FROM nodes n JOIN node_types t ON t.name = n.node_type"
-    "   WHERE n.desired_state <> 'deleted' GROUP BY n.host_id) a ON a.host_id = h.id"
-    " ORDER BY h.name"};
+    "SELECT id, az, free_vcpus, free_memory_mib, eligible FROM placement_hosts($1, $2)"
+    " ORDER BY name"};
 
 static enum db_status node_type_shape_of(struct db_conn *conn, const char *node_type,
                                          struct store_placement *out)
