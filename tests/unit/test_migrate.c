@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "migrate.h"
+#include "timeutil.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -195,6 +196,29 @@ static void test_embedded_list(void **state)
     assert_int_equal(first, 0);
 }
 
+/* PostgreSQL writes the API's timestamps in views with api_time() (0011)
+ * and in the statements in C with TIME_SQL_FORMAT: the latest definition of
+ * api_time must spell that very pattern, so the two cannot drift apart. */
+static void test_api_time_is_time_sql_format(void **state)
+{
+    const char *def = NULL;
+
+    (void)state;
+    for (size_t i = 0; i < migration_count; i++) {
+        const char *p = strstr(migration_list[i].sql, "FUNCTION api_time(");
+        if (p != NULL)
+            def = p;
+    }
+    if (def == NULL)
+        fail_msg("no migration defines api_time()");
+    const char *end = strstr(def, "$$;");
+    assert_non_null(end);
+    const char *pattern = strstr(def, "'" TIME_SQL_FORMAT "'");
+    if (pattern == NULL || pattern > end)
+        fail_msg("api_time() does not use TIME_SQL_FORMAT '%s': %.*s", TIME_SQL_FORMAT,
+                 (int)(end - def), def);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_plan_db_newer),
         cmocka_unit_test(test_plan_history_mismatch),
         cmocka_unit_test(test_embedded_list),
+        cmocka_unit_test(test_api_time_is_time_sql_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
