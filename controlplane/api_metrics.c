@@ -16,6 +16,7 @@
 
 #include "api.h"
 #include "cluster_spec.h"
+#include "jspec.h"
 #include "log.h"
 #include "metrics.h"
 #include "timeutil.h"
@@ -207,14 +208,10 @@ static bool parse_names(const char *text, int *idx, int *n, json_t *errors)
     return ok;
 }
 
-static void query_error(json_t *errors, const char *field, const char *message)
-{
-    json_array_append_new(errors, json_pack("{s:s, s:s}", "field", field, "message", message));
-}
-
-/* Answer q with a pooled connection, within the API's limits. */
+/* Answer q with a pooled connection, within the API's limits; p as for
+ * store_metric_query(). */
 static enum db_status run_query(struct http_request *req, struct store_metric_query *q,
-                                json_t **out, char *err, size_t errsize)
+                                json_t **out, struct problem *p)
 {
     struct db_conn *conn;
     enum db_status st = db_acquire(req->app->db, &conn);
@@ -223,7 +220,7 @@ static enum db_status run_query(struct http_request *req, struct store_metric_qu
     q->max_points = MAX_POINTS;
     if (st != DB_OK)
         return st;
-    st = store_metric_query(conn, q, out, err, errsize);
+    st = store_metric_query(conn, q, out, p);
     db_release(req->app->db, conn);
     return st;
 }
@@ -246,19 +243,19 @@ void api_clusters_metrics(struct http_request *req)
         char *e;
         period = strtoll(period_text, &e, 10);
         if (*period_text == '\0' || *e != '\0' || period < 1 || period > MAX_PERIOD_S)
-            query_error(errors, "period", "must be whole seconds from 1 to 86400");
+            jspec_error(errors, "period", "must be whole seconds from 1 to 86400");
     }
     if (si < 0)
-        query_error(errors, "stat",
+        jspec_error(errors, "stat",
                     "must be one of Average, Minimum, Maximum, Sum, SampleCount, p50, p90, p99");
     if (start != NULL && !is_time(start))
-        query_error(errors, "start", "must be an RFC 3339 time or seconds since the epoch");
+        jspec_error(errors, "start", "must be an RFC 3339 time or seconds since the epoch");
     if (end != NULL && !is_time(end))
-        query_error(errors, "end", "must be an RFC 3339 time or seconds since the epoch");
+        jspec_error(errors, "end", "must be an RFC 3339 time or seconds since the epoch");
     if (group_by != NULL && strcmp(group_by, "node") != 0)
-        query_error(errors, "group_by", "must be node");
+        jspec_error(errors, "group_by", "must be node");
     if (node_id != NULL && !page_is_uuid(node_id))
-        query_error(errors, "node_id", "must be a node id (UUID)");
+        jspec_error(errors, "node_id", "must be a node id (UUID)");
     if (json_array_size(errors) > 0) {
         http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors,
                            "the query cannot be answered as asked");
@@ -276,13 +273,11 @@ void api_clusters_metrics(struct http_request *req)
                                    .metrics = idx,
                                    .nmetrics = nnames};
     json_t *out = NULL;
-    char err[256] = "";
-    enum db_status st = run_query(req, &q, &out, err, sizeof(err));
-    if (st == DB_NOT_FOUND && err[0] != '\0') {
-        errors = json_array();
-        query_error(errors, q.bad_field, err);
-        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors,
-                           "the query cannot be answered as asked");
+    struct problem p = {0};
+    enum db_status st = run_query(req, &q, &out, &p);
+    if (st == DB_REFUSED) {
+        problem_set(&p, PROBLEM_INVALID_QUERY_PARAMETER, "the query cannot be answered as asked");
+        http_reply_error(req, &p);
     } else if (st == DB_NOT_FOUND) {
         http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
     } else if (st != DB_OK) {
@@ -370,14 +365,12 @@ void api_metrics_query(struct http_request *req)
             .by_node = json_is_string(json_object_get(item, "group_by")),
             .metrics = &metric,
             .nmetrics = 1};
-        char err[256] = "";
-        enum db_status st = run_query(req, &q, &out, err, sizeof(err));
+        struct problem p = {0};
+        enum db_status st = run_query(req, &q, &out, &p);
         const char *id = json_string_value(json_object_get(item, "id"));
-        if (st == DB_NOT_FOUND && err[0] != '\0') {
-            json_t *errors = json_array();
-            query_error(errors, q.bad_field, err);
-            http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors,
-                               "the queries cannot be answered as asked");
+        if (st == DB_REFUSED) {
+            problem_set(&p, PROBLEM_VALIDATION_FAILED, "the queries cannot be answered as asked");
+            http_reply_error(req, &p);
             json_decref(results);
             return;
         }

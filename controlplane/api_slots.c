@@ -63,6 +63,22 @@ static const struct engine_slot_stat *find_stat(const struct shard_stats *sh, in
     return NULL;
 }
 
+/* What slot_advise() says a shard should do, or JSON null: move slots. */
+static json_t *advice_json(const struct shard_slots *load, const struct shard_stats *sh)
+{
+    if (load->to_shard < 0)
+        return json_null();
+    json_t *move = json_array();
+    for (size_t k = 0; k < load->move_count; k++)
+        json_array_append_new(move, json_integer(load->slots[load->move_from + k].slot));
+    char to[16];
+    snprintf(to, sizeof(to), "%04d", sh[load->to_shard].primary->shard + 1);
+    return json_pack("{s:o, s:s, s:f, s:s}", "move_slots", move, "to_shard", to, "load_after",
+                     load->load_after, "reason",
+                     "the hottest slot stays: moving it would move the hot spot (often one key) "
+                     "with it; the next hottest slots move until the shard is down to the mean");
+}
+
 static json_t *answer(const char *id, struct shard_stats *sh, size_t nshards)
 {
     bool by_cpu = false;
@@ -93,25 +109,13 @@ static json_t *answer(const char *id, struct shard_stats *sh, size_t nshards)
         }
         char name[16];
         snprintf(name, sizeof(name), "%04d", sh[i].primary->shard + 1);
-        json_t *hottest = json_array(), *advice = json_null();
+        json_t *hottest = json_array();
         for (size_t k = 0; k < loads[i].n && k < HOTTEST_LISTED; k++) {
             if (loads[i].slots[k].load <= 0)
                 break;
             json_array_append_new(hottest, slot_json(find_stat(&sh[i], loads[i].slots[k].slot)));
         }
-        if (loads[i].to_shard >= 0) {
-            json_t *move = json_array();
-            for (size_t k = 0; k < loads[i].move_count; k++)
-                json_array_append_new(move,
-                                      json_integer(loads[i].slots[loads[i].move_from + k].slot));
-            char to[16];
-            snprintf(to, sizeof(to), "%04d", sh[loads[i].to_shard].primary->shard + 1);
-            advice = json_pack("{s:o, s:s, s:f, s:s}", "move_slots", move, "to_shard", to,
-                               "load_after", loads[i].load_after, "reason",
-                               "the hottest slot stays: moving it would move the hot spot "
-                               "(often one key) with it; the next hottest slots move until "
-                               "the shard is down to the mean");
-        }
+        json_t *advice = advice_json(&loads[i], sh);
         json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:f, s:b, s:o, s:o}", "id", name, "node_id",
                               sh[i].primary->id, "slots", (json_int_t)sh[i].slots.count,
                               "key_count", (json_int_t)keys, "load", loads[i].load, "hot",

@@ -159,41 +159,6 @@ static bool check_query(struct http_request *req)
     return true;
 }
 
-/* application/json, or application/merge-patch+json (RFC 7396), with or
- * without parameters such as charset. */
-static bool json_media_type(const char *type)
-{
-    static const char *const accepted[] = {"application/json", "application/merge-patch+json"};
-    for (size_t i = 0; type != NULL && i < sizeof(accepted) / sizeof(accepted[0]); i++) {
-        size_t n = strlen(accepted[i]);
-        if (strncasecmp(type, accepted[i], n) == 0 &&
-            (type[n] == '\0' || type[n] == ';' || type[n] == ' '))
-            return true;
-    }
-    return false;
-}
-
-/* Whether a body sent with Content-Encoding coding (NULL: none) can be
- * read, and if so whether it is gzip. */
-static bool known_coding(const char *coding, bool *gzip)
-{
-    static const struct {
-        const char *name;
-        bool gzip;
-    } codings[] = {{"identity", false}, {"gzip", true}, {"x-gzip", true}}; /* RFC 9110 8.4.1.3 */
-
-    *gzip = false;
-    if (coding == NULL)
-        return true;
-    for (size_t i = 0; i < sizeof(codings) / sizeof(codings[0]); i++) {
-        if (strcasecmp(coding, codings[i].name) == 0) {
-            *gzip = codings[i].gzip;
-            return true;
-        }
-    }
-    return false;
-}
-
 /* The largest body req's route takes. */
 static size_t body_limit(const struct http_server *srv, const struct http_request *req)
 {
@@ -367,7 +332,7 @@ static bool check_body_headers(struct http_server *srv, struct http_request *req
         return true;
     const char *type =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (!json_media_type(type)) {
+    if (!http_check_json_type(type)) {
         http_reply_problem(req, PROBLEM_UNSUPPORTED_MEDIA_TYPE, NULL,
                            "send the body as application/json (got %s)",
                            type != NULL ? type : "no Content-Type");
@@ -375,7 +340,7 @@ static bool check_body_headers(struct http_server *srv, struct http_request *req
     }
     const char *coding =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
-    if (!known_coding(coding, &req->gzipped)) {
+    if (!http_check_coding(coding, &req->gzipped)) {
         http_add_header(req, MHD_HTTP_HEADER_ACCEPT_ENCODING, "gzip"); /* RFC 7694 */
         http_reply_problem(req, PROBLEM_UNSUPPORTED_MEDIA_TYPE, NULL,
                            "send the body as it is or with Content-Encoding: gzip (got %s)",

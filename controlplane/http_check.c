@@ -170,3 +170,38 @@ int http_check_framing(const char *const *lengths, size_t nlengths, const char *
     }
     return 0;
 }
+
+/* application/json, or application/merge-patch+json (RFC 7396), with or
+ * without parameters such as charset. */
+bool http_check_json_type(const char *type)
+{
+    static const char *const accepted[] = {"application/json", "application/merge-patch+json"};
+    for (size_t i = 0; type != NULL && i < sizeof(accepted) / sizeof(accepted[0]); i++) {
+        size_t n = strlen(accepted[i]);
+        if (strncasecmp(type, accepted[i], n) == 0 &&
+            (type[n] == '\0' || type[n] == ';' || type[n] == ' '))
+            return true;
+    }
+    return false;
+}
+
+/* Whether a body sent with Content-Encoding coding (NULL: none) can be
+ * read, and if so whether it is gzip. */
+bool http_check_coding(const char *coding, bool *gzip)
+{
+    static const struct {
+        const char *name;
+        bool gzip;
+    } codings[] = {{"identity", false}, {"gzip", true}, {"x-gzip", true}}; /* RFC 9110 8.4.1.3 */
+
+    *gzip = false;
+    if (coding == NULL)
+        return true;
+    for (size_t i = 0; i < sizeof(codings) / sizeof(codings[0]); i++) {
+        if (strcasecmp(coding, codings[i].name) == 0) {
+            *gzip = codings[i].gzip;
+            return true;
+        }
+    }
+    return false;
+}

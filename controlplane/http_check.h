@@ -43,4 +43,12 @@ bool http_check_header(const char *name, const char *value);
 int http_check_framing(const char *const *lengths, size_t nlengths, const char *const *codings,
                        size_t ncodings, char *err, size_t errsize);
 
+/* Whether a Content-Type is one a JSON body may come as:
+ * application/json or application/merge-patch+json, parameters allowed. */
+bool http_check_json_type(const char *type);
+
+/* Whether a body sent with Content-Encoding coding (NULL: none) can be
+ * read, and if so whether it is gzip (*gzip). */
+bool http_check_coding(const char *coding, bool *gzip);
+
 #endif

@@ -16,6 +16,7 @@
 #include "auth_token.h"
 #include "db.h"
 #include "page.h"
+#include "problem.h"
 #include "scheduler.h"
 #include "timeutil.h"
 
@@ -658,12 +659,12 @@ struct store_metric_query {
     const int *metrics;  /* catalog positions */
     int nmetrics;
     int max_points;
-    const char *bad_field; /* out: the query parameter a refusal is about */
 };
-/* The series of a query as the API answers them; DB_NOT_FOUND with err set
- * when the range cannot be answered (too many points, end before start),
- * without err when the cluster does not exist. */
-enum db_status store_metric_query(struct db_conn *conn, struct store_metric_query *q, json_t **out,
-                                  char *err, size_t errsize);
+/* The series of a query as the API answers them. DB_NOT_FOUND: no such
+ * cluster. DB_REFUSED when the range cannot be answered (end before start,
+ * more than max_points points): p names the parameter (VALIDATION_FAILED;
+ * the caller may recast the code). */
+enum db_status store_metric_query(struct db_conn *conn, const struct store_metric_query *q,
+                                  json_t **out, struct problem *p);
 
 #endif

@@ -159,36 +159,19 @@ static const struct db_stmt day_done = {"INSERT INTO metric_compacted_days (day)
 static const struct db_stmt day_drop = {"SELECT metric_drop_compacted_samples($1::date)"};
 
 /* Inside a transaction: the day's samples, node by node, into series. */
-static enum db_status compact_day_tx(struct db_conn *conn, const char *day, long long *written)
+/* Read the day's samples through the open cursor, a node at a time, and
+ * write them as series. */
+static enum db_status compact_rows(struct db_conn *conn, const char *day, long long *written)
 {
-    const char *params[1] = {day};
-    enum db_status st;
-    PGresult *res = db_query(conn, &day_lock, 1, params, &st);
-    if (res == NULL)
-        return st;
-    bool exists = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
-    PQclear(res);
-    if (!exists) /* another cairnd did it */
-        return DB_OK;
-
-    char *declare = xasprintf(
-        "DECLARE compact NO SCROLL CURSOR FOR"
-        " SELECT cluster_id, node_id, (extract(epoch FROM at)::bigint %% 86400) / 60, vals"
-        " FROM metric_samples_%.4s%.2s%.2s WHERE period_s = 60 ORDER BY cluster_id, node_id, at",
-        day, day + 5, day + 8);
-    res = exec(conn, declare, &st);
-    free(declare);
-    PQclear(res);
-    if (st != DB_OK)
-        return st;
-
     struct node_day d;
     json_t *rows = json_array();
+    enum db_status st = DB_OK;
     node_day_init(&d, metric_count);
     while (st == DB_OK) {
         char fetch[48];
         snprintf(fetch, sizeof(fetch), "FETCH %d FROM compact", FETCH_ROWS);
-        if ((res = exec(conn, fetch, &st)) == NULL)
+        PGresult *res = exec(conn, fetch, &st);
+        if (res == NULL)
             break;
         int n = PQntuples(res);
         for (int r = 0; r < n && st == DB_OK; r++) {
@@ -214,6 +197,33 @@ static enum db_status compact_day_tx(struct db_conn *conn, const char *day, long
         st = flush_rows(conn, day, rows, written);
     json_decref(rows);
     node_day_free(&d);
+    return st;
+}
+
+static enum db_status compact_day_tx(struct db_conn *conn, const char *day, long long *written)
+{
+    const char *params[1] = {day};
+    enum db_status st;
+    PGresult *res = db_query(conn, &day_lock, 1, params, &st);
+    if (res == NULL)
+        return st;
+    bool exists = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+    PQclear(res);
+    if (!exists) /* another cairnd did it */
+        return DB_OK;
+
+    char *declare = xasprintf(
+        "DECLARE compact NO SCROLL CURSOR FOR"
+        " SELECT cluster_id, node_id, (extract(epoch FROM at)::bigint %% 86400) / 60, vals"
+        " FROM metric_samples_%.4s%.2s%.2s WHERE period_s = 60 ORDER BY cluster_id, node_id, at",
+        day, day + 5, day + 8);
+    res = exec(conn, declare, &st);
+    free(declare);
+    PQclear(res);
+    if (st != DB_OK)
+        return st;
+
+    st = compact_rows(conn, day, written);
     if (st == DB_OK)
         PQclear(exec(conn, "CLOSE compact", &st));
     if (st == DB_OK)

@@ -169,90 +169,112 @@ static json_t *series(const struct metric_def *m, const char *node_id)
                      "points");
 }
 
-enum db_status store_metric_query(struct db_conn *conn, struct store_metric_query *q, json_t **out,
-                                  char *err, size_t errsize)
+/* The query's range in epoch seconds; DB_NOT_FOUND without the cluster,
+ * DB_REFUSED (p says which parameter) when it cannot be answered. */
+static enum db_status resolve(struct db_conn *conn, const struct store_metric_query *q,
+                              long long *s, long long *e, struct problem *p)
 {
-    char range[16], period[16], start[24], end[24], metric[16], level[16];
-    const char *rp[4] = {q->cluster_id, q->start, q->end, range};
+    struct db_params params = {0};
     enum db_status st;
-
-    snprintf(range, sizeof(range), "%d", q->default_range_s);
-    PGresult *res = db_query(conn, &resolve_range, 4, rp, &st);
+    db_param_text(&params, q->cluster_id);
+    db_param_text(&params, q->start);
+    db_param_text(&params, q->end);
+    db_param_int(&params, q->default_range_s);
+    PGresult *res = db_query_params(conn, &resolve_range, &params, &st);
     if (res == NULL)
         return st;
-    if (PQntuples(res) == 0) {
-        PQclear(res);
-        return DB_NOT_FOUND;
+    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
+    if (st == DB_OK) {
+        *s = db_int(res, 0, 0);
+        *e = db_int(res, 0, 1);
     }
-    long long s = atoll(PQgetvalue(res, 0, 0)), e = atoll(PQgetvalue(res, 0, 1));
     PQclear(res);
-    if (e <= s) {
-        snprintf(err, errsize, "must be after start");
-        q->bad_field = "end";
-        return DB_NOT_FOUND;
+    if (st != DB_OK)
+        return st;
+    if (*e <= *s) {
+        problem_field(p, "end", "must be after start");
+        return DB_REFUSED;
     }
-    long long points = (e - s + q->period_s - 1) / q->period_s;
+    long long points = (*e - *s + q->period_s - 1) / q->period_s;
     if (points > q->max_points) {
-        snprintf(err, errsize,
+        char msg[192];
+        snprintf(msg, sizeof(msg),
                  "%lld points per series from start, end and period; at most %d: use a longer "
                  "period or a shorter range",
                  points, q->max_points);
-        q->bad_field = "period";
-        return DB_NOT_FOUND;
+        problem_field(p, "period", msg);
+        return DB_REFUSED;
     }
+    return DB_OK;
+}
+
+/* Append the series of metric k of q over [s, e) to all. */
+static enum db_status one_metric(struct db_conn *conn, const struct store_metric_query *q, int k,
+                                 long long s, long long e, json_t *all)
+{
+    const struct metric_def *m = &metric_catalog[q->metrics[k]];
+    char start[24], end[24], period[24], metric[16], level[16];
     snprintf(start, sizeof(start), "%lld", s);
     snprintf(end, sizeof(end), "%lld", e);
     snprintf(period, sizeof(period), "%lld", q->period_s);
     snprintf(level, sizeof(level), "%d", rollup_for(q->period_s));
-    json_t *all = json_array();
-    for (int k = 0; k < q->nmetrics && st == DB_OK; k++) {
-        const struct metric_def *m = &metric_catalog[q->metrics[k]];
-        snprintf(metric, sizeof(metric), "%d", q->metrics[k] + 1); /* SQL arrays count from 1 */
-        struct store_series_ask ask = {q->cluster_id, metric, start, end, q->node_id, level};
-        struct store_series_points pts = {0};
-        st = store_metric_series_points(conn, &ask, &pts);
-        const char *ap[11] = {q->cluster_id,
-                              start,
-                              end,
-                              period,
-                              q->node_id,
-                              metric,
-                              q->by_node ? "true" : "false",
-                              level,
-                              pts.nodes,
-                              pts.days,
-                              pts.values};
-        const struct db_stmt *stmt =
-            q->stat >= STORE_STAT_P50 ? &aggregate : &aggregate_no_percentiles;
-        const int lengths[11] = {[10] = (int)pts.values_len}, formats[11] = {[10] = 1};
-        res = st == DB_OK ? db_query_formats(conn, stmt, 11, ap, lengths, formats, &st) : NULL;
-        free(pts.nodes);
-        free(pts.days);
-        free(pts.values);
-        if (res == NULL)
-            break;
-        json_t *cur = NULL;
-        const char *cur_node = NULL;
-        if (!q->by_node) {
-            cur = series(m, q->node_id);
-            json_array_append_new(all, cur);
-        }
-        for (int r = 0; r < PQntuples(res); r++) {
-            const char *node = PQgetvalue(res, r, 1);
-            if (q->by_node && (cur_node == NULL || strcmp(cur_node, node) != 0)) {
-                cur = series(m, node);
-                json_array_append_new(all, cur);
-                cur_node = node;
-            }
-            char ts[TIME_TEXT_SIZE];
-            json_t *point = json_object();
-            json_object_set_new(point, "timestamp",
-                                json_string(iso(atoll(PQgetvalue(res, r, 0)), ts)));
-            json_object_set_new(point, "value", json_real(stat_value(res, r, q->stat)));
-            json_array_append_new(json_object_get(cur, "points"), point);
-        }
-        PQclear(res);
+    snprintf(metric, sizeof(metric), "%d", q->metrics[k] + 1); /* SQL arrays count from 1 */
+    struct store_series_ask ask = {q->cluster_id, metric, start, end, q->node_id, level};
+    struct store_series_points pts = {0};
+    enum db_status st = store_metric_series_points(conn, &ask, &pts);
+    const char *ap[11] = {q->cluster_id,
+                          start,
+                          end,
+                          period,
+                          q->node_id,
+                          metric,
+                          q->by_node ? "true" : "false",
+                          level,
+                          pts.nodes,
+                          pts.days,
+                          pts.values};
+    const struct db_stmt *stmt = q->stat >= STORE_STAT_P50 ? &aggregate : &aggregate_no_percentiles;
+    const int lengths[11] = {[10] = (int)pts.values_len}, formats[11] = {[10] = 1};
+    PGresult *res =
+        st == DB_OK ? db_query_formats(conn, stmt, 11, ap, lengths, formats, &st) : NULL;
+    free(pts.nodes);
+    free(pts.days);
+    free(pts.values);
+    if (res == NULL)
+        return st;
+    json_t *cur = NULL;
+    const char *cur_node = NULL;
+    if (!q->by_node) {
+        cur = series(m, q->node_id);
+        json_array_append_new(all, cur);
     }
+    for (int r = 0; r < PQntuples(res); r++) {
+        const char *node = PQgetvalue(res, r, 1);
+        if (q->by_node && (cur_node == NULL || strcmp(cur_node, node) != 0)) {
+            cur = series(m, node);
+            json_array_append_new(all, cur);
+            cur_node = node;
+        }
+        char ts[TIME_TEXT_SIZE];
+        json_t *point = json_object();
+        json_object_set_new(point, "timestamp", json_string(iso(db_int(res, r, 0), ts)));
+        json_object_set_new(point, "value", json_real(stat_value(res, r, q->stat)));
+        json_array_append_new(json_object_get(cur, "points"), point);
+    }
+    PQclear(res);
+    return DB_OK;
+}
+
+enum db_status store_metric_query(struct db_conn *conn, const struct store_metric_query *q,
+                                  json_t **out, struct problem *p)
+{
+    long long s = 0, e = 0;
+    enum db_status st = resolve(conn, q, &s, &e, p);
+    if (st != DB_OK)
+        return st;
+    json_t *all = json_array();
+    for (int k = 0; k < q->nmetrics && st == DB_OK; k++)
+        st = one_metric(conn, q, k, s, e, all);
     if (st != DB_OK) {
         json_decref(all);
         return st;

@@ -387,14 +387,15 @@ static enum db_status means(struct db_conn *conn, const char *cluster_id, long l
                                    .nmetrics = n,
                                    .max_points = REPORT_WINDOW_S / 60 + 1};
     json_t *res = NULL;
-    char err[256];
+    struct problem refused = {0};
     for (int i = 0; i < n; i++)
         out[i] = NAN;
     if (end <= start)
         return DB_OK;
-    enum db_status st = store_metric_query(conn, &q, &res, err, sizeof(err));
-    if (st != DB_OK)
-        return st == DB_NOT_FOUND ? DB_OK : st;
+    enum db_status st = store_metric_query(conn, &q, &res, &refused);
+    problem_clear(&refused);
+    if (st != DB_OK) /* a cluster gone since, or a window it cannot answer: no figures */
+        return st == DB_NOT_FOUND || st == DB_REFUSED ? DB_OK : st;
     json_t *series = json_object_get(res, "series");
     for (int i = 0; i < n && i < (int)json_array_size(series); i++) {
         json_t *points = json_object_get(json_array_get(series, (size_t)i), "points"), *p;

@@ -145,6 +145,31 @@ static void test_framing(void **state)
     assert_int_equal(framing(one, 1, chunked, 1), 400); /* both: smuggling */
 }
 
+static void test_json_type(void **state)
+{
+    (void)state;
+    assert_true(http_check_json_type("application/json"));
+    assert_true(http_check_json_type("Application/JSON; charset=utf-8"));
+    assert_true(http_check_json_type("application/merge-patch+json"));
+    assert_false(http_check_json_type(NULL));
+    assert_false(http_check_json_type("application/jsonx"));
+    assert_false(http_check_json_type("text/plain"));
+}
+
+static void test_coding(void **state)
+{
+    bool gzip = true;
+    (void)state;
+    assert_true(http_check_coding(NULL, &gzip));
+    assert_false(gzip);
+    assert_true(http_check_coding("GZIP", &gzip));
+    assert_true(gzip);
+    assert_true(http_check_coding("identity", &gzip));
+    assert_false(gzip);
+    assert_false(http_check_coding("br", &gzip));
+    assert_false(http_check_coding("gzip, br", &gzip));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +179,8 @@ int main(void)
         cmocka_unit_test(test_method),
         cmocka_unit_test(test_header),
         cmocka_unit_test(test_framing),
+        cmocka_unit_test(test_json_type),
+        cmocka_unit_test(test_coding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
