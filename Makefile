@@ -16,7 +16,11 @@ CC      ?= cc
 PYTHON  ?= /usr/bin/python3
 PKGS     = libmicrohttpd jansson libpq openssl hiredis libcurl zlib
 
-CPPFLAGS += -iquote lib -iquote engine -iquote controlplane -iquote agent -iquote $(BUILD)/gen -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+# controlplane/ is a folder per part (docs/architecture.md); headers are
+# included by name from any of them.
+CP_DIRS  := controlplane controlplane/http controlplane/api controlplane/ops controlplane/store \
+            controlplane/sentinel
+CPPFLAGS += -iquote lib -iquote engine $(addprefix -iquote ,$(CP_DIRS)) -iquote agent -iquote $(BUILD)/gen -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 CPPFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -I$(shell pg_config --includedir 2>/dev/null)
 OPT      ?= -O2 -g
 SANITIZE ?=
@@ -26,7 +30,7 @@ LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpq -lm -pthread
 
 LIB_SRC  := $(wildcard lib/*.c)
 ENG_SRC  := $(wildcard engine/*.c)
-CP_SRC   := $(filter-out controlplane/main.c,$(wildcard controlplane/*.c))
+CP_SRC   := $(filter-out controlplane/main.c,$(foreach d,$(CP_DIRS),$(wildcard $(d)/*.c)))
 AGENT_SRC := $(filter-out agent/main.c,$(wildcard agent/*.c))
 MIGRATIONS := $(sort $(wildcard migrations/*.sql))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -149,11 +153,11 @@ system: all $(TOOL_BIN)
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib controlplane tests -name '*.[ch]')
 
 lint:
-	$(PYTHON) scripts/check-include-cycles lib engine controlplane agent
+	$(PYTHON) scripts/check-include-cycles lib engine $(CP_DIRS) agent
 	$(PYTHON) scripts/check-sql-in-store
 	clang-format --dry-run --Werror $(FORMAT_SRC)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr --std=c11 -Ilib -Iengine -Icontrolplane -Iagent lib engine controlplane agent
+		--inline-suppr --std=c11 -Ilib -Iengine $(addprefix -I,$(CP_DIRS)) -Iagent lib engine controlplane agent
 
 format:
 	clang-format -i $(FORMAT_SRC)

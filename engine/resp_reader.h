@@ -1,7 +1,7 @@
 /* resp_reader.h -- hiredis's RESP reader with every length bounded, for the
  * two places Cairn reads RESP from a peer it need not trust: the replies of
  * engines (engine/resp.c) and the requests of Sentinel clients
- * (controlplane/sentinel.c).
+ * (controlplane/sentinel/sentinel.c).
  *
  * hiredis 0.14's reader believes what the bytes declare: "*2147483647"
  * makes it allocate an array of 2^31 slots (and free it slot by slot), a

@@ -4,7 +4,7 @@ Checks that the document is valid OpenAPI (with the node validator in this folde
 that every $ref resolves, that its operations are exactly the routes `cairnd routes`
 prints, with the same scope and matching security, that its error codes and
 problem responses agree with the registry of codes and statuses, which must also be
-the registry cairnd is built with (controlplane/problem.h), and that its engines and
+the registry cairnd is built with (controlplane/http/problem.h), and that its engines and
 operation kinds are the ones `cairnd engines` and `cairnd operation-kinds` print --
 as are the kinds the SQL in controlplane/ names.
 
@@ -22,7 +22,7 @@ import subprocess
 import pytest
 
 from binaries import HERE, REPO, SPEC_PATH, cairnd_list
-PROBLEM_H = REPO / "controlplane" / "problem.h"
+PROBLEM_H = REPO / "controlplane" / "http" / "problem.h"
 
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 SCOPES = ("none", "read", "admin", "agent", "bootstrap")
@@ -451,7 +451,7 @@ def test_engines_are_cairnds(spec):
 
 
 def test_operation_kinds_are_cairnds(spec):
-    """The OperationKind enum is controlplane/ops.c's list, in its order (the order the
+    """The OperationKind enum is controlplane/ops/ops.c's list, in its order (the order the
     ?kind= filter's message lists them in)."""
     kinds = cairnd_list("operation-kinds")
     eq_list(spec["components"]["schemas"]["OperationKind"]["enum"], kinds,
@@ -480,7 +480,7 @@ def test_sql_names_only_known_kinds():
     a kind of the list (a misspelt one would match nothing, silently)."""
     kinds = set(cairnd_list("operation-kinds"))
     named = {}
-    for path in sorted((REPO / "controlplane").glob("*.c")):
+    for path in sorted((REPO / "controlplane").rglob("*.c")):
         named.update(sql_kinds(path))
     assert {"create", "failover", "replace_node"} <= named.keys(), \
         f"the SQL patterns found only {sorted(named)}: do they still match controlplane/'s SQL?"

@@ -1,5 +1,5 @@
 /* fuzz_http_check.c -- the request line and headers as cairnd checks them
- * before routing (controlplane/http_check.h), and the scrubbing of what it
+ * before routing (controlplane/http/http_check.h), and the scrubbing of what it
  * quotes back (lib/utf8.h, lib/log.h). The input is read as a method line,
  * a target line, then header lines "name:value".
  *

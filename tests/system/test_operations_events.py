@@ -92,7 +92,7 @@ def events(ops):
 
 
 def test_database_operation_kinds_are_cairnds(module_cairn):
-    """The CHECK of operations.kind allows the kinds of controlplane/ops.c, no more."""
+    """The CHECK of operations.kind allows the kinds of controlplane/ops/ops.c, no more."""
     eq(harness.check_values(module_cairn, "operations", "kind"),
        set(harness.cairnd_list("operation-kinds")), "CHECK of operations.kind")
 

@@ -1,4 +1,5 @@
-/* test_auth.c -- API token format, parsing, bearer headers and scopes (controlplane/auth.h). */
+/* test_auth.c -- API token format, parsing, bearer headers and scopes (controlplane/http/auth.h).
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

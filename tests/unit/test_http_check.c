@@ -1,5 +1,5 @@
 /* test_http_check.c -- the request line and header checks before routing
- * (controlplane/http_check.h), with the requests that once broke cairnd. */
+ * (controlplane/http/http_check.h), with the requests that once broke cairnd. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* test_migrate.c -- migration ordering checks and apply plans (controlplane/migrate.h). */
+/* test_migrate.c -- migration ordering checks and apply plans (controlplane/store/migrate.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

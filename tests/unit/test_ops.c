@@ -1,4 +1,4 @@
-/* test_ops.c -- the list of every kind of operation (controlplane/ops.h). */
+/* test_ops.c -- the list of every kind of operation (controlplane/ops/ops.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

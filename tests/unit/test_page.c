@@ -1,4 +1,4 @@
-/* test_page.c -- page sizes, page tokens and list envelopes (controlplane/page.h). */
+/* test_page.c -- page sizes, page tokens and list envelopes (controlplane/http/page.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

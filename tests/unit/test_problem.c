@@ -1,4 +1,4 @@
-/* test_problem.c -- the registry of API error codes (controlplane/problem.h). */
+/* test_problem.c -- the registry of API error codes (controlplane/http/problem.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

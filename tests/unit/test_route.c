@@ -1,4 +1,4 @@
-/* test_route.c -- path pattern matching and route lookup (controlplane/route.h). */
+/* test_route.c -- path pattern matching and route lookup (controlplane/http/route.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

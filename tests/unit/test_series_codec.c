@@ -1,4 +1,4 @@
-/* test_series_codec.c -- compacted metric series (controlplane/series_codec.h):
+/* test_series_codec.c -- compacted metric series (controlplane/store/series_codec.h):
  * every value comes back bit for bit, whatever it is; decimals and
  * constants are small; damaged input is refused, never read past. */
 #include <math.h>

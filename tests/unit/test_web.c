@@ -1,4 +1,4 @@
-/* test_web.c -- the web console's pure parts (controlplane/web.h): media
+/* test_web.c -- the web console's pure parts (controlplane/http/web.h): media
  * types, which paths may name a file, ETags and If-None-Match. */
 #include <setjmp.h>
 #include <stdarg.h>
