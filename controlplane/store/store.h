@@ -61,6 +61,41 @@ enum db_status store_query_row(struct db_conn *conn, const struct db_stmt *stmt,
 /* Copy column col of row of res into dst (size bytes, cut to fit); NULL
  * copies as "". */
 void store_copy_text(char *dst, size_t size, const PGresult *res, int row, int col);
+/* Column col of row of res as a new string the caller frees; NULL for SQL
+ * NULL. */
+char *store_dup_text(const PGresult *res, int row, int col);
+
+/* Reads row of res into item, a struct the caller of the helpers below
+ * names; the store functions keep one per shape of row they read. */
+typedef void (*store_read_fn)(const PGresult *res, int row, void *item);
+
+/* Run stmt with p (NULL: no parameters) and read its single row into out
+ * with read; DB_NOT_FOUND, out untouched, when it returns no row or more
+ * than one. */
+enum db_status store_read_row(struct db_conn *conn, const struct db_stmt *stmt,
+                              const struct db_params *p, store_read_fn read, void *out);
+
+/* Run stmt with p (NULL: no parameters) and read each of its rows with read
+ * into a new array of item_size-byte items, zeroed and with one more at the
+ * end; *n gets how many rows. On failure returns NULL with *n 0 and sets
+ * *status, as db_query does. The caller free()s the array. */
+void *store_read_rows(struct db_conn *conn, const struct db_stmt *stmt, const struct db_params *p,
+                      size_t item_size, store_read_fn read, size_t *n, enum db_status *status);
+
+/* store_read_rows into the caller's array of max items instead, the rows
+ * past max dropped. */
+enum db_status store_read_into(struct db_conn *conn, const struct db_stmt *stmt,
+                               const struct db_params *p, store_read_fn read, void *items,
+                               size_t item_size, size_t max, size_t *n);
+
+/* Run stmt, an INSERT ... RETURNING id, with p; id (STORE_UUID_SIZE bytes)
+ * gets the new row's id. */
+enum db_status store_insert_id(struct db_conn *conn, const struct db_stmt *stmt,
+                               const struct db_params *p, char *id);
+
+/* Split a "time|id" page key (of a list ordered by time, then id) into buf
+ * (PAGE_KEY_MAX bytes) as two strings; both NULL without a key. */
+void store_split_key(const struct page *page, char *buf, const char **time, const char **id);
 
 /* Rows counted by their labels, for the Prometheus gauges (api_metrics.c):
  * by status, and operations by kind, then status. The caller free()s

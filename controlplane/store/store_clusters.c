@@ -47,25 +47,21 @@ static const struct db_stmt lock_spec = {
     "  WHERE o.cluster_id = c.id AND o.status IN ('pending', 'running'))"
     " FROM clusters c WHERE id = $1 FOR UPDATE"};
 
+static void read_locked(const PGresult *res, int row, void *item)
+{
+    struct store_cluster_locked *out = item;
+    out->spec = json_loads(db_text(res, row, 0), 0, NULL);
+    out->generation = db_int(res, row, 1);
+    out->busy = db_bool(res, row, 2);
+}
+
 enum db_status store_cluster_lock(struct db_conn *conn, const char *id,
                                   struct store_cluster_locked *out)
 {
     struct db_params p = {0};
-    enum db_status st;
     db_param_text(&p, id);
-    PGresult *res = db_query_params(conn, &lock_spec, &p, &st);
-    if (res == NULL)
-        return st;
-    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
-    if (st == DB_OK) {
-        out->spec = json_loads(db_text(res, 0, 0), 0, NULL);
-        out->generation = db_int(res, 0, 1);
-        out->busy = db_bool(res, 0, 2);
-        if (out->spec == NULL)
-            st = DB_ERROR;
-    }
-    PQclear(res);
-    return st;
+    enum db_status st = store_read_row(conn, &lock_spec, &p, read_locked, out);
+    return st == DB_OK && out->spec == NULL ? DB_ERROR : st;
 }
 
 static const struct db_stmt set_spec = {
@@ -129,16 +125,14 @@ enum db_status store_cluster_multi_az_breach(struct db_conn *conn, const char *i
                                              size_t az_size)
 {
     struct db_params p = {0};
-    enum db_status st;
+    PGresult *res;
     db_param_text(&p, id);
-    PGresult *res = db_query_params(conn, &multi_az_breach, &p, &st);
-    if (res == NULL)
-        return st;
-    *breach = PQntuples(res) > 0;
-    if (*breach) {
-        snprintf(shard, shard_size, "%s", db_text(res, 0, 0));
-        snprintf(az, az_size, "%s", db_text(res, 0, 1));
-    }
+    enum db_status st = store_query_row(conn, &multi_az_breach, &p, &res);
+    *breach = st == DB_OK;
+    if (!*breach)
+        return st == DB_NOT_FOUND ? DB_OK : st;
+    store_copy_text(shard, shard_size, res, 0, 0);
+    store_copy_text(az, az_size, res, 0, 1);
     PQclear(res);
     return DB_OK;
 }
@@ -192,18 +186,19 @@ enum db_status store_cluster_drop(struct db_conn *conn, const char *id)
 static const struct db_stmt sealed_secret = {
     "SELECT encode(auth_secret, 'hex') FROM clusters WHERE id = $1"};
 
+/* A text column that may be NULL, into the char * at item. */
+static void read_text_or_null(const PGresult *res, int row, void *item)
+{
+    *(char **)item = store_dup_text(res, row, 0);
+}
+
 enum db_status store_cluster_secret(struct db_conn *conn, const char *id, char **hex)
 {
-    const char *params[1] = {id};
-    enum db_status st;
-    PGresult *res = db_query(conn, &sealed_secret, 1, params, &st);
-    if (res == NULL)
-        return st;
-    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
+    struct db_params p = {0};
+    db_param_text(&p, id);
     free(*hex);
-    *hex = st == DB_OK && db_text(res, 0, 0) != NULL ? xstrdup(db_text(res, 0, 0)) : NULL;
-    PQclear(res);
-    return st;
+    *hex = NULL;
+    return store_read_row(conn, &sealed_secret, &p, read_text_or_null, hex);
 }
 
 static const struct db_stmt parameters_done = {
@@ -218,10 +213,10 @@ static const struct db_stmt parameters_done = {
 enum db_status store_cluster_parameters_applied(struct db_conn *conn, const char *id,
                                                 const char *restart_needed)
 {
-    const char *params[2] = {id, restart_needed};
-    enum db_status st;
-    PQclear(db_query(conn, &parameters_done, 2, params, &st));
-    return st;
+    struct db_params p = {0};
+    db_param_text(&p, id);
+    db_param_text(&p, restart_needed);
+    return db_exec_params(conn, &parameters_done, &p);
 }
 
 /* ---- what other readers ask ------------------------------------------------------ */
@@ -244,39 +239,38 @@ static const struct db_stmt engine_of = {
     " coalesce(engine_version_actual, spec ->> 'engine_version', '')"
     " FROM clusters WHERE id = $1"};
 
+static void read_engine(const PGresult *res, int row, void *item)
+{
+    struct store_cluster_engine *out = item;
+    store_copy_text(out->engine, sizeof(out->engine), res, row, 0);
+    out->cluster_mode = db_bool(res, row, 1);
+    store_copy_text(out->version, sizeof(out->version), res, row, 2);
+}
+
 enum db_status store_cluster_engine(struct db_conn *conn, const char *id,
                                     struct store_cluster_engine *out)
 {
     struct db_params p = {0};
-    PGresult *res;
     db_param_text(&p, id);
-    enum db_status st = store_query_row(conn, &engine_of, &p, &res);
-    if (st != DB_OK)
-        return st;
-    store_copy_text(out->engine, sizeof(out->engine), res, 0, 0);
-    out->cluster_mode = db_bool(res, 0, 1);
-    store_copy_text(out->version, sizeof(out->version), res, 0, 2);
-    PQclear(res);
-    return DB_OK;
+    return store_read_row(conn, &engine_of, &p, read_engine, out);
 }
 
 static const struct db_stmt sealed_secrets = {
     "SELECT id, encode(auth_secret, 'hex') FROM clusters WHERE auth_secret IS NOT NULL"};
 
+static void read_secret(const PGresult *res, int row, void *item)
+{
+    struct store_cluster_secret *s = item;
+    s->id = store_dup_text(res, row, 0);
+    s->hex = store_dup_text(res, row, 1);
+}
+
 enum db_status store_cluster_secrets(struct db_conn *conn, struct store_cluster_secrets *out)
 {
     enum db_status st;
-    PGresult *res = db_query(conn, &sealed_secrets, 0, NULL, &st);
-    if (res == NULL)
-        return st;
-    out->n = (size_t)PQntuples(res);
-    out->items = xcalloc(out->n + 1, sizeof(*out->items));
-    for (size_t i = 0; i < out->n; i++) {
-        out->items[i].id = xstrdup(db_text(res, (int)i, 0));
-        out->items[i].hex = xstrdup(db_text(res, (int)i, 1));
-    }
-    PQclear(res);
-    return DB_OK;
+    out->items = store_read_rows(conn, &sealed_secrets, NULL, sizeof(*out->items), read_secret,
+                                 &out->n, &st);
+    return st;
 }
 
 void store_cluster_secrets_free(struct store_cluster_secrets *s)

@@ -151,69 +151,62 @@ static const struct db_stmt demoted = {
 static const struct db_stmt *const findings[] = {&down_primaries, &stray_primaries,
                                                  &leaderless_shards, &dead_nodes};
 
+static void read_work(const PGresult *res, int row, void *item)
+{
+    struct store_ha_work *w = item;
+    store_copy_text(w->cluster, sizeof(w->cluster), res, row, 0);
+    w->shard = (int)db_int(res, row, 1);
+    store_copy_text(w->node, sizeof(w->node), res, row, 2);
+    store_copy_text(w->why, sizeof(w->why), res, row, 3);
+    w->since_ms = db_int(res, row, 4);
+    w->timeout_ms = (int)db_int(res, row, 5);
+}
+
 enum db_status store_ha_find(struct db_conn *conn, enum store_ha_finding which, int limit,
                              bool trust_losses, struct store_ha_work *rows, size_t max, size_t *n)
 {
     struct db_params p = {0};
-    enum db_status st;
     if (which == STORE_HA_DOWN_PRIMARIES || which == STORE_HA_DEAD_NODES)
         db_param_int(&p, limit);
     if (which != STORE_HA_STRAY_PRIMARIES)
         db_param_bool(&p, trust_losses);
     if (which == STORE_HA_LEADERLESS_SHARDS)
         db_param_int(&p, limit);
-    PGresult *res = db_query_params(conn, findings[which], &p, &st);
-    if (res == NULL)
-        return st;
-    *n = (size_t)PQntuples(res) < max ? (size_t)PQntuples(res) : max;
-    for (size_t i = 0; i < *n; i++) {
-        struct store_ha_work *w = &rows[i];
-        int r = (int)i;
-        snprintf(w->cluster, sizeof(w->cluster), "%s", db_text(res, r, 0));
-        w->shard = (int)db_int(res, r, 1);
-        snprintf(w->node, sizeof(w->node), "%s", db_text(res, r, 2));
-        snprintf(w->why, sizeof(w->why), "%s", db_text(res, r, 3));
-        w->since_ms = db_int(res, r, 4);
-        w->timeout_ms = (int)db_int(res, r, 5);
-    }
-    PQclear(res);
-    return DB_OK;
+    return store_read_into(conn, findings[which], &p, read_work, rows, sizeof(*rows), max, n);
+}
+
+static void read_move(const PGresult *res, int row, void *item)
+{
+    struct store_ha_move *m = item;
+    store_copy_text(m->cluster, sizeof(m->cluster), res, row, 0);
+    m->shard = (int)db_int(res, row, 1);
+    store_copy_text(m->to_az, sizeof(m->to_az), res, row, 2);
+    store_copy_text(m->from_az, sizeof(m->from_az), res, row, 3);
+    m->primaries = (int)db_int(res, row, 4);
 }
 
 enum db_status store_ha_unbalanced(struct db_conn *conn, int settle_s, struct store_ha_move *moves,
                                    size_t max, size_t *n)
 {
     struct db_params p = {0};
-    enum db_status st;
     db_param_int(&p, settle_s);
-    PGresult *res = db_query_params(conn, &unbalanced, &p, &st);
-    if (res == NULL)
-        return st;
-    *n = (size_t)PQntuples(res) < max ? (size_t)PQntuples(res) : max;
-    for (size_t i = 0; i < *n; i++) {
-        struct store_ha_move *m = &moves[i];
-        int r = (int)i;
-        snprintf(m->cluster, sizeof(m->cluster), "%s", db_text(res, r, 0));
-        m->shard = (int)db_int(res, r, 1);
-        snprintf(m->to_az, sizeof(m->to_az), "%s", db_text(res, r, 2));
-        snprintf(m->from_az, sizeof(m->from_az), "%s", db_text(res, r, 3));
-        m->primaries = (int)db_int(res, r, 4);
-    }
-    PQclear(res);
-    return DB_OK;
+    return store_read_into(conn, &unbalanced, &p, read_move, moves, sizeof(*moves), max, n);
 }
 
+static void read_bool(const PGresult *res, int row, void *item)
+{
+    *(bool *)item = db_bool(res, row, 0);
+}
+
+/* The boolean in the single row stmt returns for arg; false without one. */
 static enum db_status one_bool(struct db_conn *conn, const struct db_stmt *stmt, const char *arg,
                                bool *out)
 {
-    const char *params[1] = {arg};
-    enum db_status st;
-    PGresult *res = db_query(conn, stmt, 1, params, &st);
-    if (res == NULL)
-        return st;
-    *out = PQntuples(res) == 1 && db_bool(res, 0, 0);
-    PQclear(res);
-    return DB_OK;
+    struct db_params p = {0};
+    db_param_text(&p, arg);
+    *out = false;
+    enum db_status st = store_read_row(conn, stmt, &p, read_bool, out);
+    return st == DB_NOT_FOUND ? DB_OK : st;
 }
 
 enum db_status store_ha_try_lock(struct db_conn *conn, const char *cluster_id, bool *locked)

@@ -33,26 +33,13 @@ static const struct db_stmt list_events = {
     "   AND ($5::uuid IS NULL OR cluster_uid = $5::uuid)"
     " ORDER BY id LIMIT $6::int"};
 
-/* Split a "time|id" page key in place; both pointers NULL without a key. */
-static void split_key(const struct page *page, char *buf, const char **time, const char **id)
-{
-    *time = *id = NULL;
-    if (!page->has_after)
-        return;
-    strcpy(buf, page->after);
-    char *bar = strchr(buf, '|');
-    *bar = '\0';
-    *time = buf;
-    *id = bar + 1;
-}
-
 enum db_status store_operations_list(struct db_conn *conn, const struct store_operation_filter *f,
                                      const struct page *page, char **items, char *next_key)
 {
     char key[PAGE_KEY_MAX];
     const char *params[7] = {f->cluster_id, f->status, f->kind, NULL, NULL, f->cluster_uid, NULL};
 
-    split_key(page, key, &params[3], &params[4]);
+    store_split_key(page, key, &params[3], &params[4]);
     return store_list(conn, &list_operations, 7, params, page, items, next_key);
 }
 
@@ -84,10 +71,14 @@ enum db_status store_event_add(struct db_conn *conn, const char *cluster_id, con
                                const char *type, const char *severity, const char *message,
                                const char *detail)
 {
-    const char *params[6] = {cluster_id, op_id, type, severity, message, detail};
-    enum db_status st;
-    PQclear(db_query(conn, &insert_event, 6, params, &st));
-    return st;
+    struct db_params p = {0};
+    db_param_text(&p, cluster_id);
+    db_param_text(&p, op_id);
+    db_param_text(&p, type);
+    db_param_text(&p, severity);
+    db_param_text(&p, message);
+    db_param_text(&p, detail);
+    return db_exec_params(conn, &insert_event, &p);
 }
 
 /* operations_one_active (migration 0001) refuses a second active operation
@@ -100,18 +91,13 @@ enum db_status store_operation_queue(struct db_conn *conn, const char *cluster_i
                                      const json_t *context, char *op_id)
 {
     struct db_params p = {0};
-    enum db_status st;
     char *text = context != NULL ? json_dumps(context, JSON_COMPACT) : NULL;
     db_param_text(&p, cluster_id);
     db_param_text(&p, kind);
     db_param_text(&p, text);
-    PGresult *res = db_query_params(conn, &insert_operation, &p, &st);
+    enum db_status st = store_insert_id(conn, &insert_operation, &p, op_id);
     free(text);
-    if (res == NULL)
-        return st;
-    snprintf(op_id, STORE_UUID_SIZE, "%s", db_text(res, 0, 0));
-    PQclear(res);
-    return DB_OK;
+    return st;
 }
 
 static const struct db_stmt cancel_operation = {
@@ -120,9 +106,7 @@ static const struct db_stmt cancel_operation = {
 
 enum db_status store_operation_cancel(struct db_conn *conn, const char *op_id)
 {
-    struct db_params p = {0};
-    db_param_text(&p, op_id);
-    return db_exec_params(conn, &cancel_operation, &p);
+    return store_exec(conn, &cancel_operation, op_id, NULL);
 }
 
 /* ---- the runner's lease ---------------------------------------------------------- */
@@ -141,26 +125,26 @@ static const struct db_stmt claim = {
     "   ORDER BY created_at, id FOR UPDATE SKIP LOCKED LIMIT 1)"
     " RETURNING o.id, o.kind, o.step, o.context::text, o.cluster_id"};
 
+static void read_claimed(const PGresult *res, int row, void *item)
+{
+    struct store_claimed *out = item;
+    store_copy_text(out->id, sizeof(out->id), res, row, 0);
+    store_copy_text(out->kind, sizeof(out->kind), res, row, 1);
+    out->step = (int)db_int(res, row, 2);
+    out->context = json_loads(db_text(res, row, 3), 0, NULL);
+    if (out->context == NULL)
+        out->context = json_object();
+    store_copy_text(out->cluster_id, sizeof(out->cluster_id), res, row, 4);
+}
+
 enum db_status store_operation_claim(struct db_conn *conn, const char *owner, int lease_s,
                                      const char *kinds, struct store_claimed *out)
 {
     struct db_params p = {0};
-    PGresult *res;
     db_param_text(&p, owner);
     db_param_int(&p, lease_s);
     db_param_text(&p, kinds);
-    enum db_status st = store_query_row(conn, &claim, &p, &res);
-    if (st != DB_OK)
-        return st;
-    store_copy_text(out->id, sizeof(out->id), res, 0, 0);
-    store_copy_text(out->kind, sizeof(out->kind), res, 0, 1);
-    out->step = (int)db_int(res, 0, 2);
-    out->context = json_loads(db_text(res, 0, 3), 0, NULL);
-    if (out->context == NULL)
-        out->context = json_object();
-    store_copy_text(out->cluster_id, sizeof(out->cluster_id), res, 0, 4);
-    PQclear(res);
-    return DB_OK;
+    return store_read_row(conn, &claim, &p, read_claimed, out);
 }
 
 /* The moment a step is recorded, as Cairn's timestamp text. */

@@ -24,8 +24,9 @@ static const struct db_stmt load_nodes = {
     " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
     " ORDER BY s.index, n.ordinal"};
 
-static void read_node(const PGresult *res, int r, struct cluster_node *n)
+static void read_node(const PGresult *res, int r, void *item)
 {
+    struct cluster_node *n = item;
     store_copy_text(n->id, sizeof(n->id), res, r, 0);
     store_copy_text(n->host_id, sizeof(n->host_id), res, r, 1);
     store_copy_text(n->address, sizeof(n->address), res, r, 2);
@@ -47,28 +48,19 @@ enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,
                                    struct cluster_nodes *out, bool *cluster_mode, char **secret_hex)
 {
     struct db_params p = {0};
-    enum db_status st;
+    PGresult *res;
     db_param_text(&p, cluster_id);
-    PGresult *res = db_query_params(conn, &load_cluster, &p, &st);
-    if (res == NULL)
+    enum db_status st = store_query_row(conn, &load_cluster, &p, &res);
+    if (st != DB_OK)
         return st;
-    if (PQntuples(res) != 1) {
-        PQclear(res);
-        return DB_NOT_FOUND;
-    }
     *cluster_mode = db_bool(res, 0, 0);
     free(*secret_hex);
-    *secret_hex = db_text(res, 0, 1) != NULL ? xstrdup(db_text(res, 0, 1)) : NULL;
+    *secret_hex = store_dup_text(res, 0, 1);
     PQclear(res);
-    if ((res = db_query_params(conn, &load_nodes, &p, &st)) == NULL)
-        return st;
     free(out->items);
-    out->count = (size_t)PQntuples(res);
-    out->items = xcalloc(out->count + 1, sizeof(struct cluster_node));
-    for (size_t i = 0; i < out->count; i++)
-        read_node(res, (int)i, &out->items[i]);
-    PQclear(res);
-    return DB_OK;
+    out->items =
+        store_read_rows(conn, &load_nodes, &p, sizeof(*out->items), read_node, &out->count, &st);
+    return st;
 }
 
 /* ---- roles cairnd confirmed --------------------------------------------------------- */
@@ -218,18 +210,15 @@ enum db_status store_node_replace(struct db_conn *conn, const char *cluster_id, 
                                   char *new_id)
 {
     struct db_params p = {0};
-    enum db_status st;
     db_param_text(&p, cluster_id);
     db_param_text(&p, dead->shard_id);
     db_param_text(&p, host_id);
     db_param_text(&p, dead->engine);
     db_param_text(&p, dead->engine_version);
     db_param_text(&p, dead->node_type);
-    PGresult *res = db_query_params(conn, &insert_replacement, &p, &st);
-    if (res == NULL)
+    enum db_status st = store_insert_id(conn, &insert_replacement, &p, new_id);
+    if (st != DB_OK)
         return st;
-    snprintf(new_id, STORE_UUID_SIZE, "%s", db_text(res, 0, 0));
-    PQclear(res);
     return store_exec(conn, &retire_node, dead_id, NULL);
 }
 

@@ -22,51 +22,40 @@ static const struct db_stmt placement_hosts = {
     "SELECT id, az, free_vcpus, free_memory_mib, eligible FROM placement_hosts($1, $2)"
     " ORDER BY name"};
 
-static enum db_status node_type_shape_of(struct db_conn *conn, const char *node_type,
-                                         struct store_placement *out)
+static void read_shape(const PGresult *res, int row, void *item)
 {
-    struct db_params p = {0};
-    enum db_status st;
-    db_param_text(&p, node_type);
-    PGresult *res = db_query_params(conn, &node_type_shape, &p, &st);
-    if (res == NULL)
-        return st;
-    st = PQntuples(res) == 1 ? DB_OK : DB_NOT_FOUND;
-    if (st == DB_OK) {
-        out->vcpus = (int)db_int(res, 0, 0);
-        out->memory_mib = db_int(res, 0, 1);
-    }
-    PQclear(res);
-    return st;
+    struct store_placement *out = item;
+    out->vcpus = (int)db_int(res, row, 0);
+    out->memory_mib = db_int(res, row, 1);
+}
+
+static void read_host(const PGresult *res, int row, void *item)
+{
+    struct sched_host *h = item;
+    h->id = store_dup_text(res, row, 0);
+    h->az = store_dup_text(res, row, 1);
+    h->free_vcpus = (int)db_int(res, row, 2);
+    h->free_memory_mib = db_int(res, row, 3);
+    h->eligible = db_bool(res, row, 4);
 }
 
 enum db_status store_placement_read(struct db_conn *conn, const char *engine, const char *line,
                                     const char *node_type, struct store_placement *out)
 {
-    struct db_params p = {0};
+    struct db_params shape = {0}, hosts = {0};
     enum db_status st;
 
     memset(out, 0, sizeof(*out));
     PQclear(db_query(conn, &placement_lock, 0, NULL, &st));
-    if (st != DB_OK || (st = node_type_shape_of(conn, node_type, out)) != DB_OK)
+    db_param_text(&shape, node_type);
+    if (st != DB_OK ||
+        (st = store_read_row(conn, &node_type_shape, &shape, read_shape, out)) != DB_OK)
         return st;
-    db_param_text(&p, engine);
-    db_param_text(&p, line);
-    PGresult *res = db_query_params(conn, &placement_hosts, &p, &st);
-    if (res == NULL)
-        return st;
-    out->nhosts = (size_t)PQntuples(res);
-    out->hosts = xcalloc(out->nhosts + 1, sizeof(*out->hosts));
-    for (size_t i = 0; i < out->nhosts; i++) {
-        int r = (int)i;
-        out->hosts[i].id = xstrdup(db_text(res, r, 0));
-        out->hosts[i].az = xstrdup(db_text(res, r, 1));
-        out->hosts[i].free_vcpus = (int)db_int(res, r, 2);
-        out->hosts[i].free_memory_mib = db_int(res, r, 3);
-        out->hosts[i].eligible = db_bool(res, r, 4);
-    }
-    PQclear(res);
-    return DB_OK;
+    db_param_text(&hosts, engine);
+    db_param_text(&hosts, line);
+    out->hosts = store_read_rows(conn, &placement_hosts, &hosts, sizeof(*out->hosts), read_host,
+                                 &out->nhosts, &st);
+    return st;
 }
 
 void store_placement_free(struct store_placement *p)
@@ -88,16 +77,14 @@ enum db_status store_cluster_same_spec(struct db_conn *conn, const char *id, con
                                        bool *exists, bool *same)
 {
     struct db_params p = {0};
-    enum db_status st;
+    PGresult *res;
     db_param_text(&p, id);
     db_param_text(&p, spec);
-    PGresult *res = db_query_params(conn, &spec_equal, &p, &st);
-    if (res == NULL)
-        return st;
-    *exists = PQntuples(res) == 1;
+    enum db_status st = store_query_row(conn, &spec_equal, &p, &res);
+    *exists = st == DB_OK;
     *same = *exists && db_bool(res, 0, 0);
     PQclear(res);
-    return DB_OK;
+    return st == DB_NOT_FOUND ? DB_OK : st;
 }
 
 static const struct db_stmt insert_cluster = {
@@ -124,17 +111,11 @@ enum db_status store_shard_insert(struct db_conn *conn, const char *cluster_id, 
                                   int slot_first, int slot_last, char *shard_id)
 {
     struct db_params p = {0};
-    enum db_status st;
     db_param_text(&p, cluster_id);
     db_param_int(&p, index);
     db_param_int(&p, slot_first);
     db_param_int(&p, slot_last);
-    PGresult *res = db_query_params(conn, &insert_shard, &p, &st);
-    if (res == NULL)
-        return st;
-    snprintf(shard_id, STORE_UUID_SIZE, "%s", db_text(res, 0, 0));
-    PQclear(res);
-    return DB_OK;
+    return store_insert_id(conn, &insert_shard, &p, shard_id);
 }
 
 static const struct db_stmt insert_node = {

@@ -46,13 +46,7 @@ enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, 
     char key[PAGE_KEY_MAX];
     const char *params[3] = {NULL, NULL, NULL};
 
-    if (page->has_after) {
-        strcpy(key, page->after);
-        char *bar = strchr(key, '|');
-        *bar = '\0';
-        params[0] = key;
-        params[1] = bar + 1;
-    }
+    store_split_key(page, key, &params[0], &params[1]);
     return store_list(conn, &list_tokens, 3, params, page, items, next_key);
 }
 

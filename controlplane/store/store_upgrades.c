@@ -22,14 +22,14 @@ enum db_status store_upgrade_hosts_without(struct db_conn *conn, const char *clu
                                            const char *engine, const char *version, char **hosts)
 {
     struct db_params p = {0};
+    PGresult *res;
     db_param_text(&p, cluster_id);
     db_param_text(&p, engine);
     db_param_text(&p, version);
-    PGresult *res;
     enum db_status st = store_query_row(conn, &hosts_without, &p, &res);
     if (st != DB_OK)
         return st;
-    *hosts = db_text(res, 0, 0) != NULL ? xstrdup(db_text(res, 0, 0)) : NULL;
+    *hosts = store_dup_text(res, 0, 0);
     PQclear(res);
     return DB_OK;
 }
@@ -57,22 +57,24 @@ static const struct db_stmt unhealthy = {
     "   OR p.replication_offset - n.replication_offset > $2::bigint)"
     " ORDER BY s.index, n.ordinal LIMIT 1"};
 
-/* The check's node, if it found one: its id, shard, then the facts. */
+/* The check's node: its id, shard, then the facts. */
+static void read_blocker(const PGresult *res, int row, void *item)
+{
+    struct store_upgrade_blocker *out = item;
+    out->found = true;
+    store_copy_text(out->node_id, sizeof(out->node_id), res, row, 0);
+    store_copy_text(out->shard, sizeof(out->shard), res, row, 1);
+    for (int k = 0; k < 2 && k + 2 < PQnfields(res); k++)
+        store_copy_text(out->facts[k], sizeof(out->facts[k]), res, row, k + 2);
+}
+
+/* The check's node, if it found one. */
 static enum db_status blocker(struct db_conn *conn, const struct db_stmt *stmt,
                               const struct db_params *p, struct store_upgrade_blocker *out)
 {
-    PGresult *res;
-    enum db_status st = store_query_row(conn, stmt, p, &res);
     memset(out, 0, sizeof(*out));
-    if (st != DB_OK)
-        return st == DB_NOT_FOUND ? DB_OK : st;
-    out->found = true;
-    store_copy_text(out->node_id, sizeof(out->node_id), res, 0, 0);
-    store_copy_text(out->shard, sizeof(out->shard), res, 0, 1);
-    for (int k = 0; k < 2 && k + 2 < PQnfields(res); k++)
-        store_copy_text(out->facts[k], sizeof(out->facts[k]), res, 0, k + 2);
-    PQclear(res);
-    return DB_OK;
+    enum db_status st = store_read_row(conn, stmt, p, read_blocker, out);
+    return st == DB_NOT_FOUND ? DB_OK : st;
 }
 
 enum db_status store_upgrade_unhealthy(struct db_conn *conn, const char *cluster_id,
@@ -157,12 +159,7 @@ static enum db_status insert_operation(struct db_conn *conn, const char *cluster
     db_param_text(&p, from);
     db_param_text(&p, to);
     db_param_text(&p, downtime);
-    PGresult *res = db_query_params(conn, &insert_upgrade, &p, &st);
-    if (res == NULL)
-        return st;
-    snprintf(op_id, STORE_UUID_SIZE, "%s", db_text(res, 0, 0));
-    PQclear(res);
-    return DB_OK;
+    return store_insert_id(conn, &insert_upgrade, &p, op_id);
 }
 
 enum db_status store_upgrade_queue(struct db_conn *conn, const char *cluster_id, const json_t *from,
@@ -194,20 +191,20 @@ static const struct db_stmt active_upgrade = {
     "   AND kind = 'upgrade_engine' AND status IN ('scheduled', 'pending', 'running')"
     " ORDER BY created_at DESC LIMIT 1 FOR UPDATE"};
 
+static void read_active(const PGresult *res, int row, void *item)
+{
+    struct store_upgrade_active *out = item;
+    store_copy_text(out->id, sizeof(out->id), res, row, 0);
+    out->scheduled = strcmp(db_text(res, row, 1), "scheduled") == 0;
+    out->context = json_loads(db_text(res, row, 2), 0, NULL);
+}
+
 enum db_status store_upgrade_active(struct db_conn *conn, const char *cluster_id,
                                     struct store_upgrade_active *out)
 {
     struct db_params p = {0};
-    PGresult *res;
     db_param_text(&p, cluster_id);
-    enum db_status st = store_query_row(conn, &active_upgrade, &p, &res);
-    if (st != DB_OK)
-        return st;
-    store_copy_text(out->id, sizeof(out->id), res, 0, 0);
-    out->scheduled = strcmp(db_text(res, 0, 1), "scheduled") == 0;
-    out->context = json_loads(db_text(res, 0, 2), 0, NULL);
-    PQclear(res);
-    return DB_OK;
+    return store_read_row(conn, &active_upgrade, &p, read_active, out);
 }
 
 /* The spec back to what runs, and nothing pending. */
@@ -234,23 +231,21 @@ static const struct db_stmt scheduled = {
     " FROM operations o JOIN clusters c ON c.id = o.cluster_id"
     " WHERE o.kind = 'upgrade_engine' AND o.status = 'scheduled' ORDER BY o.created_at"};
 
+static void read_scheduled(const PGresult *res, int row, void *item)
+{
+    struct store_scheduled_upgrade *u = item;
+    store_copy_text(u->op_id, sizeof(u->op_id), res, row, 0);
+    store_copy_text(u->cluster_id, sizeof(u->cluster_id), res, row, 1);
+    store_copy_text(u->window, sizeof(u->window), res, row, 2);
+    u->busy = db_bool(res, row, 3);
+}
+
 enum db_status store_upgrades_scheduled(struct db_conn *conn, struct store_scheduled_upgrades *out)
 {
     enum db_status st;
-    PGresult *res = db_query(conn, &scheduled, 0, NULL, &st);
-    if (res == NULL)
-        return st;
-    out->n = (size_t)PQntuples(res);
-    out->items = xcalloc(out->n + 1, sizeof(*out->items));
-    for (size_t i = 0; i < out->n; i++) {
-        struct store_scheduled_upgrade *u = &out->items[i];
-        store_copy_text(u->op_id, sizeof(u->op_id), res, (int)i, 0);
-        store_copy_text(u->cluster_id, sizeof(u->cluster_id), res, (int)i, 1);
-        store_copy_text(u->window, sizeof(u->window), res, (int)i, 2);
-        u->busy = db_bool(res, (int)i, 3);
-    }
-    PQclear(res);
-    return DB_OK;
+    out->items =
+        store_read_rows(conn, &scheduled, NULL, sizeof(*out->items), read_scheduled, &out->n, &st);
+    return st;
 }
 
 static const struct db_stmt start_scheduled = {
@@ -315,21 +310,21 @@ static const struct db_stmt span = {
     " FROM operations o WHERE o.id = $1::uuid AND o.kind = 'upgrade_engine'"
     "   AND o.status IN ('succeeded', 'failed') AND o.started_at IS NOT NULL"};
 
+static void read_span(const PGresult *res, int row, void *item)
+{
+    struct store_upgrade_span *out = item;
+    store_copy_text(out->cluster_id, sizeof(out->cluster_id), res, row, 0);
+    out->context = json_loads(db_text(res, row, 1), 0, NULL);
+    out->started = db_int(res, row, 2);
+    out->finished = db_int(res, row, 3);
+    out->now = db_int(res, row, 4);
+    out->period_s = (int)db_int(res, row, 5);
+}
+
 enum db_status store_upgrade_span(struct db_conn *conn, const char *op_id,
                                   struct store_upgrade_span *out)
 {
     struct db_params p = {0};
-    PGresult *res;
     db_param_text(&p, op_id);
-    enum db_status st = store_query_row(conn, &span, &p, &res);
-    if (st != DB_OK)
-        return st;
-    store_copy_text(out->cluster_id, sizeof(out->cluster_id), res, 0, 0);
-    out->context = json_loads(db_text(res, 0, 1), 0, NULL);
-    out->started = db_int(res, 0, 2);
-    out->finished = db_int(res, 0, 3);
-    out->now = db_int(res, 0, 4);
-    out->period_s = (int)db_int(res, 0, 5);
-    PQclear(res);
-    return DB_OK;
+    return store_read_row(conn, &span, &p, read_span, out);
 }

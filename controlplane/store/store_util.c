@@ -75,26 +75,23 @@ void store_copy_text(char *dst, size_t size, const PGresult *res, int row, int c
     snprintf(dst, size, "%s", text != NULL ? text : "");
 }
 
+/* One count: its labels, then the count. */
+static void read_count(const PGresult *res, int row, void *item)
+{
+    struct store_count *c = item;
+    int nlabels = PQnfields(res) - 1;
+    assert(nlabels >= 1 && nlabels <= 2);
+    for (int k = 0; k < nlabels; k++)
+        store_copy_text(c->labels[k], sizeof(c->labels[k]), res, row, k);
+    c->n = db_int(res, row, nlabels);
+}
+
 enum db_status store_count_rows(struct db_conn *conn, const struct db_stmt *stmt,
                                 struct store_counts *out)
 {
     enum db_status st;
-    PGresult *res = db_query(conn, stmt, 0, NULL, &st);
-
-    if (res == NULL)
-        return st;
-    int nlabels = PQnfields(res) - 1;
-    assert(nlabels >= 1 && nlabels <= 2);
-    out->n = (size_t)PQntuples(res);
-    out->items = xcalloc(out->n + 1, sizeof(*out->items));
-    for (size_t i = 0; i < out->n; i++) {
-        struct store_count *c = &out->items[i];
-        for (int k = 0; k < nlabels; k++)
-            store_copy_text(c->labels[k], sizeof(c->labels[k]), res, (int)i, k);
-        c->n = db_int(res, (int)i, nlabels);
-    }
-    PQclear(res);
-    return DB_OK;
+    out->items = store_read_rows(conn, stmt, NULL, sizeof(*out->items), read_count, &out->n, &st);
+    return st;
 }
 
 enum db_status store_query_row(struct db_conn *conn, const struct db_stmt *stmt,
@@ -148,4 +145,89 @@ enum db_status store_exec(struct db_conn *conn, const struct db_stmt *stmt, cons
     enum db_status st;
     PQclear(db_query(conn, stmt, b != NULL ? 2 : 1, params, &st));
     return st;
+}
+
+char *store_dup_text(const PGresult *res, int row, int col)
+{
+    const char *text = db_text(res, row, col);
+    return text != NULL ? xstrdup(text) : NULL;
+}
+
+/* p, or no parameters for NULL. */
+static const struct db_params *or_none(const struct db_params *p)
+{
+    static const struct db_params none = {0};
+    return p != NULL ? p : &none;
+}
+
+enum db_status store_read_row(struct db_conn *conn, const struct db_stmt *stmt,
+                              const struct db_params *p, store_read_fn read, void *out)
+{
+    PGresult *res;
+    enum db_status st = store_query_row(conn, stmt, or_none(p), &res);
+    if (st != DB_OK)
+        return st;
+    read(res, 0, out);
+    PQclear(res);
+    return DB_OK;
+}
+
+/* Read the first n rows of res with read into items. */
+static void read_each(const PGresult *res, store_read_fn read, void *items, size_t item_size,
+                      size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        read(res, (int)i, (char *)items + i * item_size);
+}
+
+void *store_read_rows(struct db_conn *conn, const struct db_stmt *stmt, const struct db_params *p,
+                      size_t item_size, store_read_fn read, size_t *n, enum db_status *status)
+{
+    PGresult *res = db_query_params(conn, stmt, or_none(p), status);
+    *n = 0;
+    if (res == NULL)
+        return NULL;
+    *n = (size_t)PQntuples(res);
+    void *items = xcalloc(*n + 1, item_size);
+    read_each(res, read, items, item_size, *n);
+    PQclear(res);
+    return items;
+}
+
+enum db_status store_read_into(struct db_conn *conn, const struct db_stmt *stmt,
+                               const struct db_params *p, store_read_fn read, void *items,
+                               size_t item_size, size_t max, size_t *n)
+{
+    enum db_status st;
+    PGresult *res = db_query_params(conn, stmt, or_none(p), &st);
+    if (res == NULL)
+        return st;
+    *n = (size_t)PQntuples(res) < max ? (size_t)PQntuples(res) : max;
+    read_each(res, read, items, item_size, *n);
+    PQclear(res);
+    return DB_OK;
+}
+
+enum db_status store_insert_id(struct db_conn *conn, const struct db_stmt *stmt,
+                               const struct db_params *p, char *id)
+{
+    PGresult *res;
+    enum db_status st = store_query_row(conn, stmt, p, &res);
+    if (st != DB_OK)
+        return st;
+    store_copy_text(id, STORE_UUID_SIZE, res, 0, 0);
+    PQclear(res);
+    return DB_OK;
+}
+
+void store_split_key(const struct page *page, char *buf, const char **time, const char **id)
+{
+    *time = *id = NULL;
+    if (!page->has_after)
+        return;
+    strcpy(buf, page->after);
+    char *bar = strchr(buf, '|');
+    *bar = '\0';
+    *time = buf;
+    *id = bar + 1;
 }
