@@ -21,6 +21,7 @@
 #include "crypto.h"
 #include "gzip.h"
 #include "http_check.h"
+#include "listen_addr.h"
 #include "log.h"
 #include "timeutil.h"
 #include "utf8.h"
@@ -696,19 +697,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 struct http_server *http_start(struct app *app, const struct route *table, size_t n, char *err,
                                size_t errsize)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
-    struct addrinfo *ai = NULL;
-    char port[16];
-
-    snprintf(port, sizeof(port), "%d", app->cfg.listen_port);
-    int rc = getaddrinfo(app->cfg.listen_host, port, &hints, &ai);
-    if (rc != 0) {
-        snprintf(err, errsize, "cannot resolve listen address %s: %s", app->cfg.listen_host,
-                 gai_strerror(rc));
+    struct addrinfo *ai =
+        listen_addr_resolve(app->cfg.listen_host, app->cfg.listen_port, "listen", err, errsize);
+    if (ai == NULL)
         return NULL;
-    }
     struct http_server *srv = xcalloc(1, sizeof(*srv));
     srv->app = app;
     srv->table = table;

@@ -40,6 +40,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "listen_addr.h"
 #include "log.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -331,19 +332,11 @@ static void *sentinel_main(void *arg)
 struct sentinel *sentinel_start(struct app *app, const char *host, int port, char *err,
                                 size_t errsize)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
-    struct addrinfo *ai = NULL;
-    char service[16];
+    struct addrinfo *ai = listen_addr_resolve(host, port, "sentinel", err, errsize);
     int one = 1;
 
-    snprintf(service, sizeof(service), "%d", port);
-    int rc = getaddrinfo(host, service, &hints, &ai);
-    if (rc != 0) {
-        snprintf(err, errsize, "cannot resolve sentinel address %s: %s", host, gai_strerror(rc));
+    if (ai == NULL)
         return NULL;
-    }
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
