@@ -50,6 +50,22 @@ static void load_text(struct agent_settings_layer *l, const char *text)
         fail_msg("agent_settings_from_text failed: %s", err);
 }
 
+static void load_env(struct agent_settings_layer *l)
+{
+    char err[256];
+    if (!agent_settings_from_env(l, err, sizeof(err)))
+        fail_msg("agent_settings_from_env failed: %s", err);
+}
+
+/* Resolve n layers on the test machine, expecting success. */
+static void resolve_ok(struct agent_settings *s, const struct agent_settings_layer *layers,
+                       size_t n)
+{
+    char err[256];
+    if (!agent_settings_resolve(s, layers, n, &machine, err, sizeof(err)))
+        fail_msg("agent_settings_resolve failed: %s", err);
+}
+
 static void test_ports(void **state)
 {
     int lo = 0, hi = 0;
@@ -101,11 +117,10 @@ static void test_defaults(void **state)
 {
     struct agent_settings_layer l = {0};
     struct agent_settings s;
-    char err[256];
 
     (void)state;
     load_text(&l, minimal);
-    assert_true(agent_settings_resolve(&s, &l, 1, &machine, err, sizeof(err)));
+    resolve_ok(&s, &l, 1);
     assert_string_equal(s.control_plane, "http://127.0.0.1:8080"); /* trailing '/' dropped */
     assert_string_equal(s.address, "127.0.0.1");
     assert_string_equal(s.name, "box1");
@@ -133,15 +148,15 @@ static void test_metrics_settings(void **state)
     load_text(&layers[2], "metrics-interval = 5\nmetrics-period = 300\n");
     setenv("CAIRN_AGENT_METRICS_INTERVAL", "1", 1);
     setenv("CAIRN_AGENT_METRICS_PERIOD", "2", 1);
-    assert_true(agent_settings_from_env(&layers[1], err, sizeof(err)));
-    assert_true(agent_settings_resolve(&s, layers, 3, &machine, err, sizeof(err)));
+    load_env(&layers[1]);
+    resolve_ok(&s, layers, 3);
     assert_int_equal(s.metrics_interval_s, 1); /* env > file */
     assert_int_equal(s.metrics_period_s, 2);
     agent_settings_free(&s);
 
     set_flag(&layers[0], "metrics-interval", "60");
     set_flag(&layers[0], "metrics-period", "60"); /* equal is a multiple */
-    assert_true(agent_settings_resolve(&s, layers, 3, &machine, err, sizeof(err)));
+    resolve_ok(&s, layers, 3);
     assert_int_equal(s.metrics_interval_s, 60);
     assert_int_equal(s.metrics_period_s, 60);
     agent_settings_free(&s);
@@ -159,7 +174,6 @@ static void test_precedence(void **state)
 {
     struct agent_settings_layer layers[3] = {{{0}}};
     struct agent_settings s;
-    char err[256];
 
     (void)state;
     load_text(&layers[2], minimal);
@@ -168,10 +182,10 @@ static void test_precedence(void **state)
     setenv("CAIRN_AGENT_VCPUS", "3", 1);
     setenv("CAIRN_AGENT_ENGINE_PATH", "/e/valkey-server::/e/redis-server", 1);
     setenv("CAIRN_AGENT_ADDRESS", "", 1); /* empty counts as unset */
-    assert_true(agent_settings_from_env(&layers[1], err, sizeof(err)));
+    load_env(&layers[1]);
     set_flag(&layers[0], "name", "from-flag");
 
-    assert_true(agent_settings_resolve(&s, layers, 3, &machine, err, sizeof(err)));
+    resolve_ok(&s, layers, 3);
     assert_string_equal(s.name, "from-flag"); /* flag > env > file */
     assert_int_equal(s.vcpus, 3);             /* env > file */
     assert_string_equal(s.az, "az-file");     /* file > nothing */
@@ -184,7 +198,7 @@ static void test_precedence(void **state)
     agent_settings_free(&s);
 
     set_flag(&layers[0], "engine-path", "/x/valkey-server");
-    assert_true(agent_settings_resolve(&s, layers, 3, &machine, err, sizeof(err)));
+    resolve_ok(&s, layers, 3);
     assert_int_equal(s.n_engine_paths, 1);
     assert_string_equal(s.engine_paths[0], "/x/valkey-server");
     agent_settings_free(&s);
@@ -213,23 +227,27 @@ static void expect_refused(const char *key, const char *value, const char *want)
 
 static void test_validation(void **state)
 {
+    static const struct {
+        const char *key, *value, *want;
+    } refused[] = {
+        {"control-plane", "ftp://x", "control-plane: expected an http:// or https://"},
+        {"az", "az a", "az: expected 1 to 32 of [A-Za-z0-9._-]"},
+        {"az", "a23456789012345678901234567890123", "az: expected"},
+        {"name", "vm/1", "name: expected 1 to 63"},
+        {"ports", "80-90", "ports: expected MIN-MAX"},
+        {"vcpus", "0", "vcpus: expected an integer from 1 to 1024"},
+        {"vcpus", "2x", "vcpus: expected"},
+        {"memory-mib", "63", "memory-mib: expected an integer from 64 to 16777216"},
+        {"log-level", "loud", "log-level: expected debug, info, warn or error"},
+        {"metrics-interval", "0", "metrics-interval: expected seconds, an integer from 1 to 3600"},
+        {"metrics-interval", "3601", "metrics-interval: expected"},
+        {"metrics-period", "7200", "metrics-period: expected seconds, an integer from 1 to 3600"},
+        {"metrics-period", "15", "metrics-period: expected a multiple of metrics-interval (10)"},
+    };
+
     (void)state;
-    expect_refused("control-plane", "ftp://x", "control-plane: expected an http:// or https://");
-    expect_refused("az", "az a", "az: expected 1 to 32 of [A-Za-z0-9._-]");
-    expect_refused("az", "a23456789012345678901234567890123", "az: expected");
-    expect_refused("name", "vm/1", "name: expected 1 to 63");
-    expect_refused("ports", "80-90", "ports: expected MIN-MAX");
-    expect_refused("vcpus", "0", "vcpus: expected an integer from 1 to 1024");
-    expect_refused("vcpus", "2x", "vcpus: expected");
-    expect_refused("memory-mib", "63", "memory-mib: expected an integer from 64 to 16777216");
-    expect_refused("log-level", "loud", "log-level: expected debug, info, warn or error");
-    expect_refused("metrics-interval", "0",
-                   "metrics-interval: expected seconds, an integer from 1 to 3600");
-    expect_refused("metrics-interval", "3601", "metrics-interval: expected");
-    expect_refused("metrics-period", "7200",
-                   "metrics-period: expected seconds, an integer from 1 to 3600");
-    expect_refused("metrics-period", "15",
-                   "metrics-period: expected a multiple of metrics-interval (10)");
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        expect_refused(refused[i].key, refused[i].value, refused[i].want);
 }
 
 static void test_required(void **state)

@@ -50,6 +50,15 @@ static bool parse_str(const char *resp, struct engine_role *role, char *err, siz
     return ok;
 }
 
+/* Parse RESP written inline, expecting success. */
+static void parse_ok(const char *resp, struct engine_role *role)
+{
+    char err[256] = "";
+
+    if (!parse_str(resp, role, err, sizeof(err)))
+        fail_msg("%s: %s", resp, err);
+}
+
 static void test_primary_fixtures(void **state)
 {
     (void)state;
@@ -104,21 +113,20 @@ static void test_replica_fixtures(void **state)
 static void test_primary_forms(void **state)
 {
     struct engine_role role;
-    char err[256];
 
     (void)state;
     /* No replicas. */
-    assert_true(parse_str("*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n", &role, err, sizeof(err)));
+    parse_ok("*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n", &role);
     assert_int_equal(role.kind, ENGINE_ROLE_PRIMARY);
     assert_int_equal(role.offset, 0);
     assert_int_equal(role.nreplicas, 0);
     engine_role_free(&role);
 
     /* Two replicas, one IPv6; integers where strings are usual. */
-    assert_true(parse_str("*3\r\n$6\r\nmaster\r\n:3129659\r\n*2\r\n"
-                          "*3\r\n$9\r\n127.0.0.1\r\n$4\r\n9001\r\n$7\r\n3129242\r\n"
-                          "*3\r\n$3\r\n::1\r\n:9002\r\n:3129543\r\n",
-                          &role, err, sizeof(err)));
+    parse_ok("*3\r\n$6\r\nmaster\r\n:3129659\r\n*2\r\n"
+             "*3\r\n$9\r\n127.0.0.1\r\n$4\r\n9001\r\n$7\r\n3129242\r\n"
+             "*3\r\n$3\r\n::1\r\n:9002\r\n:3129543\r\n",
+             &role);
     assert_int_equal(role.offset, 3129659);
     assert_int_equal(role.nreplicas, 2);
     assert_string_equal(role.replicas[0].host, "127.0.0.1");
@@ -153,10 +161,8 @@ static void test_replica_states(void **state)
             xasprintf("*5\r\n$5\r\nslave\r\n$8\r\n10.0.0.7\r\n:6379\r\n$%zu\r\n%s\r\n:-1\r\n",
                       strlen(states[i].name), states[i].name);
         struct engine_role role;
-        char err[256] = "";
 
-        if (!parse_str(resp, &role, err, sizeof(err)))
-            fail_msg("state \"%s\": %s", states[i].name, err);
+        parse_ok(resp, &role);
         assert_int_equal(role.state, states[i].state);
         assert_string_equal(role.primary_host, "10.0.0.7");
         assert_int_equal(role.primary_port, 6379);
@@ -172,12 +178,10 @@ static void test_replica_states(void **state)
 static void test_replica_word(void **state)
 {
     struct engine_role role;
-    char err[256];
 
     (void)state;
     /* Engines that say "replica" rather than "slave". */
-    assert_true(parse_str("*5\r\n$7\r\nreplica\r\n$4\r\nhost\r\n:1\r\n$4\r\nsync\r\n:0\r\n", &role,
-                          err, sizeof(err)));
+    parse_ok("*5\r\n$7\r\nreplica\r\n$4\r\nhost\r\n:1\r\n$4\r\nsync\r\n:0\r\n", &role);
     assert_int_equal(role.kind, ENGINE_ROLE_REPLICA);
     assert_int_equal(role.state, ENGINE_ROLE_STATE_SYNC);
     engine_role_free(&role);
@@ -186,18 +190,16 @@ static void test_replica_word(void **state)
 static void test_sentinel(void **state)
 {
     struct engine_role role;
-    char err[256];
 
     (void)state;
-    assert_true(parse_str("*2\r\n$8\r\nsentinel\r\n*2\r\n$8\r\nmymaster\r\n$5\r\ncache\r\n", &role,
-                          err, sizeof(err)));
+    parse_ok("*2\r\n$8\r\nsentinel\r\n*2\r\n$8\r\nmymaster\r\n$5\r\ncache\r\n", &role);
     assert_int_equal(role.kind, ENGINE_ROLE_SENTINEL);
     assert_int_equal(role.nmasters, 2);
     assert_string_equal(role.masters[0], "mymaster");
     assert_string_equal(role.masters[1], "cache");
     engine_role_free(&role);
 
-    assert_true(parse_str("*2\r\n$8\r\nsentinel\r\n*0\r\n", &role, err, sizeof(err)));
+    parse_ok("*2\r\n$8\r\nsentinel\r\n*0\r\n", &role);
     assert_int_equal(role.nmasters, 0);
     engine_role_free(&role);
 
