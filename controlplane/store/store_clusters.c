@@ -213,10 +213,10 @@ static const struct db_stmt parameters_done = {
 enum db_status store_cluster_parameters_applied(struct db_conn *conn, const char *id,
                                                 const char *restart_needed)
 {
-    struct db_params p = {0};
-    db_param_text(&p, id);
-    db_param_text(&p, restart_needed);
-    return db_exec_params(conn, &parameters_done, &p);
+    const char *params[2] = {id, restart_needed};
+    enum db_status st;
+    PQclear(db_query(conn, &parameters_done, 2, params, &st));
+    return st;
 }
 
 /* ---- what other readers ask ------------------------------------------------------ */

@@ -71,14 +71,10 @@ enum db_status store_event_add(struct db_conn *conn, const char *cluster_id, con
                                const char *type, const char *severity, const char *message,
                                const char *detail)
 {
-    struct db_params p = {0};
-    db_param_text(&p, cluster_id);
-    db_param_text(&p, op_id);
-    db_param_text(&p, type);
-    db_param_text(&p, severity);
-    db_param_text(&p, message);
-    db_param_text(&p, detail);
-    return db_exec_params(conn, &insert_event, &p);
+    const char *params[6] = {cluster_id, op_id, type, severity, message, detail};
+    enum db_status st;
+    PQclear(db_query(conn, &insert_event, 6, params, &st));
+    return st;
 }
 
 /* operations_one_active (migration 0001) refuses a second active operation

@@ -106,19 +106,18 @@ enum db_status store_host_register(struct db_conn *conn, const struct store_host
 enum db_status store_host_credential(struct db_conn *conn, const char *credential_id, char *host_id,
                                      unsigned char *hash)
 {
-    struct db_params p = {0};
-    PGresult *res;
-    db_param_text(&p, credential_id);
-    enum db_status st = store_query_row(conn, &host_credential, &p, &res);
-    if (st != DB_OK)
+    const char *params[1] = {credential_id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &host_credential, 1, params, &st);
+
+    if (res == NULL)
         return st;
-    if (PQgetlength(res, 0, 1) != 2 * CRYPTO_SHA256_LEN) {
+    if (PQntuples(res) == 0 || PQgetlength(res, 0, 1) != 2 * CRYPTO_SHA256_LEN) {
         PQclear(res);
         return DB_NOT_FOUND;
     }
-    store_copy_text(host_id, AUTH_UUID_LEN + 1, res, 0, 0);
-    if (!crypto_unhex(PQgetvalue(res, 0, 1), CRYPTO_SHA256_LEN, hash))
-        st = DB_ERROR;
+    snprintf(host_id, AUTH_UUID_LEN + 1, "%s", PQgetvalue(res, 0, 0));
+    st = crypto_unhex(PQgetvalue(res, 0, 1), CRYPTO_SHA256_LEN, hash) ? DB_OK : DB_ERROR;
     PQclear(res);
     return st;
 }

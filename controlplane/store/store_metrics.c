@@ -18,10 +18,10 @@ static const struct db_stmt partitions = {
 enum db_status store_metric_partitions(struct db_conn *conn, const char *first_at,
                                        const char *last_at)
 {
-    struct db_params p = {0};
-    db_param_text(&p, first_at);
-    db_param_text(&p, last_at);
-    return db_exec_params(conn, &partitions, &p);
+    const char *params[2] = {first_at, last_at};
+    enum db_status st;
+    PQclear(db_query(conn, &partitions, 2, params, &st));
+    return st;
 }
 
 /* Only nodes placed on the pushing host are taken; a sample pushed again

@@ -53,21 +53,27 @@ enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, 
 enum db_status store_token_secret(struct db_conn *conn, const char *id,
                                   struct store_token_secret *out)
 {
-    struct db_params p = {0};
-    PGresult *res;
-    db_param_text(&p, id);
-    enum db_status st = store_query_row(conn, &token_secret, &p, &res);
-    if (st != DB_OK)
+    const char *params[1] = {id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &token_secret, 1, params, &st);
+
+    if (res == NULL)
         return st;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return DB_NOT_FOUND;
+    }
     const char *hex = PQgetvalue(res, 0, 1);
     if (strlen(hex) != 2 * CRYPTO_SHA256_LEN ||
         !auth_scope_parse(PQgetvalue(res, 0, 0), &out->scope) ||
-        !crypto_unhex(hex, CRYPTO_SHA256_LEN, out->hash))
-        st = DB_ERROR;
-    out->revoked = db_bool(res, 0, 2);
-    out->stale_last_used = db_bool(res, 0, 3);
+        !crypto_unhex(hex, CRYPTO_SHA256_LEN, out->hash)) {
+        PQclear(res);
+        return DB_ERROR;
+    }
+    out->revoked = PQgetvalue(res, 0, 2)[0] == 't';
+    out->stale_last_used = PQgetvalue(res, 0, 3)[0] == 't';
     PQclear(res);
-    return st;
+    return DB_OK;
 }
 
 static enum db_status run_update(struct db_conn *conn, const struct db_stmt *stmt, const char *id)
