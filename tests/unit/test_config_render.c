@@ -421,7 +421,9 @@ static void expect_param_ok(enum engine_kind kind, const char *line, const char 
 
     if (!engine_config_param_check(kind, line, name, value, &canon, err, sizeof(err)))
         fail_msg("%s %s refused %s=\"%s\": %s", engine_kind_name(kind), line, name, value, err);
-    assert_string_equal(canon, canonical);
+    if (canon == NULL || strcmp(canon, canonical) != 0)
+        fail_msg("%s %s %s=\"%s\": canonical name \"%s\", want \"%s\"", engine_kind_name(kind),
+                 line, name, value, canon != NULL ? canon : "(none)", canonical);
 }
 
 static void expect_param_refused(enum engine_kind kind, const char *line, const char *name,
@@ -432,94 +434,126 @@ static void expect_param_refused(enum engine_kind kind, const char *line, const 
     if (engine_config_param_check(kind, line, name, value, NULL, err, sizeof(err)))
         fail_msg("%s %s accepted %s=\"%s\"", engine_kind_name(kind), line, name, value);
     if (strstr(err, want) == NULL)
-        fail_msg("error \"%s\" lacks \"%s\"", err, want);
+        fail_msg("%s %s %s=\"%s\": error \"%s\" lacks \"%s\"", engine_kind_name(kind), line, name,
+                 value, err, want);
     if (strchr(err, '\n') != NULL || strchr(err, '\r') != NULL)
-        fail_msg("error \"%s\" carries a line break", err);
+        fail_msg("%s %s %s=\"%s\": error \"%s\" carries a line break", engine_kind_name(kind), line,
+                 name, value, err);
+}
+
+/* One parameter check on engine kind at line: name=value is accepted under
+ * the canonical name want, or refused with an error that contains want. */
+struct param_case {
+    enum engine_kind kind;
+    const char *line;
+    const char *name;
+    const char *value;
+    const char *want;
+};
+
+static void expect_params_ok(const struct param_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        expect_param_ok(cases[i].kind, cases[i].line, cases[i].name, cases[i].value, cases[i].want);
+}
+
+static void expect_params_refused(const struct param_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        expect_param_refused(cases[i].kind, cases[i].line, cases[i].name, cases[i].value,
+                             cases[i].want);
 }
 
 static void test_params_accepted(void **state)
 {
     static const char *const both[][2] = {{"redis", "7.0"}, {"valkey", "7.2"}, {"valkey", "8.0"}};
+    /* Accepted on every line in both[]: {name, value, canonical name}. */
+    static const char *const everywhere[][3] = {
+        {"timeout", "0", "timeout"},
+        {"timeout", "2147483647", "timeout"},
+        {"tcp-keepalive", "300", "tcp-keepalive"},
+        {"maxclients", "65000", "maxclients"},
+        {"maxclients", "1", "maxclients"},
+        {"notify-keyspace-events", "", "notify-keyspace-events"},
+        {"notify-keyspace-events", "KEA", "notify-keyspace-events"},
+        {"notify-keyspace-events", "Kg$lshzxentmd", "notify-keyspace-events"},
+        {"hash-max-listpack-entries", "512", "hash-max-listpack-entries"},
+        {"hash-max-ziplist-entries", "512", "hash-max-listpack-entries"},
+        {"list-max-ziplist-size", "-2", "list-max-listpack-size"},
+        {"list-max-listpack-size", "-5", "list-max-listpack-size"},
+        {"lazyfree-lazy-eviction", "yes", "lazyfree-lazy-eviction"},
+        {"activerehashing", "no", "activerehashing"},
+        {"stream-node-max-entries", "0", "stream-node-max-entries"},
+        {"latency-tracking", "yes", "latency-tracking"},
+        {"slowlog-log-slower-than", "-1", "slowlog-log-slower-than"},
+        {"slowlog-max-len", "1024", "slowlog-max-len"},
+        {"lua-time-limit", "5000", "busy-reply-threshold"},
+        {"busy-reply-threshold", "5000", "busy-reply-threshold"},
+        {"cluster-allow-reads-when-down", "no", "cluster-allow-reads-when-down"},
+        {"cluster-require-full-coverage", "no", "cluster-require-full-coverage"},
+        {"loglevel", "warning", "loglevel"},
+        {"maxmemory-samples", "10", "maxmemory-samples"},
+        {"hz", "100", "hz"},
+    };
+    /* Gated by engine and line. */
+    static const struct param_case gated[] = {
+        {ENGINE_VALKEY, "8.0", "dual-channel-replication-enabled", "yes",
+         "dual-channel-replication-enabled"},
+        {ENGINE_VALKEY, "8.1", "dual-channel-replication-enabled", "no",
+         "dual-channel-replication-enabled"},
+        {ENGINE_VALKEY, "7.2", "set-max-listpack-entries", "128", "set-max-listpack-entries"},
+    };
 
     (void)state;
     for (size_t i = 0; i < sizeof(both) / sizeof(both[0]); i++) {
         enum engine_kind k;
-        const char *l = both[i][1];
         assert_true(engine_kind_from_name(both[i][0], &k));
-        expect_param_ok(k, l, "timeout", "0", "timeout");
-        expect_param_ok(k, l, "timeout", "2147483647", "timeout");
-        expect_param_ok(k, l, "tcp-keepalive", "300", "tcp-keepalive");
-        expect_param_ok(k, l, "maxclients", "65000", "maxclients");
-        expect_param_ok(k, l, "maxclients", "1", "maxclients");
-        expect_param_ok(k, l, "notify-keyspace-events", "", "notify-keyspace-events");
-        expect_param_ok(k, l, "notify-keyspace-events", "KEA", "notify-keyspace-events");
-        expect_param_ok(k, l, "notify-keyspace-events", "Kg$lshzxentmd", "notify-keyspace-events");
-        expect_param_ok(k, l, "hash-max-listpack-entries", "512", "hash-max-listpack-entries");
-        expect_param_ok(k, l, "hash-max-ziplist-entries", "512", "hash-max-listpack-entries");
-        expect_param_ok(k, l, "list-max-ziplist-size", "-2", "list-max-listpack-size");
-        expect_param_ok(k, l, "list-max-listpack-size", "-5", "list-max-listpack-size");
-        expect_param_ok(k, l, "lazyfree-lazy-eviction", "yes", "lazyfree-lazy-eviction");
-        expect_param_ok(k, l, "activerehashing", "no", "activerehashing");
-        expect_param_ok(k, l, "stream-node-max-entries", "0", "stream-node-max-entries");
-        expect_param_ok(k, l, "latency-tracking", "yes", "latency-tracking");
-        expect_param_ok(k, l, "slowlog-log-slower-than", "-1", "slowlog-log-slower-than");
-        expect_param_ok(k, l, "slowlog-max-len", "1024", "slowlog-max-len");
-        expect_param_ok(k, l, "lua-time-limit", "5000", "busy-reply-threshold");
-        expect_param_ok(k, l, "busy-reply-threshold", "5000", "busy-reply-threshold");
-        expect_param_ok(k, l, "cluster-allow-reads-when-down", "no",
-                        "cluster-allow-reads-when-down");
-        expect_param_ok(k, l, "cluster-require-full-coverage", "no",
-                        "cluster-require-full-coverage");
-        expect_param_ok(k, l, "loglevel", "warning", "loglevel");
-        expect_param_ok(k, l, "maxmemory-samples", "10", "maxmemory-samples");
-        expect_param_ok(k, l, "hz", "100", "hz");
+        for (size_t j = 0; j < sizeof(everywhere) / sizeof(everywhere[0]); j++)
+            expect_param_ok(k, both[i][1], everywhere[j][0], everywhere[j][1], everywhere[j][2]);
     }
-    /* Gated by engine and line. */
-    expect_param_ok(ENGINE_VALKEY, "8.0", "dual-channel-replication-enabled", "yes",
-                    "dual-channel-replication-enabled");
-    expect_param_ok(ENGINE_VALKEY, "8.1", "dual-channel-replication-enabled", "no",
-                    "dual-channel-replication-enabled");
-    expect_param_ok(ENGINE_VALKEY, "7.2", "set-max-listpack-entries", "128",
-                    "set-max-listpack-entries");
+    expect_params_ok(gated, sizeof(gated) / sizeof(gated[0]));
 }
 
 static void test_params_refused(void **state)
 {
+    static const struct param_case cases[] = {
+        /* Not on the list at all. */
+        {ENGINE_VALKEY, "8.0", "rename-command", "CONFIG x",
+         "parameter \"rename-command\" is not one users may set"},
+        {ENGINE_VALKEY, "8.0", "slaveof", "1.2.3.4 1", "\"slaveof\" is not one"},
+        {ENGINE_VALKEY, "8.0", "include", "/etc/passwd", "\"include\" is not one"},
+        {ENGINE_VALKEY, "8.0", "enable-debug-command", "yes",
+         "\"enable-debug-command\" is not one"},
+        /* Fatal on engines built without the modified jemalloc (Debian's). */
+        {ENGINE_VALKEY, "8.0", "activedefrag", "yes", "\"activedefrag\" is not one"},
+        {ENGINE_VALKEY, "8.0", "", "1", "parameter \"\" is not one"},
+        {ENGINE_VALKEY, "8.0", "Timeout", "1", "\"Timeout\" is not one"},
+        {ENGINE_VALKEY, "8.0", "timeout\nslaveof", "1",
+         "parameter \"timeout\\x0aslaveof\" is not one users may set"},
+        /* Set by Cairn from the spec. */
+        {ENGINE_VALKEY, "8.0", "maxmemory", "1gb",
+         "parameter \"maxmemory\" is managed by Cairn and cannot be set"},
+        {ENGINE_VALKEY, "8.0", "maxmemory-policy", "noeviction",
+         "\"maxmemory-policy\" is managed by Cairn"},
+        {ENGINE_VALKEY, "8.0", "requirepass", "x", "\"requirepass\" is managed"},
+        {ENGINE_VALKEY, "8.0", "dir", "/", "\"dir\" is managed"},
+        {ENGINE_VALKEY, "8.0", "client-output-buffer-limit", "replica 0 0 0",
+         "\"client-output-buffer-limit\" is managed"},
+        {ENGINE_VALKEY, "8.0", "cluster-node-timeout", "100",
+         "\"cluster-node-timeout\" is managed"},
+        /* Not on this engine or line. */
+        {ENGINE_REDIS, "7.0", "dual-channel-replication-enabled", "yes",
+         "parameter \"dual-channel-replication-enabled\" is not available on "
+         "redis 7.0 (valkey 8.0 and later)"},
+        {ENGINE_VALKEY, "7.2", "dual-channel-replication-enabled", "yes",
+         "is not available on valkey 7.2 (valkey 8.0 and later)"},
+        {ENGINE_REDIS, "7.0", "set-max-listpack-entries", "128",
+         "is not available on redis 7.0 (redis 7.2 and later, valkey 7.2 and "
+         "later)"},
+    };
+
     (void)state;
-    /* Not on the list at all. */
-    expect_param_refused(ENGINE_VALKEY, "8.0", "rename-command", "CONFIG x",
-                         "parameter \"rename-command\" is not one users may set");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "slaveof", "1.2.3.4 1", "\"slaveof\" is not one");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "include", "/etc/passwd", "\"include\" is not one");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "enable-debug-command", "yes",
-                         "\"enable-debug-command\" is not one");
-    /* Fatal on engines built without the modified jemalloc (Debian's). */
-    expect_param_refused(ENGINE_VALKEY, "8.0", "activedefrag", "yes",
-                         "\"activedefrag\" is not one");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "", "1", "parameter \"\" is not one");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "Timeout", "1", "\"Timeout\" is not one");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "timeout\nslaveof", "1",
-                         "parameter \"timeout\\x0aslaveof\" is not one users may set");
-    /* Set by Cairn from the spec. */
-    expect_param_refused(ENGINE_VALKEY, "8.0", "maxmemory", "1gb",
-                         "parameter \"maxmemory\" is managed by Cairn and cannot be set");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "maxmemory-policy", "noeviction",
-                         "\"maxmemory-policy\" is managed by Cairn");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "requirepass", "x", "\"requirepass\" is managed");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "dir", "/", "\"dir\" is managed");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "client-output-buffer-limit", "replica 0 0 0",
-                         "\"client-output-buffer-limit\" is managed");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "cluster-node-timeout", "100",
-                         "\"cluster-node-timeout\" is managed");
-    /* Not on this engine or line. */
-    expect_param_refused(ENGINE_REDIS, "7.0", "dual-channel-replication-enabled", "yes",
-                         "parameter \"dual-channel-replication-enabled\" is not available on "
-                         "redis 7.0 (valkey 8.0 and later)");
-    expect_param_refused(ENGINE_VALKEY, "7.2", "dual-channel-replication-enabled", "yes",
-                         "is not available on valkey 7.2 (valkey 8.0 and later)");
-    expect_param_refused(ENGINE_REDIS, "7.0", "set-max-listpack-entries", "128",
-                         "is not available on redis 7.0 (redis 7.2 and later, valkey 7.2 and "
-                         "later)");
+    expect_params_refused(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void test_param_values_refused(void **state)
@@ -541,46 +575,45 @@ static void test_param_values_refused(void **state)
         "1\"",
         "1 2",
     };
+    static const struct param_case cases[] = {
+        {ENGINE_VALKEY, "8.0", "timeout", "-1",
+         "parameter \"timeout\": value \"-1\" must be an integer from 0 to "
+         "2147483647"},
+        {ENGINE_VALKEY, "8.0", "timeout", "2147483648", "from 0 to 2147483647"},
+        {ENGINE_VALKEY, "8.0", "maxclients", "0", "from 1 to 65000"},
+        {ENGINE_VALKEY, "8.0", "maxclients", "65001", "from 1 to 65000"},
+        {ENGINE_VALKEY, "8.0", "slowlog-log-slower-than", "-2", "from -1 to"},
+        {ENGINE_VALKEY, "8.0", "list-max-listpack-size", "-6", "from -5 to 32767"},
+        {ENGINE_VALKEY, "8.0", "maxmemory-eviction-tenacity", "101", "from 0 to 100"},
+        {ENGINE_VALKEY, "8.0", "hz", "501", "from 1 to 500"},
+        /* The injection is shown escaped, never as a line break. */
+        {ENGINE_VALKEY, "8.0", "timeout", "1\nslaveof x y", "value \"1\\x0aslaveof x y\" must be"},
+        {ENGINE_VALKEY, "8.0", "timeout", "1\"", "value \"1\\x22\" must be"},
+        {ENGINE_VALKEY, "8.0", "timeout", "123456789012345678901234567890123456789012345",
+         "value \"1234567890123456789012345678901234567890...\" must be"},
+
+        {ENGINE_VALKEY, "8.0", "lazyfree-lazy-expire", "YES", "must be yes or no"},
+        {ENGINE_VALKEY, "8.0", "lazyfree-lazy-expire", "true", "must be yes or no"},
+        {ENGINE_VALKEY, "8.0", "lazyfree-lazy-expire", "yes\nslaveof x y", "must be yes or no"},
+        {ENGINE_VALKEY, "8.0", "lazyfree-lazy-expire", "", "must be yes or no"},
+
+        {ENGINE_VALKEY, "8.0", "loglevel", "loud",
+         "must be one of: debug, verbose, notice, warning"},
+        {ENGINE_REDIS, "7.0", "loglevel", "nothing", "must be one of"},
+
+        {ENGINE_VALKEY, "8.0", "notify-keyspace-events", "KEA\"",
+         "may contain only the event classes KEg$lshzxentmdA"},
+        {ENGINE_VALKEY, "8.0", "notify-keyspace-events", "Ex\nslaveof x y",
+         "may contain only the event classes"},
+        {ENGINE_VALKEY, "8.0", "notify-keyspace-events", "E x", "event classes"},
+        {ENGINE_VALKEY, "8.0", "notify-keyspace-events", "Q", "event classes"},
+    };
 
     (void)state;
     for (size_t i = 0; i < sizeof(not_ints) / sizeof(not_ints[0]); i++)
         expect_param_refused(ENGINE_VALKEY, "8.0", "timeout", not_ints[i],
                              "must be an integer from 0 to 2147483647");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "timeout", "-1",
-                         "parameter \"timeout\": value \"-1\" must be an integer from 0 to "
-                         "2147483647");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "timeout", "2147483648", "from 0 to 2147483647");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "maxclients", "0", "from 1 to 65000");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "maxclients", "65001", "from 1 to 65000");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "slowlog-log-slower-than", "-2", "from -1 to");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "list-max-listpack-size", "-6", "from -5 to 32767");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "maxmemory-eviction-tenacity", "101",
-                         "from 0 to 100");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "hz", "501", "from 1 to 500");
-    /* The injection is shown escaped, never as a line break. */
-    expect_param_refused(ENGINE_VALKEY, "8.0", "timeout", "1\nslaveof x y",
-                         "value \"1\\x0aslaveof x y\" must be");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "timeout", "1\"", "value \"1\\x22\" must be");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "timeout",
-                         "123456789012345678901234567890123456789012345",
-                         "value \"1234567890123456789012345678901234567890...\" must be");
-
-    expect_param_refused(ENGINE_VALKEY, "8.0", "lazyfree-lazy-expire", "YES", "must be yes or no");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "lazyfree-lazy-expire", "true", "must be yes or no");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "lazyfree-lazy-expire", "yes\nslaveof x y",
-                         "must be yes or no");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "lazyfree-lazy-expire", "", "must be yes or no");
-
-    expect_param_refused(ENGINE_VALKEY, "8.0", "loglevel", "loud",
-                         "must be one of: debug, verbose, notice, warning");
-    expect_param_refused(ENGINE_REDIS, "7.0", "loglevel", "nothing", "must be one of");
-
-    expect_param_refused(ENGINE_VALKEY, "8.0", "notify-keyspace-events", "KEA\"",
-                         "may contain only the event classes KEg$lshzxentmdA");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "notify-keyspace-events", "Ex\nslaveof x y",
-                         "may contain only the event classes");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "notify-keyspace-events", "E x", "event classes");
-    expect_param_refused(ENGINE_VALKEY, "8.0", "notify-keyspace-events", "Q", "event classes");
+    expect_params_refused(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /* Every allowlist entry accepts its own limits and nothing past them, has

@@ -16,69 +16,112 @@ static bool valid(const char *s)
     return utf8_valid(s, strlen(s));
 }
 
+/* Whole strings that are or are not UTF-8, each named for the failure
+ * message by what it shows. */
+static const struct {
+    const char *what;
+    const char *s;
+    bool valid;
+} valid_cases[] = {
+    {"empty", "", true},
+    {"plain ascii", "plain ascii", true},
+    {"U+00E9", "caf\xc3\xa9", true},
+    {"U+20AC", "\xe2\x82\xac", true},
+    {"U+FFFD", "\xef\xbf\xbd", true},
+    {"U+1F600", "\xf0\x9f\x98\x80", true},
+    {"U+10FFFF, the last", "\xf4\x8f\xbf\xbf", true},
+    {"0xff, never in UTF-8", "\xff", false},
+    {"overlong '/'", "\xc0\xaf", false},
+    {"overlong", "\xc1\xbf", false},
+    {"overlong, three bytes", "\xe0\x80\xaf", false},
+    {"overlong, four bytes", "\xf0\x80\x80\xaf", false},
+    {"U+D800, a surrogate", "\xed\xa0\x80", false},
+    {"U+DFFF", "\xed\xbf\xbf", false},
+    {"U+110000", "\xf4\x90\x80\x80", false},
+    {"past every plane", "\xf5\x80\x80\x80", false},
+    {"a lone continuation", "\x80", false},
+    {"cut short", "\xe2\x82", false},
+    {"interrupted",
+     "\xe2\x82"
+     "a",
+     false},
+};
+
 static void test_valid(void **state)
 {
     (void)state;
-    assert_true(valid(""));
-    assert_true(valid("plain ascii"));
-    assert_true(valid("caf\xc3\xa9"));       /* U+00E9 */
-    assert_true(valid("\xe2\x82\xac"));      /* U+20AC */
-    assert_true(valid("\xef\xbf\xbd"));      /* U+FFFD */
-    assert_true(valid("\xf0\x9f\x98\x80"));  /* U+1F600 */
-    assert_true(valid("\xf4\x8f\xbf\xbf"));  /* U+10FFFF, the last */
+    for (size_t i = 0; i < sizeof(valid_cases) / sizeof(valid_cases[0]); i++)
+        if (valid(valid_cases[i].s) != valid_cases[i].valid)
+            fail_msg("%s: utf8_valid should say %s", valid_cases[i].what,
+                     valid_cases[i].valid ? "true" : "false");
     assert_true(utf8_valid("a\0b", 3));      /* NUL is a character */
-    assert_false(valid("\xff"));             /* never in UTF-8 */
-    assert_false(valid("\xc0\xaf"));         /* overlong '/' */
-    assert_false(valid("\xc1\xbf"));         /* overlong */
-    assert_false(valid("\xe0\x80\xaf"));     /* overlong, three bytes */
-    assert_false(valid("\xf0\x80\x80\xaf")); /* overlong, four bytes */
-    assert_false(valid("\xed\xa0\x80"));     /* U+D800, a surrogate */
-    assert_false(valid("\xed\xbf\xbf"));     /* U+DFFF */
-    assert_false(valid("\xf4\x90\x80\x80")); /* U+110000 */
-    assert_false(valid("\xf5\x80\x80\x80")); /* past every plane */
-    assert_false(valid("\x80"));             /* a lone continuation */
-    assert_false(valid("\xe2\x82"));         /* cut short */
-    assert_false(valid("\xe2\x82"
-                       "a"));                /* interrupted */
     assert_false(utf8_valid("\xc3\xa9", 1)); /* cut by the length */
 }
+
+/* utf8_scrub(in) into a buffer of size bytes gives want. */
+static const struct {
+    const char *in;
+    size_t size;
+    const char *want;
+} scrub_cases[] = {
+    {"ok", 16, "ok"},
+    {"a\xff"
+     "b",
+     16,
+     "a\xef\xbf\xbd"
+     "b"},
+    {"\xc0\xaf", 16, "\xef\xbf\xbd\xef\xbf\xbd"},
+    /* Cut at a character boundary, never inside one. */
+    {"abc\xe2\x82\xac", 6, "abc"},
+    {"abc\xe2\x82\xac", 7, "abc\xe2\x82\xac"},
+    {"\xff\xff\xff\xff\xff\xff", 8, "\xef\xbf\xbd\xef\xbf\xbd"},
+    {"x", 1, ""},
+};
 
 static void test_scrub(void **state)
 {
     char out[16];
 
     (void)state;
-    assert_string_equal(utf8_scrub("ok", out, sizeof(out)), "ok");
-    assert_string_equal(utf8_scrub("a\xff"
-                                   "b",
-                                   out, sizeof(out)),
-                        "a\xef\xbf\xbd"
-                        "b");
-    assert_string_equal(utf8_scrub("\xc0\xaf", out, sizeof(out)), "\xef\xbf\xbd\xef\xbf\xbd");
-    /* Cut at a character boundary, never inside one. */
-    assert_string_equal(utf8_scrub("abc\xe2\x82\xac", out, 6), "abc");
-    assert_string_equal(utf8_scrub("abc\xe2\x82\xac", out, 7), "abc\xe2\x82\xac");
-    assert_string_equal(utf8_scrub("\xff\xff\xff\xff\xff\xff", out, 8), "\xef\xbf\xbd\xef\xbf\xbd");
-    assert_string_equal(utf8_scrub("x", out, 1), "");
+    for (size_t i = 0; i < sizeof(scrub_cases) / sizeof(scrub_cases[0]); i++) {
+        const char *got = utf8_scrub(scrub_cases[i].in, out, scrub_cases[i].size);
+        if (strcmp(got, scrub_cases[i].want) != 0)
+            fail_msg("scrub case %zu (into %zu bytes): got \"%s\", want \"%s\"", i,
+                     scrub_cases[i].size, got, scrub_cases[i].want);
+    }
     assert_true(valid(utf8_scrub("\xe2\x82\xe2\x82\xac\xed\xa0\x80", out, sizeof(out))));
 }
+
+/* log_quote(in) into a buffer of size bytes gives want. */
+static const struct {
+    const char *in;
+    size_t size;
+    const char *want;
+} quote_cases[] = {
+    {"/v1/clusters", 64, "\"/v1/clusters\""},
+    {"a \"b\" \\", 64, "\"a \\\"b\\\" \\\\\""},
+    {"/\xff", 64, "\"/\\xff\""},
+    {"a\nb\x7f", 64, "\"a\\x0ab\\x7f\""},
+    {"caf\xc3\xa9", 64, "\"caf\xc3\xa9\""},
+    {NULL, 64, "\"\""},
+    /* Cut whole: no half escape, no half character. */
+    {"ab\xff", 7, "\"ab\""},
+    {"ab\xff", 8, "\"ab\""},
+    {"ab\xff", 9, "\"ab\\xff\""},
+    {"a\xc3\xa9", 5, "\"a\""},
+};
 
 static void test_log_quote(void **state)
 {
     char out[64];
 
     (void)state;
-    assert_string_equal(log_quote(out, sizeof(out), "/v1/clusters"), "\"/v1/clusters\"");
-    assert_string_equal(log_quote(out, sizeof(out), "a \"b\" \\"), "\"a \\\"b\\\" \\\\\"");
-    assert_string_equal(log_quote(out, sizeof(out), "/\xff"), "\"/\\xff\"");
-    assert_string_equal(log_quote(out, sizeof(out), "a\nb\x7f"), "\"a\\x0ab\\x7f\"");
-    assert_string_equal(log_quote(out, sizeof(out), "caf\xc3\xa9"), "\"caf\xc3\xa9\"");
-    assert_string_equal(log_quote(out, sizeof(out), NULL), "\"\"");
-    /* Cut whole: no half escape, no half character. */
-    assert_string_equal(log_quote(out, 7, "ab\xff"), "\"ab\"");
-    assert_string_equal(log_quote(out, 8, "ab\xff"), "\"ab\"");
-    assert_string_equal(log_quote(out, 9, "ab\xff"), "\"ab\\xff\"");
-    assert_string_equal(log_quote(out, 5, "a\xc3\xa9"), "\"a\"");
+    for (size_t i = 0; i < sizeof(quote_cases) / sizeof(quote_cases[0]); i++) {
+        const char *got = log_quote(out, quote_cases[i].size, quote_cases[i].in);
+        if (strcmp(got, quote_cases[i].want) != 0)
+            fail_msg("log_quote case %zu (into %zu bytes): got %s, want %s", i, quote_cases[i].size,
+                     got, quote_cases[i].want);
+    }
 }
 
 int main(void)
