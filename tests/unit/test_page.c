@@ -242,29 +242,29 @@ static void test_wrong_plaintext_refused(void **state)
 
 static void test_is_uuid(void **state)
 {
-    static const char *const good[] = {UUID_LOWER, UUID_UPPER,
-                                       "00000000-0000-0000-0000-000000000000"};
-    static const char *const bad[] = {
-        "",
-        "3f2504e04f8941d39a0c0305e82c3301",
-        "3f2504e0-4f89-41d3-9a0c-0305e82c330",
-        "3f2504e0-4f89-41d3-9a0c-0305e82c33011",
-        "3f2504e0-4f8941d3-9a0c-0305e82c3301-",
-        "3f2504e0_4f89_41d3_9a0c_0305e82c3301",
-        "3f2504e0-4f89-41d3-9a0c-0305e82c330g",
-        "{3f2504e0-4f89-41d3-9a0c-0305e82c3301}",
-        " 3f2504e0-4f89-41d3-9a0c-0305e82c3301",
-        "3f2504e0-4f89-41d3-9a0c-0305e82c3301 ",
+    static const struct {
+        const char *s;
+        bool uuid;
+    } cases[] = {
+        {UUID_LOWER, true},
+        {UUID_UPPER, true},
+        {"00000000-0000-0000-0000-000000000000", true},
+        {"", false},
+        {"3f2504e04f8941d39a0c0305e82c3301", false},
+        {"3f2504e0-4f89-41d3-9a0c-0305e82c330", false},
+        {"3f2504e0-4f89-41d3-9a0c-0305e82c33011", false},
+        {"3f2504e0-4f8941d3-9a0c-0305e82c3301-", false},
+        {"3f2504e0_4f89_41d3_9a0c_0305e82c3301", false},
+        {"3f2504e0-4f89-41d3-9a0c-0305e82c330g", false},
+        {"{3f2504e0-4f89-41d3-9a0c-0305e82c3301}", false},
+        {" 3f2504e0-4f89-41d3-9a0c-0305e82c3301", false},
+        {"3f2504e0-4f89-41d3-9a0c-0305e82c3301 ", false},
     };
 
     (void)state;
-    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-        if (!page_is_uuid(good[i]))
-            fail_msg("page_is_uuid(\"%s\") is false", good[i]);
-    }
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        if (page_is_uuid(bad[i]))
-            fail_msg("page_is_uuid(\"%s\") is true", bad[i]);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (page_is_uuid(cases[i].s) != cases[i].uuid)
+            fail_msg("page_is_uuid(\"%s\") is %s", cases[i].s, cases[i].uuid ? "false" : "true");
     }
 }
 

@@ -58,12 +58,23 @@ static void test_valid(void **state)
     assert_false(utf8_valid("\xc3\xa9", 1)); /* cut by the length */
 }
 
-/* utf8_scrub(in) into a buffer of size bytes gives want. */
-static const struct {
+/* A function of text written into a buffer of size bytes gives want. */
+struct into_case {
     const char *in;
     size_t size;
     const char *want;
-} scrub_cases[] = {
+};
+
+/* Fail naming case i of what unless got is its want. */
+static void expect_into(const char *what, size_t i, const struct into_case *c, const char *got)
+{
+    if (strcmp(got, c->want) != 0)
+        fail_msg("%s case %zu (into %zu bytes): got \"%s\", want \"%s\"", what, i, c->size, got,
+                 c->want);
+}
+
+/* utf8_scrub(in) into a buffer of size bytes gives want. */
+static const struct into_case scrub_cases[] = {
     {"ok", 16, "ok"},
     {"a\xff"
      "b",
@@ -83,21 +94,14 @@ static void test_scrub(void **state)
     char out[16];
 
     (void)state;
-    for (size_t i = 0; i < sizeof(scrub_cases) / sizeof(scrub_cases[0]); i++) {
-        const char *got = utf8_scrub(scrub_cases[i].in, out, scrub_cases[i].size);
-        if (strcmp(got, scrub_cases[i].want) != 0)
-            fail_msg("scrub case %zu (into %zu bytes): got \"%s\", want \"%s\"", i,
-                     scrub_cases[i].size, got, scrub_cases[i].want);
-    }
+    for (size_t i = 0; i < sizeof(scrub_cases) / sizeof(scrub_cases[0]); i++)
+        expect_into("utf8_scrub", i, &scrub_cases[i],
+                    utf8_scrub(scrub_cases[i].in, out, scrub_cases[i].size));
     assert_true(valid(utf8_scrub("\xe2\x82\xe2\x82\xac\xed\xa0\x80", out, sizeof(out))));
 }
 
 /* log_quote(in) into a buffer of size bytes gives want. */
-static const struct {
-    const char *in;
-    size_t size;
-    const char *want;
-} quote_cases[] = {
+static const struct into_case quote_cases[] = {
     {"/v1/clusters", 64, "\"/v1/clusters\""},
     {"a \"b\" \\", 64, "\"a \\\"b\\\" \\\\\""},
     {"/\xff", 64, "\"/\\xff\""},
@@ -116,12 +120,9 @@ static void test_log_quote(void **state)
     char out[64];
 
     (void)state;
-    for (size_t i = 0; i < sizeof(quote_cases) / sizeof(quote_cases[0]); i++) {
-        const char *got = log_quote(out, quote_cases[i].size, quote_cases[i].in);
-        if (strcmp(got, quote_cases[i].want) != 0)
-            fail_msg("log_quote case %zu (into %zu bytes): got %s, want %s", i, quote_cases[i].size,
-                     got, quote_cases[i].want);
-    }
+    for (size_t i = 0; i < sizeof(quote_cases) / sizeof(quote_cases[0]); i++)
+        expect_into("log_quote", i, &quote_cases[i],
+                    log_quote(out, quote_cases[i].size, quote_cases[i].in));
 }
 
 int main(void)
