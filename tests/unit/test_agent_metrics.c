@@ -63,27 +63,23 @@ static size_t count_values(const struct agent_values *v)
 
 static struct agent_cmdtable *load_cmds(const char *engine)
 {
-    char *name = xasprintf("%s/command_info.resp", engine);
-    redisReply *r = fixture_reply(name);
+    redisReply *r = fixture_reply_engine(engine, "command_info.resp");
     char err[256];
     struct agent_cmdtable *t = agent_cmdtable_parse(r, err, sizeof(err));
 
     if (t == NULL)
-        fail_msg("%s: %s", name, err);
+        fail_msg("%s/command_info.resp: %s", engine, err);
     freeReplyObject(r);
-    free(name);
     return t;
 }
 
 static struct engine_info *load_info(const char *engine, const char *file)
 {
-    char *name = xasprintf("%s/%s", engine, file);
     size_t len;
-    char *text = fixture_load(name, &len);
+    char *text = fixture_load_engine(engine, file, &len);
     struct engine_info *info = engine_info_parse(text, len);
 
     free(text);
-    free(name);
     return info;
 }
 

@@ -37,32 +37,16 @@ static const struct cluster_case cases[] = {
 
 static const struct engine_cluster_range ranges[3] = {{0, 5460}, {5461, 10922}, {10923, 16383}};
 
-static char *load_text(const char *engine, const char *file, size_t *len)
-{
-    char *name = xasprintf("%s/%s", engine, file);
-    char *text = fixture_load(name, len);
-    free(name);
-    return text;
-}
-
 static void parse_nodes_fixture(const char *engine, const char *file,
                                 struct engine_cluster_nodes *out)
 {
     size_t len;
     char err[256] = "";
-    char *text = load_text(engine, file, &len);
+    char *text = fixture_load_engine(engine, file, &len);
 
     if (!engine_cluster_nodes_parse(text, len, out, err, sizeof(err)))
         fail_msg("%s/%s: %s", engine, file, err);
     free(text);
-}
-
-static redisReply *load_reply(const char *engine, const char *file)
-{
-    char *name = xasprintf("%s/%s", engine, file);
-    redisReply *r = fixture_reply(name);
-    free(name);
-    return r;
 }
 
 static const struct engine_cluster_node *node_at(const struct engine_cluster_nodes *nodes, int port)
@@ -342,7 +326,7 @@ static void test_nodes_malformed(void **state)
 static void parse_slots_fixture(const char *engine, const char *file,
                                 struct engine_cluster_slots *out)
 {
-    redisReply *r = load_reply(engine, file);
+    redisReply *r = fixture_reply_engine(engine, file);
     char err[256] = "";
     if (!engine_cluster_slots_parse(r, out, err, sizeof(err)))
         fail_msg("%s/%s: %s", engine, file, err);
@@ -528,7 +512,7 @@ static void test_slots_malformed(void **state)
 static void parse_shards_fixture(const char *engine, const char *file,
                                  struct engine_cluster_shards *out)
 {
-    redisReply *r = load_reply(engine, file);
+    redisReply *r = fixture_reply_engine(engine, file);
     char err[256] = "";
     if (!engine_cluster_shards_parse(r, out, err, sizeof(err)))
         fail_msg("%s/%s: %s", engine, file, err);

@@ -41,9 +41,7 @@ static const char *const section_order[] = {
 
 static struct engine_info *load_info(const char *engine, const char *file, char **text, size_t *len)
 {
-    char *name = xasprintf("%s/%s", engine, file);
-    *text = fixture_load(name, len);
-    free(name);
+    *text = fixture_load_engine(engine, file, len);
     return engine_info_parse(*text, *len);
 }
 

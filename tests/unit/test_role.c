@@ -31,14 +31,12 @@ static const struct role_case cases[] = {
 /* Parse the fixture engine/file, expecting success. */
 static void parse_fixture(const char *engine, const char *file, struct engine_role *role)
 {
-    char *name = xasprintf("%s/%s", engine, file);
-    redisReply *r = fixture_reply(name);
+    redisReply *r = fixture_reply_engine(engine, file);
     char err[256] = "";
 
     if (!engine_role_parse(r, role, err, sizeof(err)))
-        fail_msg("%s: %s", name, err);
+        fail_msg("%s/%s: %s", engine, file, err);
     freeReplyObject(r);
-    free(name);
 }
 
 /* Parse RESP written inline; return what engine_role_parse() did. */

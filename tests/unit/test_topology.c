@@ -73,28 +73,24 @@ static void answer(struct peer *p, const char *resp)
 /* Queue the captured reply engine/file (*.resp: the bytes as read). */
 static void answer_fixture(struct peer *p, const char *engine, const char *file)
 {
-    char *name = xasprintf("%s/%s", engine, file);
     size_t len;
-    char *bytes = fixture_load(name, &len);
+    char *bytes = fixture_load_engine(engine, file, &len);
     answer_bytes(p, bytes, len);
     free(bytes);
-    free(name);
 }
 
 /* Queue the captured text engine/file (*.txt: a bulk string's payload) as
  * the bulk string it came in. */
 static void answer_text_fixture(struct peer *p, const char *engine, const char *file)
 {
-    char *name = xasprintf("%s/%s", engine, file);
     size_t len;
-    char *text = fixture_load(name, &len);
+    char *text = fixture_load_engine(engine, file, &len);
     char *head = xasprintf("$%zu\r\n", len);
     answer(p, head);
     answer_bytes(p, text, len);
     answer(p, "\r\n");
     free(head);
     free(text);
-    free(name);
 }
 
 /* Everything the command sent so far, *len bytes; free with free(). */
