@@ -43,40 +43,21 @@ static void test_content_type(void **state)
 
 static void test_path_allowed(void **state)
 {
-    static const struct {
-        const char *path;
-        bool allowed;
-    } cases[] = {
-        {"", true},
-        {"index.html", true},
-        {"css/app.css", true},
-        {"clusters/", true},
-        {"a/b/c/", true},
-        {"a..b", true},
-        {"a/b..", true},
-        {"v1.2/x", true},
-        {"..", false},
-        {"../etc/passwd", false},
-        {"a/../b", false},
-        {"a/..", false},
-        {"a/../", false},
-        {".", false},
-        {"./a", false},
-        {"a/./b", false},
-        {".git/config", false},
-        {"a/.env", false},
-        {".well-known/x", false},
-        {"a//b", false},
-        {"/a", false},
-        {"//", false},
-        {"a/b//", false},
+    static const char *const allowed[] = {
+        "", "index.html", "css/app.css", "clusters/", "a/b/c/", "a..b", "a/b..", "v1.2/x",
+    };
+    static const char *const refused[] = {
+        "..",          "../etc/passwd", "a/../b",        "a/..", "a/../", ".",  "./a",   "a/./b",
+        ".git/config", "a/.env",        ".well-known/x", "a//b", "/a",    "//", "a/b//",
     };
     (void)state;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (web_path_allowed(cases[i].path) != cases[i].allowed)
-            fail_msg("web_path_allowed(\"%s\") %s it, expected it %s", cases[i].path,
-                     cases[i].allowed ? "refused" : "allowed",
-                     cases[i].allowed ? "allowed" : "refused");
+    for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+        if (!web_path_allowed(allowed[i]))
+            fail_msg("web_path_allowed(\"%s\") refused it, expected it allowed", allowed[i]);
+    }
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        if (web_path_allowed(refused[i]))
+            fail_msg("web_path_allowed(\"%s\") allowed it, expected it refused", refused[i]);
     }
 }
 
