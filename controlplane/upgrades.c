@@ -242,15 +242,11 @@ static enum db_status started_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
-bool upgrade_started(struct app *app, const char *cluster_id, const char *op_id, json_t *context)
+enum db_status upgrade_started(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                               const json_t *context)
 {
-    if (json_is_true(json_object_get(context, "announced")))
-        return true;
     struct milestone_call c = {cluster_id, op_id, context, NULL, NULL, false};
-    if (db_tx(app->db, DB_READ_COMMITTED, started_fn, &c) != DB_OK)
-        return false;
-    json_object_set_new(context, "announced", json_true());
-    return true;
+    return started_fn(conn, &c);
 }
 
 struct engine_call {
@@ -268,33 +264,6 @@ bool upgrade_node_set_engine(struct app *app, const char *node_id, const char *e
 {
     struct engine_call c = {node_id, engine, version};
     return db_run(app->db, engine_fn, &c) == DB_OK;
-}
-
-struct node_done_call {
-    const char *cluster_id, *op_id, *node_id, *running;
-    long long seconds;
-};
-
-static enum db_status node_done_fn(struct db_conn *conn, void *arg)
-{
-    struct node_done_call *c = arg;
-    char *message = xasprintf("node %s runs %s (%llds)", c->node_id, c->running, c->seconds);
-    char *detail =
-        xasprintf("{\"node_id\": \"%s\", \"running_version\": \"%s\", \"seconds\": %lld}",
-                  c->node_id, c->running, c->seconds);
-    enum db_status st =
-        store_event_add(conn, c->cluster_id, c->op_id, "NodeUpgraded", "info", message, detail);
-    free(message);
-    free(detail);
-    return st;
-}
-
-void upgrade_node_done(struct app *app, const char *cluster_id, const char *op_id,
-                       const char *node_id, const char *running, long long seconds)
-{
-    struct node_done_call c = {cluster_id, op_id, node_id, running, seconds};
-    if (db_run(app->db, node_done_fn, &c) != DB_OK)
-        log_warn("could not record a NodeUpgraded event", "node=%s", node_id);
 }
 
 static enum db_status done_fn(struct db_conn *conn, void *arg)

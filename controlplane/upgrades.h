@@ -50,11 +50,12 @@ bool upgrade_cancel(struct app *app, const char *cluster_id, struct problem *p);
 int upgrade_schedule_tick(struct app *app);
 
 /* Operation milestones. */
-bool upgrade_started(struct app *app, const char *cluster_id, const char *op_id, json_t *context);
+/* The upgrade has started (its first step's commit): the cluster is
+ * modifying, with an EngineUpgradeStarted event. */
+enum db_status upgrade_started(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                               const json_t *context);
 bool upgrade_node_set_engine(struct app *app, const char *node_id, const char *engine,
                              const char *version);
-void upgrade_node_done(struct app *app, const char *cluster_id, const char *op_id,
-                       const char *node_id, const char *running, long long seconds);
 /* The end of an upgrade, in the transaction that records it (runner.h):
  * available again, with an EngineUpgradeComplete event. */
 enum db_status upgrade_done(struct db_conn *conn, const char *cluster_id, const char *op_id,

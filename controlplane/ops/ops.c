@@ -3,6 +3,7 @@
 #include "ops.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,24 @@ long long ops_elapsed_s(struct op_ctx *ctx, const char *key)
     return now - json_integer_value(since);
 }
 
+enum op_result ops_wait_within(struct op_ctx *ctx, const char *key, int limit_s, int wait_ms,
+                               enum problem_code code, const char *fmt, ...)
+{
+    if (ops_elapsed_s(ctx, key) <= limit_s)
+        return op_wait(ctx, wait_ms);
+    va_list ap;
+    va_start(ap, fmt);
+    enum op_result r = op_failv(ctx, code, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+enum db_status ops_event(struct db_conn *conn, const struct op_ctx *ctx, const char *type,
+                         const char *severity, const char *message, const char *detail)
+{
+    return store_event_add(conn, ctx->cluster_id, ctx->op_id, type, severity, message, detail);
+}
+
 const char *ops_context_str(const struct op_ctx *ctx, const char *key)
 {
     return json_string_value(json_object_get(ctx->context, key));
@@ -87,8 +106,7 @@ enum db_status ops_failed_event(struct db_conn *conn, const struct op_ctx *ctx, 
         return st;
     json_t *d = json_pack("{s:s, s:s}", "code", ctx->code, "message", ctx->error);
     char *detail = json_dumps(d, JSON_COMPACT);
-    st = store_event_add(conn, ctx->cluster_id, ctx->op_id, "OperationFailed", "error", ctx->error,
-                         detail);
+    st = ops_event(conn, ctx, "OperationFailed", "error", ctx->error, detail);
     free(detail);
     json_decref(d);
     return st;

@@ -62,6 +62,17 @@ void ops_topo_free(struct ops_topo *t);
  * the context under key and returns 0. */
 long long ops_elapsed_s(struct op_ctx *ctx, const char *key);
 
+/* A step that is not done yet: OP_WAIT for wait_ms, or, once more than
+ * limit_s have passed since it first waited (ops_elapsed_s(key)), OP_FAILED
+ * with code and the printf-style message. */
+enum op_result ops_wait_within(struct op_ctx *ctx, const char *key, int limit_s, int wait_ms,
+                               enum problem_code code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* An event of the operation's cluster, in the caller's transaction. */
+enum db_status ops_event(struct db_conn *conn, const struct op_ctx *ctx, const char *type,
+                         const char *severity, const char *message, const char *detail);
+
 /* The context's string at key, or NULL; its integer at key, or 0. */
 const char *ops_context_str(const struct op_ctx *ctx, const char *key);
 long long ops_context_int(const struct op_ctx *ctx, const char *key);

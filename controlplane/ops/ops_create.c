@@ -48,11 +48,11 @@ static enum op_result wait_engines(struct op_ctx *ctx)
         }
     }
     ops_topo_free(&t);
-    if (res == OP_WAIT && ops_elapsed_s(ctx, "engines_since") > OPS_ENGINE_WAIT_LIMIT_S)
-        return op_fail(ctx, PROBLEM_ENGINE_START_FAILED,
-                       "engines did not start within %d s; see the hosts' agent logs",
-                       OPS_ENGINE_WAIT_LIMIT_S);
-    return res == OP_WAIT ? op_wait(ctx, OPS_POLL_MS) : res;
+    if (res != OP_WAIT)
+        return res;
+    return ops_wait_within(
+        ctx, "engines_since", OPS_ENGINE_WAIT_LIMIT_S, OPS_POLL_MS, PROBLEM_ENGINE_START_FAILED,
+        "engines did not start within %d s; see the hosts' agent logs", OPS_ENGINE_WAIT_LIMIT_S);
 }
 
 /* Cluster mode: every node meets the first; done when each knows them all. */
@@ -87,10 +87,11 @@ static enum op_result meet(struct op_ctx *ctx)
             log_warn("CLUSTER MEET failed", "node=%s error=\"%s\"", n->id, err);
     }
     ops_topo_free(&t);
-    if (res == OP_WAIT && ops_elapsed_s(ctx, "meet_since") > OPS_FORM_WAIT_LIMIT_S)
-        return op_fail(ctx, PROBLEM_CLUSTER_FORMATION_FAILED,
-                       "the nodes did not all meet within %d s", OPS_FORM_WAIT_LIMIT_S);
-    return res == OP_WAIT ? op_wait(ctx, OPS_POLL_MS) : res;
+    if (res != OP_WAIT)
+        return res;
+    return ops_wait_within(ctx, "meet_since", OPS_FORM_WAIT_LIMIT_S, OPS_POLL_MS,
+                           PROBLEM_CLUSTER_FORMATION_FAILED,
+                           "the nodes did not all meet within %d s", OPS_FORM_WAIT_LIMIT_S);
 }
 
 /* Cluster mode: each shard's placed primary serves its slot range. */
@@ -230,10 +231,9 @@ static enum op_result wait_ready(struct op_ctx *ctx)
     ops_topo_free(&t);
     if (ready)
         return OP_NEXT;
-    if (ops_elapsed_s(ctx, "ready_since") > OPS_FORM_WAIT_LIMIT_S)
-        return op_fail(ctx, PROBLEM_CLUSTER_FORMATION_FAILED,
-                       "the cluster was not ready within %d s", OPS_FORM_WAIT_LIMIT_S);
-    return op_wait(ctx, OPS_POLL_MS);
+    return ops_wait_within(ctx, "ready_since", OPS_FORM_WAIT_LIMIT_S, OPS_POLL_MS,
+                           PROBLEM_CLUSTER_FORMATION_FAILED,
+                           "the cluster was not ready within %d s", OPS_FORM_WAIT_LIMIT_S);
 }
 
 /* Available, at the version its nodes run. */
@@ -242,8 +242,7 @@ static enum db_status mark_available(struct db_conn *conn, const struct op_ctx *
     enum db_status st = store_cluster_set_available(conn, ctx->cluster_id);
     if (st != DB_OK)
         return st;
-    return store_event_add(conn, ctx->cluster_id, ctx->op_id, "ClusterAvailable", "info",
-                           "the cluster is available", NULL);
+    return ops_event(conn, ctx, "ClusterAvailable", "info", "the cluster is available", NULL);
 }
 
 static enum db_status create_failed(struct db_conn *conn, const struct op_ctx *ctx)

@@ -42,8 +42,7 @@ static enum db_status drop_cluster(struct db_conn *conn, const struct op_ctx *ct
     enum db_status st = store_cluster_drop(conn, ctx->cluster_id);
     if (st != DB_OK)
         return st;
-    return store_event_add(conn, ctx->cluster_id, ctx->op_id, "ClusterDeleted", "info",
-                           "the cluster was deleted", NULL);
+    return ops_event(conn, ctx, "ClusterDeleted", "info", "the cluster was deleted", NULL);
 }
 
 /* A delete that cannot finish leaves the cluster deleting; a new DELETE

@@ -239,10 +239,8 @@ static enum op_result wait_switch(struct op_ctx *ctx)
             json_object_set_new(ctx->context, "switched_ms", json_integer(time_now_ms()));
         return OP_NEXT;
     }
-    if (ops_elapsed_s(ctx, "switch_since") > OPS_FORM_WAIT_LIMIT_S)
-        return op_fail(ctx, PROBLEM_FAILOVER_TIMEOUT, "the roles did not switch within %d s",
-                       OPS_FORM_WAIT_LIMIT_S);
-    return op_wait(ctx, 20);
+    return ops_wait_within(ctx, "switch_since", OPS_FORM_WAIT_LIMIT_S, 20, PROBLEM_FAILOVER_TIMEOUT,
+                           "the roles did not switch within %d s", OPS_FORM_WAIT_LIMIT_S);
 }
 
 /* Whether every replica follows the target; tell those that do not. */
@@ -276,11 +274,9 @@ static enum op_result repoint_replicas(struct op_ctx *ctx)
     ops_topo_free(&v.t);
     if (done)
         return OP_NEXT;
-    if (ops_elapsed_s(ctx, "repoint_since") > OPS_FORM_WAIT_LIMIT_S)
-        return op_fail(ctx, PROBLEM_REPLICATION_FAILED,
-                       "the replicas did not all follow the new primary within %d s",
-                       OPS_FORM_WAIT_LIMIT_S);
-    return op_wait(ctx, 20);
+    return ops_wait_within(
+        ctx, "repoint_since", OPS_FORM_WAIT_LIMIT_S, 20, PROBLEM_REPLICATION_FAILED,
+        "the replicas did not all follow the new primary within %d s", OPS_FORM_WAIT_LIMIT_S);
 }
 
 static enum op_result measure_pause(struct op_ctx *ctx)
@@ -305,8 +301,7 @@ static enum db_status record_failover(struct db_conn *conn, const struct op_ctx 
                              "\"planned\": true}",
                              previous, target, pause_ms);
     char *message = xasprintf("planned failover done; writes paused for %lld ms", pause_ms);
-    st = store_event_add(conn, ctx->cluster_id, ctx->op_id, "FailoverComplete", "info", message,
-                         detail);
+    st = ops_event(conn, ctx, "FailoverComplete", "info", message, detail);
     free(detail);
     free(message);
     return st;

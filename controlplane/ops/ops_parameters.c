@@ -89,8 +89,8 @@ static enum db_status finish_parameters(struct db_conn *conn, const struct op_ct
     enum db_status st = store_cluster_parameters_applied(conn, ctx->cluster_id, text);
     if (st == DB_OK) {
         char *detail = xasprintf("{\"restart_needed\": %s}", text);
-        st = store_event_add(conn, ctx->cluster_id, ctx->op_id, "ParametersApplied", "info",
-                             "the cluster's parameters were applied", detail);
+        st = ops_event(conn, ctx, "ParametersApplied", "info",
+                       "the cluster's parameters were applied", detail);
         free(detail);
     }
     free(text);

@@ -172,10 +172,11 @@ static enum op_result wait_new_engine(struct op_ctx *ctx)
         res = OP_NEXT;
     }
     ops_topo_free(&t);
-    if (res == OP_WAIT && ops_elapsed_s(ctx, "engine_since") > OPS_ENGINE_WAIT_LIMIT_S)
-        return op_fail(ctx, PROBLEM_ENGINE_START_FAILED,
-                       "the replacement did not start within %d s", OPS_ENGINE_WAIT_LIMIT_S);
-    return res == OP_WAIT ? op_wait(ctx, OPS_POLL_MS) : res;
+    if (res != OP_WAIT)
+        return res;
+    return ops_wait_within(ctx, "engine_since", OPS_ENGINE_WAIT_LIMIT_S, OPS_POLL_MS,
+                           PROBLEM_ENGINE_START_FAILED, "the replacement did not start within %d s",
+                           OPS_ENGINE_WAIT_LIMIT_S);
 }
 
 /* The new node follows the shard's primary: CLUSTER MEET and CLUSTER
@@ -220,11 +221,11 @@ static enum op_result join_replacement(struct op_ctx *ctx)
         engine_cluster_nodes_free(&view);
     }
     ops_topo_free(&t);
-    if (res == OP_WAIT && ops_elapsed_s(ctx, "join_since") > OPS_FORM_WAIT_LIMIT_S)
-        return op_fail(ctx, PROBLEM_REPLICATION_FAILED,
-                       "the replacement was not in sync with its primary within %d s",
-                       OPS_FORM_WAIT_LIMIT_S);
-    return res == OP_WAIT ? op_wait(ctx, OPS_POLL_MS) : res;
+    if (res != OP_WAIT)
+        return res;
+    return ops_wait_within(
+        ctx, "join_since", OPS_FORM_WAIT_LIMIT_S, OPS_POLL_MS, PROBLEM_REPLICATION_FAILED,
+        "the replacement was not in sync with its primary within %d s", OPS_FORM_WAIT_LIMIT_S);
 }
 
 /* Cluster mode: every live node forgets the dead one, once none replicates
@@ -281,12 +282,10 @@ static enum op_result forget_dead(struct op_ctx *ctx)
     ops_topo_free(&t);
     if (ok && !blocked && dead[0] == '\0')
         return OP_NEXT; /* nobody knows it any more */
-    if (ops_elapsed_s(ctx, "forget_since") > OPS_FORM_WAIT_LIMIT_S)
-        return op_fail(ctx, PROBLEM_FORGET_BLOCKED,
-                       "the dead node %s:%d was still %s after %d s; it stays in the cluster",
-                       address, port, blocked ? "followed by a replica or owning slots" : "known",
-                       OPS_FORM_WAIT_LIMIT_S);
-    return op_wait(ctx, 200);
+    return ops_wait_within(
+        ctx, "forget_since", OPS_FORM_WAIT_LIMIT_S, 200, PROBLEM_FORGET_BLOCKED,
+        "the dead node %s:%d was still %s after %d s; it stays in the cluster", address, port,
+        blocked ? "followed by a replica or owning slots" : "known", OPS_FORM_WAIT_LIMIT_S);
 }
 
 /* The new node is in sync: its role and a NodeReplaced event. */
@@ -300,7 +299,7 @@ static enum db_status finish_replacement(struct db_conn *conn, const struct op_c
         xasprintf("node %s replaced node %s and is in sync with its primary", new_id, dead_id);
     json_t *detail = json_pack("{s:s, s:s}", "replaced", dead_id, "node_id", new_id);
     char *text = json_dumps(detail, JSON_COMPACT);
-    st = store_event_add(conn, ctx->cluster_id, ctx->op_id, "NodeReplaced", "info", message, text);
+    st = ops_event(conn, ctx, "NodeReplaced", "info", message, text);
     free(text);
     json_decref(detail);
     free(message);

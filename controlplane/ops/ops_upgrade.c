@@ -210,9 +210,24 @@ static enum op_result precheck(struct op_ctx *ctx)
         json_object_set_new(ctx->context, "checked", json_true());
         json_object_set_new(ctx->context, "started_ms", json_integer(time_now_ms()));
     }
-    return upgrade_started(ctx->app, ctx->cluster_id, ctx->op_id, ctx->context)
-               ? OP_NEXT
-               : op_wait(ctx, POLL_MS);
+    return OP_NEXT;
+}
+
+static enum db_status announce(struct db_conn *conn, const struct op_ctx *ctx)
+{
+    return upgrade_started(conn, ctx->cluster_id, ctx->op_id, ctx->context);
+}
+
+/* A NodeUpgraded event, recorded with the step that counts the node done. */
+static void node_upgraded(struct op_ctx *ctx, const char *node_id, const char *running,
+                          long long seconds)
+{
+    char *message = xasprintf("node %s runs %s (%llds)", node_id, running, seconds);
+    json_t *detail = json_pack("{s:s, s:s, s:I}", "node_id", node_id, "running_version", running,
+                               "seconds", (json_int_t)seconds);
+    op_event(ctx, "NodeUpgraded", "info", message, detail);
+    json_decref(detail);
+    free(message);
 }
 
 /* The node in flight: healthy on the new version, or rolled back. */
@@ -228,8 +243,7 @@ static enum op_result node_in_flight(struct op_ctx *ctx, struct ops_topo *t)
     }
     if (healthy_on(t, n, ctx_str(ctx, "to", "engine"), ctx_str(ctx, "to", "engine_version"), why,
                    sizeof(why), &id)) {
-        upgrade_node_done(ctx->app, ctx->cluster_id, ctx->op_id, n->id, id.version,
-                          since_s(ctx, "node_since"));
+        node_upgraded(ctx, n->id, id.version, since_s(ctx, "node_since"));
         json_object_set_new(
             ctx->context, "nodes_done",
             json_integer(json_integer_value(json_object_get(ctx->context, "nodes_done")) + 1));
@@ -444,7 +458,7 @@ static enum db_status failed(struct db_conn *conn, const struct op_ctx *ctx)
 }
 
 static const struct op_step upgrade_steps[] = {
-    {"precheck", precheck},
+    {"precheck", precheck, announce},
     {"upgrade_shards", upgrade_shards},
     {"finish", measure, finish},
 };

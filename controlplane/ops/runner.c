@@ -31,14 +31,20 @@ struct runner {
     bool stop, poked;
 };
 
+enum op_result op_failv(struct op_ctx *ctx, enum problem_code code, const char *fmt, va_list ap)
+{
+    snprintf(ctx->code, sizeof(ctx->code), "%s", problem_info(code)->code);
+    vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
+    return OP_FAILED;
+}
+
 enum op_result op_fail(struct op_ctx *ctx, enum problem_code code, const char *fmt, ...)
 {
     va_list ap;
-    snprintf(ctx->code, sizeof(ctx->code), "%s", problem_info(code)->code);
     va_start(ap, fmt);
-    vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
+    enum op_result r = op_failv(ctx, code, fmt, ap);
     va_end(ap);
-    return OP_FAILED;
+    return r;
 }
 
 enum op_result op_wait(struct op_ctx *ctx, int ms)
@@ -94,12 +100,42 @@ struct record_call {
     const struct op_ctx *ctx;
 };
 
-/* The step's effect and its record, together; nothing if the lease is gone. */
+void op_event(struct op_ctx *ctx, const char *type, const char *severity, const char *message,
+              const json_t *detail)
+{
+    if (ctx->events == NULL)
+        ctx->events = json_array();
+    json_array_append_new(ctx->events, json_pack("{s:s, s:s, s:s, s:O?}", "type", type, "severity",
+                                                 severity, "message", message, "detail", detail));
+}
+
+/* The events the step noted, in the record's transaction. */
+static enum db_status write_events(struct db_conn *conn, const struct op_ctx *ctx)
+{
+    enum db_status st = DB_OK;
+    size_t i;
+    json_t *e;
+    json_array_foreach (ctx->events, i, e) {
+        json_t *detail = json_object_get(e, "detail");
+        char *text = detail != NULL ? json_dumps(detail, JSON_COMPACT) : NULL;
+        st = store_event_add(conn, ctx->cluster_id, ctx->op_id,
+                             json_string_value(json_object_get(e, "type")),
+                             json_string_value(json_object_get(e, "severity")),
+                             json_string_value(json_object_get(e, "message")), text);
+        free(text);
+        if (st != DB_OK)
+            break;
+    }
+    return st;
+}
+
+/* The step's effect, its events and its record, together; nothing if the
+ * lease is gone. */
 static enum db_status record_fn(struct db_conn *conn, void *arg)
 {
     struct record_call *rc = arg;
-    enum db_status st = DB_OK;
-    if (rc->effect != NULL)
+    enum db_status st = write_events(conn, rc->ctx);
+    if (st == DB_OK && rc->effect != NULL)
         st = rc->effect(conn, rc->ctx);
     if (st != DB_OK)
         return st;
@@ -192,6 +228,7 @@ static void run_step(struct runner *r, struct store_claimed *c)
         log_warn("could not record an operation step; it runs again", "operation=%s step=%s", c->id,
                  record.done != NULL ? record.done : "-");
     free(context_text);
+    json_decref(ctx.events);
 }
 
 static void *runner_main(void *arg)

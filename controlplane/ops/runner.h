@@ -21,6 +21,7 @@
 #define CAIRN_RUNNER_H
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 
 #include "app.h"
@@ -44,6 +45,7 @@ struct op_ctx {
     int wait_ms;     /* OP_WAIT: how long until the step runs again */
     char error[512]; /* OP_FAILED: why, for users */
     char code[64];   /* OP_FAILED: a stable code, e.g. ENGINE_START_FAILED */
+    json_t *events;  /* what op_event() noted, written with the record */
 };
 
 /* A step's store half: DB_OK to record the step, anything else rolls the
@@ -88,6 +90,18 @@ enum op_result op_fail(struct op_ctx *ctx, enum problem_code code, const char *f
  * of its own, as the outer step is recorded only later. A commit that
  * fails turns the result into a short OP_WAIT; the step runs again. */
 enum op_result op_run_nested(struct op_ctx *ctx, const struct op_step *s);
+
+/* Note an event of the operation's cluster (detail: a JSON object, or
+ * NULL; borrowed). It is written in the transaction that records this run
+ * of the step, whatever its result, so it is recorded exactly when the
+ * progress it reports is: a runner that dies before the record leaves
+ * neither, and the step that runs again notes it again. */
+void op_event(struct op_ctx *ctx, const char *type, const char *severity, const char *message,
+              const json_t *detail);
+
+/* op_fail() with a va_list. */
+enum op_result op_failv(struct op_ctx *ctx, enum problem_code code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Wait ms before running the step again; returns OP_WAIT. */
 enum op_result op_wait(struct op_ctx *ctx, int ms);
