@@ -4,12 +4,12 @@
 
 #include <assert.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
+#include "strbuf.h"
 #include "xalloc.h"
 
 /* ---- samples ------------------------------------------------------------- */
@@ -116,70 +116,44 @@ size_t agent_outbox_count(const struct agent_outbox *o)
 
 /* ---- the body ------------------------------------------------------------ */
 
-struct buf {
-    char *p;
-    size_t len, cap;
-};
-
-static void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void buf_printf(struct buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    for (;;) {
-        va_start(ap, fmt);
-        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        assert(n >= 0);
-        if ((size_t)n < b->cap - b->len)
-            break;
-        b->cap = b->cap * 2 + (size_t)n + 1;
-        b->p = xrealloc(b->p, b->cap);
-    }
-    b->len += (size_t)n;
-}
-
 /* A JSON number: integers as such, others with 15 significant digits. */
-static void buf_number(struct buf *b, double v)
+static void buf_number(struct strbuf *b, double v)
 {
     if (fabs(v) < 1e15 && v == (double)(long long)v)
-        buf_printf(b, "%lld", (long long)v);
+        strbuf_printf(b, "%lld", (long long)v);
     else
-        buf_printf(b, "%.15g", v);
+        strbuf_printf(b, "%.15g", v);
 }
 
-static void buf_sample(struct buf *b, const struct agent_sample *s)
+static void buf_sample(struct strbuf *b, const struct agent_sample *s)
 {
     unsigned k = 0;
 
     /* Node ids are UUIDs (agent_desired_valid_id) and metric names plain
      * ASCII words: nothing needs escaping. */
-    buf_printf(b, "{\"node_id\":\"%s\",\"at\":%lld,\"values\":{", s->node_id, (long long)s->at);
+    strbuf_printf(b, "{\"node_id\":\"%s\",\"at\":%lld,\"values\":{", s->node_id, (long long)s->at);
     for (size_t i = 0; i < AGENT_METRICS_MAX; i++) {
         if (!(s->present & (UINT64_C(1) << i)))
             continue;
-        buf_printf(b, "%s\"%s\":", k > 0 ? "," : "", metric_catalog[i].name);
+        strbuf_printf(b, "%s\"%s\":", k > 0 ? "," : "", metric_catalog[i].name);
         buf_number(b, s->v[k++]);
     }
-    buf_printf(b, "}}");
+    strbuf_printf(b, "}}");
 }
 
 char *agent_outbox_begin(struct agent_outbox *o, int period_s, size_t max_samples, size_t max_bytes)
 {
-    struct buf b = {.p = xmalloc(4096), .cap = 4096};
+    struct strbuf b;
     size_t n = 0;
 
-    if (o->count == 0 || o->sending) {
-        free(b.p);
+    if (o->count == 0 || o->sending)
         return NULL;
-    }
-    buf_printf(&b, "{\"period_s\":%d,\"dropped\":%llu,\"samples\":[", period_s, o->dropped);
+    strbuf_init(&b, 4096);
+    strbuf_printf(&b, "{\"period_s\":%d,\"dropped\":%llu,\"samples\":[", period_s, o->dropped);
     while (n < o->count && n < max_samples) {
         size_t mark = b.len;
         if (n > 0)
-            buf_printf(&b, ",");
+            strbuf_printf(&b, ",");
         buf_sample(&b, o->ring[(o->head + n) % o->cap]);
         if (n > 0 && b.len + 2 > max_bytes) {
             b.len = mark; /* this one waits for the next request */
@@ -188,7 +162,7 @@ char *agent_outbox_begin(struct agent_outbox *o, int period_s, size_t max_sample
         }
         n++;
     }
-    buf_printf(&b, "]}");
+    strbuf_printf(&b, "]}");
     o->sending = true;
     o->inflight = n;
     o->dropped_out = o->dropped;

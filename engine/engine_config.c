@@ -5,12 +5,12 @@
 
 #include <arpa/inet.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
 #include "xalloc.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -687,30 +687,6 @@ static bool check_params(const struct engine_config_spec *spec, const char **can
 
 /* ---- Writing ----------------------------------------------------------- */
 
-struct out {
-    char *buf;
-    size_t len, cap;
-};
-
-static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void emit(struct out *o, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    for (;;) {
-        va_start(ap, fmt);
-        n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-        va_end(ap);
-        if (n >= 0 && (size_t)n < o->cap - o->len)
-            break;
-        o->cap = 2 * o->cap + (n > 0 ? (size_t)n : 0);
-        o->buf = xrealloc(o->buf, o->cap);
-    }
-    o->len += (size_t)n;
-}
-
 /* Characters a value may have without quotes: none of them is special to
  * the engines' config parser (quotes, backslash, space, '#'). */
 #define BARE_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/:@+,=-"
@@ -719,28 +695,28 @@ static void emit(struct out *o, const char *fmt, ...)
  * double-quoted, with backslash and quote escaped and every byte outside
  * printable ASCII written as \xHH -- which the engines' parser decodes --
  * so no value can break the line or the quoting. */
-static void directive(struct out *o, const char *name, const char *value)
+static void directive(struct strbuf *o, const char *name, const char *value)
 {
-    emit(o, "%s ", name);
+    strbuf_printf(o, "%s ", name);
     if (value[0] != '\0' && strspn(value, BARE_CHARS) == strlen(value)) {
-        emit(o, "%s\n", value);
+        strbuf_printf(o, "%s\n", value);
         return;
     }
-    emit(o, "\"");
+    strbuf_printf(o, "\"");
     for (const unsigned char *p = (const unsigned char *)value; *p != '\0'; p++) {
         if (*p == '"' || *p == '\\')
-            emit(o, "\\%c", *p);
+            strbuf_printf(o, "\\%c", *p);
         else if (*p < 0x20 || *p >= 0x7f)
-            emit(o, "\\x%02x", *p);
+            strbuf_printf(o, "\\x%02x", *p);
         else
-            emit(o, "%c", *p);
+            strbuf_printf(o, "%c", *p);
     }
-    emit(o, "\"\n");
+    strbuf_printf(o, "\"\n");
 }
 
-static void directive_u64(struct out *o, const char *name, uint64_t value)
+static void directive_u64(struct strbuf *o, const char *name, uint64_t value)
 {
-    emit(o, "%s %llu\n", name, (unsigned long long)value);
+    strbuf_printf(o, "%s %llu\n", name, (unsigned long long)value);
 }
 
 static const char *yes_no(bool b)
@@ -748,7 +724,7 @@ static const char *yes_no(bool b)
     return b ? "yes" : "no";
 }
 
-static void render_cluster(struct out *o, const struct engine_config_spec *spec)
+static void render_cluster(struct strbuf *o, const struct engine_config_spec *spec)
 {
     size_t dlen = strlen(spec->data_dir);
     bool slash = dlen > 0 && spec->data_dir[dlen - 1] == '/';
@@ -779,12 +755,12 @@ static void render_cluster(struct out *o, const struct engine_config_spec *spec)
     free(nodes_conf);
 }
 
-static void render(struct out *o, const struct engine_config_spec *spec, bool loopback,
+static void render(struct strbuf *o, const struct engine_config_spec *spec, bool loopback,
                    const struct engine_config_sizes *sz, const char *const *canon)
 {
-    emit(o, "# %s %s configuration for node %s, rendered by Cairn.\n", engine_kind_name(spec->kind),
-         spec->line, spec->node_id);
-    emit(o, "# Edits here are lost when it is rendered again: change the node's spec.\n");
+    strbuf_printf(o, "# %s %s configuration for node %s, rendered by Cairn.\n",
+                  engine_kind_name(spec->kind), spec->line, spec->node_id);
+    strbuf_printf(o, "# Edits here are lost when it is rendered again: change the node's spec.\n");
     directive_u64(o, "port", (uint64_t)spec->port);
     directive(o, "bind", spec->bind);
     /* Protected mode only acts while the default user has no password.
@@ -823,8 +799,8 @@ static void render(struct out *o, const struct engine_config_spec *spec, bool lo
     directive(o, "repl-diskless-sync", "yes");
     directive(o, "repl-diskless-sync-delay", "0");
     directive_u64(o, "repl-backlog-size", sz->repl_backlog);
-    emit(o, "client-output-buffer-limit replica %llu 0 0\n",
-         (unsigned long long)sz->replica_buffer);
+    strbuf_printf(o, "client-output-buffer-limit replica %llu 0 0\n",
+                  (unsigned long long)sz->replica_buffer);
 
     /* One secret for clients and for replicas authenticating to their
      * primary (which may be any node after a failover). */
@@ -840,7 +816,7 @@ static void render(struct out *o, const struct engine_config_spec *spec, bool lo
         /* A replica that restarts must come back following the group's
          * current primary, never as a second primary of its own. */
         if (spec->replicaof_host != NULL)
-            emit(o, "replicaof %s %d\n", spec->replicaof_host, spec->replicaof_port);
+            strbuf_printf(o, "replicaof %s %d\n", spec->replicaof_host, spec->replicaof_port);
     }
     /* Lets clients prefer replicas in their own zone; informational, so
      * engines that cannot announce it simply do without. */
@@ -848,7 +824,7 @@ static void render(struct out *o, const struct engine_config_spec *spec, bool lo
         directive(o, "availability-zone", spec->availability_zone);
 
     if (spec->n_params > 0)
-        emit(o, "# Parameters\n");
+        strbuf_printf(o, "# Parameters\n");
     for (size_t i = 0; i < spec->n_params; i++)
         directive(o, canon[i], spec->params[i].value);
 }
@@ -875,9 +851,10 @@ char *engine_config_render(const struct engine_config_spec *spec, char *err, siz
 
     if (check_spec(spec, &loopback, err, errsize) && check_params(spec, canon, err, errsize) &&
         check_sizes(spec, &sz, err, errsize)) {
-        struct out o = {.buf = xmalloc(2048), .cap = 2048};
+        struct strbuf o;
+        strbuf_init(&o, 2048);
         render(&o, spec, loopback, &sz, canon);
-        text = o.buf;
+        text = o.p;
     }
     free(canon);
     return text;
