@@ -74,14 +74,12 @@ void agent_pinger_set_interval(struct agent_pinger *p, int64_t interval_us, int6
 
 int agent_pinger_fd(const struct agent_pinger *p)
 {
-    return p->conn != NULL ? resp_fd(p->conn) : -1;
+    return resp_fd(p->conn);
 }
 
 short agent_pinger_events(const struct agent_pinger *p)
 {
-    if (p->conn == NULL)
-        return 0;
-    return (short)(POLLIN | (resp_wants_write(p->conn) ? POLLOUT : 0));
+    return resp_poll_events(p->conn);
 }
 
 int64_t agent_pinger_next_us(const struct agent_pinger *p)

@@ -88,14 +88,12 @@ bool agent_upstream_ask(struct agent_upstream *u, int64_t now_us, char *err, siz
 
 int agent_upstream_fd(const struct agent_upstream *u)
 {
-    return u->conn != NULL ? resp_fd(u->conn) : -1;
+    return resp_fd(u->conn);
 }
 
 short agent_upstream_events(const struct agent_upstream *u)
 {
-    if (u->conn == NULL)
-        return 0;
-    return (short)(POLLIN | (resp_wants_write(u->conn) ? POLLOUT : 0));
+    return resp_poll_events(u->conn);
 }
 
 int64_t agent_upstream_deadline_us(const struct agent_upstream *u)

@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,7 +368,7 @@ struct engine_info *resp_info(struct resp_conn *c, const char *sections, char *e
 
 int resp_fd(const struct resp_conn *c)
 {
-    return c->ctx->fd;
+    return c != NULL ? c->ctx->fd : -1;
 }
 
 /* Queue an already formatted command; takes ownership of cmd. */
@@ -407,6 +408,13 @@ bool resp_append_argv(struct resp_conn *c, int argc, const char **argv, const si
 bool resp_wants_write(const struct resp_conn *c)
 {
     return c->wants_write;
+}
+
+short resp_poll_events(const struct resp_conn *c)
+{
+    if (c == NULL)
+        return 0;
+    return (short)(POLLIN | (c->wants_write ? POLLOUT : 0));
 }
 
 int resp_flush(struct resp_conn *c, char *err, size_t errsize)

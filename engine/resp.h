@@ -136,7 +136,8 @@ bool resp_ping(struct resp_conn *c, char *err, size_t errsize);
  * that is not a bulk string is RESP_ERR_REPLY). */
 struct engine_info *resp_info(struct resp_conn *c, const char *sections, char *err, size_t errsize);
 
-/* The socket, for poll(). */
+/* The socket, for poll(); -1 when c is NULL (not connected), which poll()
+ * skips. */
 int resp_fd(const struct resp_conn *c);
 
 /* Non-blocking connections: queue a command (formats as for resp_command())
@@ -150,6 +151,10 @@ bool resp_append_argv(struct resp_conn *c, int argc, const char **argv, const si
 
 /* True while queued bytes wait to be written: poll for POLLOUT. */
 bool resp_wants_write(const struct resp_conn *c);
+
+/* The events to poll() resp_fd(c) for: POLLIN, and POLLOUT while
+ * resp_wants_write(c); 0 when c is NULL. */
+short resp_poll_events(const struct resp_conn *c);
 
 /* Write as much of the output buffer as the socket takes now. Returns 1
  * when it is empty, 0 when bytes remain (poll for POLLOUT and call again),
