@@ -68,6 +68,24 @@ static char *dup_reply_str(const redisReply *r)
     return xstrndup(r->str, r->len);
 }
 
+/* Whether a whole reply to command (CLUSTER SLOTS or SHARDS) is an array,
+ * as both send; if not, "<command>: " and why in err. */
+static bool reply_is_top_array(const redisReply *reply, const char *command, char *err,
+                               size_t errsize)
+{
+    char why[256];
+
+    if (!resp_reply_check(reply, why, sizeof(why))) {
+        snprintf(err, errsize, "%s: %s", command, why);
+        return false;
+    }
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errsize, "%s: expected an array", command);
+        return false;
+    }
+    return true;
+}
+
 /* ---- CLUSTER NODES --------------------------------------------------- */
 
 static const struct {
@@ -380,14 +398,8 @@ bool engine_cluster_slots_parse(const redisReply *reply, struct engine_cluster_s
     char why[256];
 
     memset(out, 0, sizeof(*out));
-    if (!resp_reply_check(reply, why, sizeof(why))) {
-        snprintf(err, errsize, "CLUSTER SLOTS: %s", why);
+    if (!reply_is_top_array(reply, "CLUSTER SLOTS", err, errsize))
         return false;
-    }
-    if (reply->type != REDIS_REPLY_ARRAY) {
-        snprintf(err, errsize, "CLUSTER SLOTS: expected an array");
-        return false;
-    }
     out->entries = xcalloc(reply->elements, sizeof(*out->entries));
     for (size_t i = 0; i < reply->elements; i++) {
         if (!parse_slot_entry_reply(reply->element[i], &out->entries[out->count++], why,
@@ -583,14 +595,8 @@ bool engine_cluster_shards_parse(const redisReply *reply, struct engine_cluster_
     char why[256];
 
     memset(out, 0, sizeof(*out));
-    if (!resp_reply_check(reply, why, sizeof(why))) {
-        snprintf(err, errsize, "CLUSTER SHARDS: %s", why);
+    if (!reply_is_top_array(reply, "CLUSTER SHARDS", err, errsize))
         return false;
-    }
-    if (reply->type != REDIS_REPLY_ARRAY) {
-        snprintf(err, errsize, "CLUSTER SHARDS: expected an array");
-        return false;
-    }
     out->shards = xcalloc(reply->elements, sizeof(*out->shards));
     for (size_t i = 0; i < reply->elements; i++) {
         if (!parse_shard(reply->element[i], &out->shards[out->count++], why, sizeof(why))) {
