@@ -169,13 +169,19 @@ const char *engine_info_get(const struct engine_info *info, const char *section,
     return NULL;
 }
 
-/* Whether the n bytes at s all come from set (n may be 0). */
-static bool span_in_set(const char *s, size_t n, const char *set)
+/* Copy the n bytes at s into buf as a NUL-terminated string, if n is 1 or
+ * more, they fit with the NUL in bufsize, and each comes from set (which
+ * keeps out what strtoll() or strtod() would take beyond a plain number). */
+static bool span_copy(const char *s, size_t n, const char *set, char *buf, size_t bufsize)
 {
+    if (n == 0 || n >= bufsize)
+        return false;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '\0' || strchr(set, s[i]) == NULL)
             return false;
     }
+    memcpy(buf, s, n);
+    buf[n] = '\0';
     return true;
 }
 
@@ -184,10 +190,8 @@ bool engine_info_span_ll(const char *s, size_t n, long long *out)
     char buf[32];
     char *end;
 
-    if (n == 0 || n >= sizeof(buf) || !span_in_set(s, n, "+-0123456789"))
+    if (!span_copy(s, n, "+-0123456789", buf, sizeof(buf)))
         return false;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
     errno = 0;
     long long v = strtoll(buf, &end, 10);
     if (errno != 0 || end != buf + n)
@@ -203,10 +207,8 @@ bool engine_info_span_double(const char *s, size_t n, double *out)
 
     /* The character set keeps out "nan", "inf" and the hexadecimal forms
      * that strtod() would also take. */
-    if (n == 0 || n >= sizeof(buf) || !span_in_set(s, n, "+-.0123456789eE"))
+    if (!span_copy(s, n, "+-.0123456789eE", buf, sizeof(buf)))
         return false;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
     errno = 0;
     double v = strtod(buf, &end);
     if (errno != 0 || end != buf + n)
