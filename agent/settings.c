@@ -14,7 +14,8 @@
 /* Each setting once: its flag and file key, its variable, what usage calls
  * its value, whether it must be given, its default (NULL: none, or the
  * machine's -- see agent_settings_resolve()), and what a value must be: an
- * integer from min to max (in seconds where said), or as the hint says.
+ * integer from min to max (in seconds where said), or as the hint says
+ * (checked in store(), or by label_max for a name the protocol carries).
  * The flags, the usage text and the messages all come from here. */
 static const struct setting {
     const char *name;
@@ -25,12 +26,14 @@ static const struct setting {
     const char *hint; /* NULL: an integer from min to max */
     long min, max;
     bool seconds;
+    size_t label_max; /* > 0: 1 to label_max of [A-Za-z0-9._-] */
 } settings[AGENT_SET_COUNT] = {
     [AGENT_SET_CONTROL_PLANE] = {"control-plane", "CAIRN_AGENT_CONTROL_PLANE", "URL", true, NULL,
                                  "an http:// or https:// URL"},
     [AGENT_SET_BOOTSTRAP_TOKEN] = {"bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", "TOKEN", false,
                                    NULL, "a value"},
-    [AGENT_SET_AZ] = {"az", "CAIRN_AGENT_AZ", "AZ", true, NULL, "1 to 32 of [A-Za-z0-9._-]"},
+    [AGENT_SET_AZ] = {"az", "CAIRN_AGENT_AZ", "AZ", true, NULL, "1 to 32 of [A-Za-z0-9._-]",
+                      .label_max = 32},
     [AGENT_SET_DATA_DIR] = {"data-dir", "CAIRN_AGENT_DATA_DIR", "DIR", true, NULL, "a directory"},
     [AGENT_SET_PORTS] = {"ports", "CAIRN_AGENT_PORTS", "MIN-MAX", true, NULL,
                          "MIN-MAX with 1024 <= MIN <= MAX <= 65535"},
@@ -40,7 +43,7 @@ static const struct setting {
     [AGENT_SET_MEMORY_MIB] = {"memory-mib", "CAIRN_AGENT_MEMORY_MIB", "M", .min = 64,
                               .max = 16777216},
     [AGENT_SET_NAME] = {"name", "CAIRN_AGENT_NAME", "NAME", false, NULL,
-                        "1 to 63 of [A-Za-z0-9._-]"},
+                        "1 to 63 of [A-Za-z0-9._-]", .label_max = 63},
     [AGENT_SET_LOG_LEVEL] = {"log-level", "CAIRN_AGENT_LOG_LEVEL", "LEVEL", false, "info",
                              "debug, info, warn or error"},
     [AGENT_SET_METRICS_INTERVAL] = {"metrics-interval", "CAIRN_AGENT_METRICS_INTERVAL", "S", false,
@@ -249,7 +252,62 @@ static const char *pick(const struct agent_settings_layer *layers, size_t n, int
     return NULL;
 }
 
-/* Check and copy one resolved value into out; false with a message. */
+/* Store the value v of setting id (n: v as an integer, for the integer
+ * settings) in out. False when v is not what the setting takes. */
+static bool store(struct agent_settings *out, int id, const char *v, long n)
+{
+    switch (id) {
+    case AGENT_SET_CONTROL_PLANE: {
+        size_t len = strlen(v);
+        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+            return false;
+        while (len > 0 && v[len - 1] == '/')
+            len--;
+        out->control_plane = xstrndup(v, len);
+        return true;
+    }
+    case AGENT_SET_BOOTSTRAP_TOKEN:
+        out->bootstrap_token = xstrdup(v);
+        return true;
+    case AGENT_SET_AZ:
+        out->az = xstrdup(v);
+        return true;
+    case AGENT_SET_DATA_DIR:
+        if (v[0] == '\0')
+            return false;
+        out->data_dir = xstrdup(v);
+        return true;
+    case AGENT_SET_PORTS:
+        return agent_settings_parse_ports(v, &out->port_min, &out->port_max);
+    case AGENT_SET_ADDRESS:
+        if (v[0] == '\0' || strlen(v) > 255)
+            return false;
+        out->address = xstrdup(v);
+        return true;
+    case AGENT_SET_VCPUS:
+        out->vcpus = (int)n;
+        return true;
+    case AGENT_SET_MEMORY_MIB:
+        out->memory_mib = n;
+        return true;
+    case AGENT_SET_NAME:
+        out->name = xstrdup(v);
+        return true;
+    case AGENT_SET_LOG_LEVEL:
+        return log_parse_level(v, &out->log_level) == 0;
+    case AGENT_SET_METRICS_INTERVAL:
+        out->metrics_interval_s = (int)n;
+        return true;
+    case AGENT_SET_METRICS_PERIOD:
+        out->metrics_period_s = (int)n;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Check and copy one resolved value into out; false with a message. The
+ * table's checks (an integer's range, a label's length) come first. */
 static bool apply(struct agent_settings *out, int id, const char *v, char *err, size_t errsize)
 {
     const struct setting *s = &settings[id];
@@ -260,64 +318,11 @@ static bool apply(struct agent_settings *out, int id, const char *v, char *err, 
                  s->seconds ? "seconds, " : "", s->min, s->max, v);
         return false;
     }
-    switch (id) {
-    case AGENT_SET_CONTROL_PLANE: {
-        size_t len = strlen(v);
-        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
-            break;
-        while (len > 0 && v[len - 1] == '/')
-            len--;
-        out->control_plane = xstrndup(v, len);
-        return true;
+    if ((s->label_max > 0 && !valid_label(v, s->label_max)) || !store(out, id, v, n)) {
+        snprintf(err, errsize, "%s: expected %s, got '%s'", s->name, s->hint, v);
+        return false;
     }
-    case AGENT_SET_BOOTSTRAP_TOKEN:
-        out->bootstrap_token = xstrdup(v);
-        return true;
-    case AGENT_SET_AZ:
-        if (!valid_label(v, 32))
-            break;
-        out->az = xstrdup(v);
-        return true;
-    case AGENT_SET_DATA_DIR:
-        if (v[0] == '\0')
-            break;
-        out->data_dir = xstrdup(v);
-        return true;
-    case AGENT_SET_PORTS:
-        if (!agent_settings_parse_ports(v, &out->port_min, &out->port_max))
-            break;
-        return true;
-    case AGENT_SET_ADDRESS:
-        if (v[0] == '\0' || strlen(v) > 255)
-            break;
-        out->address = xstrdup(v);
-        return true;
-    case AGENT_SET_VCPUS:
-        out->vcpus = (int)n;
-        return true;
-    case AGENT_SET_MEMORY_MIB:
-        out->memory_mib = n;
-        return true;
-    case AGENT_SET_NAME:
-        if (!valid_label(v, 63))
-            break;
-        out->name = xstrdup(v);
-        return true;
-    case AGENT_SET_LOG_LEVEL:
-        if (log_parse_level(v, &out->log_level) != 0)
-            break;
-        return true;
-    case AGENT_SET_METRICS_INTERVAL:
-        out->metrics_interval_s = (int)n;
-        return true;
-    case AGENT_SET_METRICS_PERIOD:
-        out->metrics_period_s = (int)n;
-        return true;
-    default:
-        break;
-    }
-    snprintf(err, errsize, "%s: expected %s, got '%s'", s->name, s->hint, v);
-    return false;
+    return true;
 }
 
 bool agent_settings_resolve(struct agent_settings *out, const struct agent_settings_layer *layers,
