@@ -19,6 +19,7 @@
 #include "jspec.h"
 #include "log.h"
 #include "metrics.h"
+#include "strbuf.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -414,36 +415,14 @@ static void snake(const char *name, char *out, size_t outsize)
     out[o] = '\0';
 }
 
-struct prom {
-    char *buf;
-    size_t len, cap;
-};
-
-static void prom_add(struct prom *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void prom_add(struct prom *p, const char *fmt, ...)
+static void prom_family(struct strbuf *p, const char *name, const char *type, const char *help)
 {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int n = vsnprintf(p->buf + p->len, p->cap - p->len, fmt, ap);
-        va_end(ap);
-        if (n >= 0 && (size_t)n < p->cap - p->len) {
-            p->len += (size_t)n;
-            return;
-        }
-        p->cap = p->cap * 2 + (size_t)(n > 0 ? n : 0) + 1;
-        p->buf = xrealloc(p->buf, p->cap);
-    }
-}
-
-static void prom_family(struct prom *p, const char *name, const char *type, const char *help)
-{
-    prom_add(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    strbuf_printf(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* A gauge family of the rows count() counts, labelled l1 (and l2 when not
  * NULL). */
-static enum db_status prom_counts(struct db_conn *conn, struct prom *p, const char *family,
+static enum db_status prom_counts(struct db_conn *conn, struct strbuf *p, const char *family,
                                   const char *help,
                                   enum db_status (*count)(struct db_conn *, struct store_counts *),
                                   const char *l1, const char *l2)
@@ -456,16 +435,16 @@ static enum db_status prom_counts(struct db_conn *conn, struct prom *p, const ch
     for (size_t r = 0; r < counts.n; r++) {
         const struct store_count *c = &counts.items[r];
         if (l2 != NULL)
-            prom_add(p, "%s{%s=\"%s\",%s=\"%s\"} %lld\n", family, l1, c->labels[0], l2,
-                     c->labels[1], c->n);
+            strbuf_printf(p, "%s{%s=\"%s\",%s=\"%s\"} %lld\n", family, l1, c->labels[0], l2,
+                          c->labels[1], c->n);
         else
-            prom_add(p, "%s{%s=\"%s\"} %lld\n", family, l1, c->labels[0], c->n);
+            strbuf_printf(p, "%s{%s=\"%s\"} %lld\n", family, l1, c->labels[0], c->n);
     }
     free(counts.items);
     return DB_OK;
 }
 
-static enum db_status prom_nodes(struct db_conn *conn, struct prom *p)
+static enum db_status prom_nodes(struct db_conn *conn, struct strbuf *p)
 {
     struct store_latest_samples latest;
     enum db_status st = store_metric_latest(conn, &latest);
@@ -483,8 +462,9 @@ static enum db_status prom_nodes(struct db_conn *conn, struct prom *p)
             const struct store_latest_sample *s = &latest.items[r];
             if (s->vals[k] == NULL)
                 continue;
-            prom_add(p, "%s{cluster_id=\"%s\",node_id=\"%s\",shard_id=\"%s\",role=\"%s\"} %s\n",
-                     family, s->cluster_id, s->node_id, s->shard, s->role, s->vals[k]);
+            strbuf_printf(p,
+                          "%s{cluster_id=\"%s\",node_id=\"%s\",shard_id=\"%s\",role=\"%s\"} %s\n",
+                          family, s->cluster_id, s->node_id, s->shard, s->role, s->vals[k]);
         }
     }
     store_metric_latest_free(&latest);
@@ -494,21 +474,21 @@ static enum db_status prom_nodes(struct db_conn *conn, struct prom *p)
 void api_prometheus(struct http_request *req)
 {
     static const char *const classes[] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
-    struct prom p = {xmalloc(8192), 0, 8192};
+    struct strbuf p;
+    strbuf_init(&p, 8192);
     struct http_stats hs;
     struct db_conn *conn;
     enum db_status st;
 
-    p.buf[0] = '\0';
     http_stats_read(&hs);
     prom_family(&p, "cairn_http_requests_total", "counter",
                 "Requests this cairnd answered, by status class.");
     for (int i = 1; i < 6; i++)
-        prom_add(&p, "cairn_http_requests_total{code=\"%s\"} %llu\n", classes[i],
-                 hs.requests_by_class[i]);
+        strbuf_printf(&p, "cairn_http_requests_total{code=\"%s\"} %llu\n", classes[i],
+                      hs.requests_by_class[i]);
     prom_family(&p, "cairn_http_request_seconds_total", "counter",
                 "Seconds this cairnd spent answering requests.");
-    prom_add(&p, "cairn_http_request_seconds_total %.6f\n", hs.request_seconds_total);
+    strbuf_printf(&p, "cairn_http_request_seconds_total %.6f\n", hs.request_seconds_total);
     if ((st = db_acquire(req->app->db, &conn)) == DB_OK) {
         if ((st = prom_counts(conn, &p, "cairn_hosts", "Hosts by status.", store_hosts_by_status,
                               "status", NULL)) == DB_OK &&
@@ -520,9 +500,9 @@ void api_prometheus(struct http_request *req)
         db_release(req->app->db, conn);
     }
     if (st != DB_OK) {
-        free(p.buf);
+        free(p.p);
         http_reply_db_error(req, st);
         return;
     }
-    http_reply_text(req, 200, p.buf, "text/plain; version=0.0.4; charset=utf-8");
+    http_reply_text(req, 200, p.p, "text/plain; version=0.0.4; charset=utf-8");
 }
