@@ -206,13 +206,6 @@ int upgrade_schedule_tick(struct app *app)
 
 /* ---- milestones ------------------------------------------------------------------ */
 
-struct milestone_call {
-    const char *cluster_id, *op_id;
-    const json_t *context;
-    const char *code, *error;
-    bool rolled_back;
-};
-
 static char *from_to(const json_t *context)
 {
     const json_t *from = json_object_get(context, "from"), *to = json_object_get(context, "to");
@@ -222,31 +215,31 @@ static char *from_to(const json_t *context)
                      json_string_value(json_object_get(to, "engine_version")));
 }
 
-static enum db_status started_fn(struct db_conn *conn, void *arg)
+/* An event of the upgrade, taking message and detail (a JSON object). */
+static enum db_status upgrade_event(struct db_conn *conn, const char *cluster_id, const char *op_id,
+                                    const char *type, const char *severity, char *message,
+                                    json_t *detail)
 {
-    struct milestone_call *c = arg;
-    enum db_status st = store_cluster_set_status(conn, c->cluster_id, "modifying");
-    if (st != DB_OK)
-        return st;
-    char *what = from_to(c->context), *message = xasprintf("engine upgrade from %s", what);
-    json_t *d = json_pack("{s:O, s:O, s:O?}", "from", json_object_get(c->context, "from"), "to",
-                          json_object_get(c->context, "to"), "downtime",
-                          json_object_get(c->context, "downtime"));
-    char *detail = json_dumps(d, JSON_COMPACT);
-    st = store_event_add(conn, c->cluster_id, c->op_id, "EngineUpgradeStarted", "info", message,
-                         detail);
-    free(detail);
-    json_decref(d);
+    char *text = json_dumps(detail, JSON_COMPACT);
+    enum db_status st = store_event_add(conn, cluster_id, op_id, type, severity, message, text);
+    free(text);
+    json_decref(detail);
     free(message);
-    free(what);
     return st;
 }
 
 enum db_status upgrade_started(struct db_conn *conn, const char *cluster_id, const char *op_id,
                                const json_t *context)
 {
-    struct milestone_call c = {cluster_id, op_id, context, NULL, NULL, false};
-    return started_fn(conn, &c);
+    enum db_status st = store_cluster_set_status(conn, cluster_id, "modifying");
+    if (st != DB_OK)
+        return st;
+    char *what = from_to(context), *message = xasprintf("engine upgrade from %s", what);
+    free(what);
+    return upgrade_event(conn, cluster_id, op_id, "EngineUpgradeStarted", "info", message,
+                         json_pack("{s:O, s:O, s:O?}", "from", json_object_get(context, "from"),
+                                   "to", json_object_get(context, "to"), "downtime",
+                                   json_object_get(context, "downtime")));
 }
 
 struct engine_call {
@@ -266,65 +259,40 @@ bool upgrade_node_set_engine(struct app *app, const char *node_id, const char *e
     return db_run(app->db, engine_fn, &c) == DB_OK;
 }
 
-static enum db_status done_fn(struct db_conn *conn, void *arg)
-{
-    struct milestone_call *c = arg;
-    enum db_status st = store_upgrade_ended(conn, c->cluster_id, true);
-    if (st != DB_OK)
-        return st;
-    json_t *d =
-        json_pack("{s:O, s:O, s:O?, s:O?, s:O?}", "from", json_object_get(c->context, "from"), "to",
-                  json_object_get(c->context, "to"), "duration_ms",
-                  json_object_get(c->context, "duration_ms"), "write_pauses",
-                  json_object_get(c->context, "write_pauses"), "nodes_upgraded",
-                  json_object_get(c->context, "nodes_done"));
-    char *detail = json_dumps(d, JSON_COMPACT), *what = from_to(c->context);
-    char *message =
-        xasprintf("engine upgraded from %s in %.1f s", what,
-                  (double)json_integer_value(json_object_get(c->context, "duration_ms")) / 1000.0);
-    st = store_event_add(conn, c->cluster_id, c->op_id, "EngineUpgradeComplete", "info", message,
-                         detail);
-    free(message);
-    free(what);
-    free(detail);
-    json_decref(d);
-    return st;
-}
-
 enum db_status upgrade_done(struct db_conn *conn, const char *cluster_id, const char *op_id,
                             const json_t *context)
 {
-    struct milestone_call c = {cluster_id, op_id, context, NULL, NULL, false};
-    return done_fn(conn, &c);
-}
-
-static enum db_status failed_fn(struct db_conn *conn, void *arg)
-{
-    struct milestone_call *c = arg;
-    const json_t *from = json_object_get(c->context, "from");
-    const char *engine = json_string_value(json_object_get(from, "engine"));
-    const char *version = json_string_value(json_object_get(from, "engine_version"));
-    enum db_status st = store_upgrade_ended(conn, c->cluster_id, false);
-    if (st == DB_OK && c->rolled_back && engine != NULL && version != NULL)
-        st = store_upgrade_revert_spec(conn, c->cluster_id, engine, version);
+    enum db_status st = store_upgrade_ended(conn, cluster_id, true);
     if (st != DB_OK)
         return st;
-    json_t *d = json_pack("{s:s, s:s, s:b}", "code", c->code, "error", c->error, "rolled_back",
-                          c->rolled_back);
-    char *detail = json_dumps(d, JSON_COMPACT);
-    st = store_event_add(conn, c->cluster_id, c->op_id, "EngineUpgradeFailed", "error", c->error,
-                         detail);
-    free(detail);
-    json_decref(d);
-    return st;
+    const json_t *ms = json_object_get(context, "duration_ms");
+    char *what = from_to(context);
+    char *message = xasprintf("engine upgraded from %s in %.1f s", what,
+                              (double)json_integer_value(ms) / 1000.0);
+    free(what);
+    return upgrade_event(conn, cluster_id, op_id, "EngineUpgradeComplete", "info", message,
+                         json_pack("{s:O, s:O, s:O?, s:O?, s:O?}", "from",
+                                   json_object_get(context, "from"), "to",
+                                   json_object_get(context, "to"), "duration_ms", ms,
+                                   "write_pauses", json_object_get(context, "write_pauses"),
+                                   "nodes_upgraded", json_object_get(context, "nodes_done")));
 }
 
 enum db_status upgrade_failed(struct db_conn *conn, const char *cluster_id, const char *op_id,
                               const char *code, const char *error, const json_t *context,
                               bool rolled_back)
 {
-    struct milestone_call c = {cluster_id, op_id, context, code, error, rolled_back};
-    return failed_fn(conn, &c);
+    const json_t *from = json_object_get(context, "from");
+    const char *engine = json_string_value(json_object_get(from, "engine"));
+    const char *version = json_string_value(json_object_get(from, "engine_version"));
+    enum db_status st = store_upgrade_ended(conn, cluster_id, false);
+    if (st == DB_OK && rolled_back && engine != NULL && version != NULL)
+        st = store_upgrade_revert_spec(conn, cluster_id, engine, version);
+    if (st != DB_OK)
+        return st;
+    return upgrade_event(
+        conn, cluster_id, op_id, "EngineUpgradeFailed", "error", xstrdup(error),
+        json_pack("{s:s, s:s, s:b}", "code", code, "error", error, "rolled_back", rolled_back));
 }
 
 /* ---- the upgrade report ------------------------------------------------------------ */
