@@ -112,6 +112,13 @@ static int open_below(const char *root, const char *path)
     return fd;
 }
 
+/* The console runs only its own files: no inline script or style, no other
+ * origin, not framed; it talks to the API it came from. */
+#define WEB_CSP                                                                                    \
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "              \
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "                    \
+    "form-action 'self'; frame-ancestors 'none'"
+
 static void reply_not_found(struct http_request *req)
 {
     http_reply_text(req, 404, xstrdup(not_found_page), "text/html; charset=utf-8");
@@ -145,6 +152,8 @@ static void reply_file(struct http_request *req, int fd, const struct stat *st, 
         return;
     }
     http_add_header(req, "X-Content-Type-Options", "nosniff");
+    http_add_header(req, "Content-Security-Policy", WEB_CSP);
+    http_add_header(req, "Referrer-Policy", "no-referrer");
     http_reply_file(req, 200, fd, (uint64_t)st->st_size, web_content_type(name));
 }
 
