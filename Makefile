@@ -43,7 +43,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
-.PHONY: all deps check unit asan system contract lint format bench demo demo-down clean \
+.PHONY: all deps check unit asan system contract lint format bench demo demo-down clean browser-deps \
 	fuzz fuzz-check fuzz-build fuzz-targets
 .DEFAULT_GOAL := all
 
@@ -147,7 +147,15 @@ fuzz-check: fuzz-build
 fuzz: deps fuzz-build
 	FUZZ_MERGE=1 tests/fuzz/run $(FUZZ_SECONDS)
 
-system: all $(TOOL_BIN)
+# The browser tests' driver (playwright-core, from npm; it runs Debian's
+# chromium, never a browser of its own).
+tests/browser/node_modules: tests/browser/package.json tests/browser/package-lock.json
+	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+browser-deps: tests/browser/node_modules
+
+system: all $(TOOL_BIN) tests/browser/node_modules
 	$(PYTHON) -m pytest -q tests/system
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib controlplane tests -name '*.[ch]')

@@ -41,7 +41,7 @@ export async function renderCluster(main, id) {
         h('dt', {}, 'Multi-AZ'), h('dd', {}, c.multi_az ? 'yes' : 'no'),
         h('dt', {}, 'Maintenance window'), h('dd', {}, c.maintenance_window),
         h('dt', {}, 'Endpoints'), h('dd', {}, endpoints(c)),
-        h('dt', {}, 'Tags'), h('dd', {}, tags(c.tags)))),
+        h('dt', {}, 'Tags'), h('dd', {}, tags(c.tags).length ? tags(c.tags) : h('span', { class: 'muted' }, 'none')))),
     h('h2', {}, 'Topology'),
     h('div', { class: 'shards' },
       (c.shards || []).map((s) => h('section', { class: 'panel shard', 'aria-label': `Shard ${s.id}` },
