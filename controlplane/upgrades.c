@@ -242,23 +242,6 @@ enum db_status upgrade_started(struct db_conn *conn, const char *cluster_id, con
                                    json_object_get(context, "downtime")));
 }
 
-struct engine_call {
-    const char *node_id, *engine, *version;
-};
-
-static enum db_status engine_fn(struct db_conn *conn, void *arg)
-{
-    struct engine_call *c = arg;
-    return store_node_set_engine(conn, c->node_id, c->engine, c->version);
-}
-
-bool upgrade_node_set_engine(struct app *app, const char *node_id, const char *engine,
-                             const char *version)
-{
-    struct engine_call c = {node_id, engine, version};
-    return db_run(app->db, engine_fn, &c) == DB_OK;
-}
-
 enum db_status upgrade_done(struct db_conn *conn, const char *cluster_id, const char *op_id,
                             const json_t *context)
 {

@@ -54,8 +54,6 @@ int upgrade_schedule_tick(struct app *app);
  * modifying, with an EngineUpgradeStarted event. */
 enum db_status upgrade_started(struct db_conn *conn, const char *cluster_id, const char *op_id,
                                const json_t *context);
-bool upgrade_node_set_engine(struct app *app, const char *node_id, const char *engine,
-                             const char *version);
 /* The end of an upgrade, in the transaction that records it (runner.h):
  * available again, with an EngineUpgradeComplete event. */
 enum db_status upgrade_done(struct db_conn *conn, const char *cluster_id, const char *op_id,

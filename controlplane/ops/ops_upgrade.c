@@ -157,10 +157,22 @@ static bool healthy_on(const struct ops_topo *t, const struct cluster_node *n, c
     return true;
 }
 
-static bool set_engine(struct op_ctx *ctx, const struct cluster_node *n, const char *which)
+static enum db_status engine_set(struct db_conn *conn, const struct op_ctx *ctx, const json_t *arg)
 {
-    return upgrade_node_set_engine(ctx->app, n->id, ctx_str(ctx, which, "engine"),
-                                   ctx_str(ctx, which, "engine_version"));
+    (void)ctx;
+    return store_node_set_engine(conn, json_string_value(json_object_get(arg, "node")),
+                                 json_string_value(json_object_get(arg, "engine")),
+                                 json_string_value(json_object_get(arg, "engine_version")));
+}
+
+/* Node n is to run context's which ("to", "from") engine: its agent
+ * restarts it so. Written with the record that puts the node in flight, so
+ * a cairnd that dies in between leaves the node as it was (op_defer()). */
+static void set_engine(struct op_ctx *ctx, const struct cluster_node *n, const char *which)
+{
+    op_defer(ctx, engine_set,
+             json_pack("{s:s, s:s, s:s}", "node", n->id, "engine", ctx_str(ctx, which, "engine"),
+                       "engine_version", ctx_str(ctx, which, "engine_version")));
 }
 
 static long long since_s(struct op_ctx *ctx, const char *key)
@@ -264,8 +276,7 @@ static enum op_result node_in_flight(struct op_ctx *ctx, struct ops_topo *t)
                        ctx_str(ctx, "to", "engine_version"), timeout_s(ctx), why,
                        ctx_str(ctx, "to", "engine"), ctx_str(ctx, "to", "engine_version"));
     /* Roll it back: the old binary on the same data. */
-    if (!set_engine(ctx, n, "from"))
-        return op_wait(ctx, POLL_MS);
+    set_engine(ctx, n, "from");
     json_object_set_new(ctx->context, "cause", json_string_nocheck(why));
     json_object_del(ctx->context, "node");
     start_node(ctx, n->id, "rollback");
@@ -353,8 +364,8 @@ static enum op_result lane_step(struct op_ctx *ctx, struct ops_topo *t, int shar
         *done = true;
         return OP_NEXT;
     }
-    if (!on(next, engine, version) && !set_engine(ctx, next, "to"))
-        return op_wait(ctx, POLL_MS);
+    if (!on(next, engine, version))
+        set_engine(ctx, next, "to");
     start_node(ctx, next->id, "node");
     return op_wait(ctx, POLL_MS);
 }

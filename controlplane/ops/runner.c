@@ -100,41 +100,56 @@ struct record_call {
     const struct op_ctx *ctx;
 };
 
-void op_event(struct op_ctx *ctx, const char *type, const char *severity, const char *message,
-              const json_t *detail)
+void op_defer(struct op_ctx *ctx, op_deferred_fn fn, json_t *arg)
 {
-    if (ctx->events == NULL)
-        ctx->events = json_array();
-    json_array_append_new(ctx->events, json_pack("{s:s, s:s, s:s, s:O?}", "type", type, "severity",
-                                                 severity, "message", message, "detail", detail));
+    ctx->deferred = xrealloc(ctx->deferred, (ctx->ndeferred + 1) * sizeof(*ctx->deferred));
+    ctx->deferred[ctx->ndeferred++] = (struct op_deferred){fn, arg};
 }
 
-/* The events the step noted, in the record's transaction. */
-static enum db_status write_events(struct db_conn *conn, const struct op_ctx *ctx)
+static enum db_status write_event(struct db_conn *conn, const struct op_ctx *ctx, const json_t *e)
 {
-    enum db_status st = DB_OK;
-    size_t i;
-    json_t *e;
-    json_array_foreach (ctx->events, i, e) {
-        json_t *detail = json_object_get(e, "detail");
-        char *text = detail != NULL ? json_dumps(detail, JSON_COMPACT) : NULL;
-        st = store_event_add(conn, ctx->cluster_id, ctx->op_id,
-                             json_string_value(json_object_get(e, "type")),
-                             json_string_value(json_object_get(e, "severity")),
-                             json_string_value(json_object_get(e, "message")), text);
-        free(text);
-        if (st != DB_OK)
-            break;
-    }
+    json_t *detail = json_object_get(e, "detail");
+    char *text = detail != NULL ? json_dumps(detail, JSON_COMPACT) : NULL;
+    enum db_status st = store_event_add(conn, ctx->cluster_id, ctx->op_id,
+                                        json_string_value(json_object_get(e, "type")),
+                                        json_string_value(json_object_get(e, "severity")),
+                                        json_string_value(json_object_get(e, "message")), text);
+    free(text);
     return st;
 }
 
-/* The step's effect, its events and its record, together; nothing if the
- * lease is gone. */
+void op_event(struct op_ctx *ctx, const char *type, const char *severity, const char *message,
+              const json_t *detail)
+{
+    op_defer(ctx, write_event,
+             json_pack("{s:s, s:s, s:s, s:O?}", "type", type, "severity", severity, "message",
+                       message, "detail", detail));
+}
+
+/* What the step deferred, in the order it did. */
+static enum db_status write_deferred(struct db_conn *conn, const struct op_ctx *ctx)
+{
+    enum db_status st = DB_OK;
+    for (size_t i = 0; i < ctx->ndeferred && st == DB_OK; i++)
+        st = ctx->deferred[i].fn(conn, ctx, ctx->deferred[i].arg);
+    return st;
+}
+
+static void free_deferred(struct op_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->ndeferred; i++)
+        json_decref(ctx->deferred[i].arg);
+    free(ctx->deferred);
+    ctx->deferred = NULL;
+    ctx->ndeferred = 0;
+}
+
+/* What the step deferred, its effect and its record, together; nothing if
+ * the lease is gone. */
 static enum db_status record_fn(struct db_conn *conn, void *arg)
 {
     struct record_call *rc = arg;
-    enum db_status st = write_events(conn, rc->ctx);
+    enum db_status st = write_deferred(conn, rc->ctx);
     if (st == DB_OK && rc->effect != NULL)
         st = rc->effect(conn, rc->ctx);
     if (st != DB_OK)
@@ -228,7 +243,7 @@ static void run_step(struct runner *r, struct store_claimed *c)
         log_warn("could not record an operation step; it runs again", "operation=%s step=%s", c->id,
                  record.done != NULL ? record.done : "-");
     free(context_text);
-    json_decref(ctx.events);
+    free_deferred(&ctx);
 }
 
 static void *runner_main(void *arg)

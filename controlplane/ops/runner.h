@@ -42,10 +42,11 @@ struct op_ctx {
     const char *cluster_id;
     json_t *context;
     int step;
-    int wait_ms;     /* OP_WAIT: how long until the step runs again */
-    char error[512]; /* OP_FAILED: why, for users */
-    char code[64];   /* OP_FAILED: a stable code, e.g. ENGINE_START_FAILED */
-    json_t *events;  /* what op_event() noted, written with the record */
+    int wait_ms;                  /* OP_WAIT: how long until the step runs again */
+    char error[512];              /* OP_FAILED: why, for users */
+    char code[64];                /* OP_FAILED: a stable code, e.g. ENGINE_START_FAILED */
+    struct op_deferred *deferred; /* what op_defer() noted, written with the record */
+    size_t ndeferred;
 };
 
 /* A step's store half: DB_OK to record the step, anything else rolls the
@@ -91,11 +92,22 @@ enum op_result op_fail(struct op_ctx *ctx, enum problem_code code, const char *f
  * fails turns the result into a short OP_WAIT; the step runs again. */
 enum op_result op_run_nested(struct op_ctx *ctx, const struct op_step *s);
 
+/* A change to the store that a step decided on while it waits: done in the
+ * transaction that records this run of the step (whatever its result), so
+ * it is in the store exactly when the progress it belongs to is in the
+ * operation's context -- a runner that dies before the record leaves
+ * neither, and the step that runs again decides again. fn gets arg, which
+ * op_defer() takes (and frees after the record). */
+typedef enum db_status (*op_deferred_fn)(struct db_conn *conn, const struct op_ctx *ctx,
+                                         const json_t *arg);
+struct op_deferred {
+    op_deferred_fn fn;
+    json_t *arg;
+};
+void op_defer(struct op_ctx *ctx, op_deferred_fn fn, json_t *arg);
+
 /* Note an event of the operation's cluster (detail: a JSON object, or
- * NULL; borrowed). It is written in the transaction that records this run
- * of the step, whatever its result, so it is recorded exactly when the
- * progress it reports is: a runner that dies before the record leaves
- * neither, and the step that runs again notes it again. */
+ * NULL; borrowed), written as op_defer() says. */
 void op_event(struct op_ctx *ctx, const char *type, const char *severity, const char *message,
               const json_t *detail);
 
