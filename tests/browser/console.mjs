@@ -60,6 +60,10 @@ try {
   check(await page.getByRole('region', { name: 'Summary' }).isVisible(), 'no summary');
   const shards = await page.getByRole('region', { name: /^Shard / }).count();
   check(shards >= 1, `no shard sections (${shards})`);
+  const ops = page.getByRole('table', { name: 'Operations' });
+  await ops.getByRole('row').filter({ hasText: 'create' }).filter({ hasText: 'succeeded' }).waitFor();
+  const evs = page.getByRole('table', { name: 'Events' });
+  await evs.getByRole('row').filter({ hasText: 'ClusterAvailable' }).waitFor();
   await page.screenshot({ path: `${shots}/cluster.png`, fullPage: true });
 
   // Sign-out forgets the token: the sign-in form is back.

@@ -28,8 +28,45 @@ function node(n) {
     h('span', { class: 'muted' }, `${n.az || ''} · ${n.engine || ''} ${n.engine_version || ''} · ${n.status}`));
 }
 
+function operationRow(o) {
+  return h('tr', {},
+    h('td', {}, o.kind),
+    h('td', {}, statusBadge(o.status)),
+    h('td', {}, o.step_name || ''),
+    h('td', {}, h('progress', { max: 100, value: o.progress || 0, 'aria-label': `${o.kind} progress` }),
+      ` ${o.progress || 0}%`),
+    h('td', { class: 'optional' }, o.started_at || ''),
+    h('td', { class: 'optional' }, o.finished_at || ''),
+    h('td', {}, o.error ? h('span', { class: 'error' }, `${o.error.code}: ${o.error.message}`) : ''));
+}
+
+function eventRow(e) {
+  return h('tr', {},
+    h('td', { class: 'mono' }, e.created_at),
+    h('td', {}, e.type),
+    h('td', {}, e.message));
+}
+
+/* The cluster's newest operations, and its events of the last day (the
+ * newest 25), newest first. */
+async function history(id) {
+  const since = new Date(Date.now() - 86400e3).toISOString();
+  const [ops, evs] = await Promise.all([
+    get('/v1/operations', { cluster_id: id, page_size: 10 }),
+    get('/v1/events', { cluster_id: id, since, page_size: 200 }),
+  ]);
+  return { operations: ops.operations, events: evs.events.slice(-25).reverse() };
+}
+
+function table(label, heads, rows, empty) {
+  return h('table', { 'aria-label': label },
+    h('thead', {}, h('tr', {}, heads.map(([text, cls]) => h('th', { class: cls }, text)))),
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: heads.length, class: 'muted' }, empty))));
+}
+
 export async function renderCluster(main, id) {
   const c = await get(`/v1/clusters/${encodeURIComponent(id)}`);
+  const { operations, events } = await history(c.id);
   show(main,
     h('h1', {}, c.id, ' ', statusBadge(c.status), operation(c.current_operation)),
     h('section', { class: 'panel', 'aria-label': 'Summary' },
@@ -46,5 +83,10 @@ export async function renderCluster(main, id) {
     h('div', { class: 'shards' },
       (c.shards || []).map((s) => h('section', { class: 'panel shard', 'aria-label': `Shard ${s.id}` },
         h('h3', {}, `Shard ${s.id}`, s.slots && s.slots.length ? h('span', { class: 'muted' }, ` slots ${s.slots.join(', ')}`) : null),
-        s.nodes.map(node)))));
+        s.nodes.map(node)))),
+    h('h2', {}, 'Operations'),
+    table('Operations', [['Kind'], ['Status'], ['Step'], ['Progress'], ['Started', 'optional'],
+      ['Finished', 'optional'], ['Error']], operations.map(operationRow), 'No operations yet.'),
+    h('h2', {}, 'Events of the last day'),
+    table('Events', [['Time'], ['Type'], ['Message']], events.map(eventRow), 'No events yet.'));
 }
