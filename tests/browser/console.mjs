@@ -6,32 +6,12 @@
 // Exits 0 when every check holds; otherwise prints what failed and exits 1.
 // Run by tests/system/test_browser.py, which starts the stack and a cluster.
 
-import { chromium } from 'playwright-core';
+import { check, run, signIn as signInAt } from './lib.mjs';
 
 const [base, adminToken, clusterId, shots] = process.argv.slice(2);
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-// Debian's chromium in a closed network: no sandbox (containers), no GPU,
-// and none of its background connections.
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-              '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const signIn = (page, token) => signInAt(page, base, token);
 
-function check(ok, what) {
-  if (!ok) throw new Error(what);
-}
-
-async function signIn(page, token) {
-  await page.goto(base + '/');
-  await page.getByLabel('API token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
-
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-const errors = [];
-try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-
+await run(async (page, _browser, errors) => {
   // A wrong token is refused on the page, and kept nowhere.
   await signIn(page, 'cairn_000000000000_not-a-token-at-all-not-a-token-at-all-xyz');
   await page.getByRole('alert').filter({ hasText: 'not valid' }).waitFor();
@@ -82,10 +62,4 @@ try {
   const unexpected = errors.filter((e) => !e.includes('401'));
   check(unexpected.length === 0, `errors on the page: ${unexpected.join('; ')}`);
   console.log(`ok: signed in, listed, filtered, opened ${clusterId} (${shards} shards), signed out`);
-} catch (e) {
-  console.error(`FAILED: ${e.message}`);
-  if (errors.length) console.error(`page errors: ${errors.join('; ')}`);
-  process.exitCode = 1;
-} finally {
-  await browser.close();
-}
+});

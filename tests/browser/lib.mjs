@@ -1,0 +1,42 @@
+// lib.mjs -- what every browser script shares: Debian's chromium launched
+// for a closed network, signing in, checks that name what failed, and a
+// run wrapper that collects the page's errors and sets the exit code.
+
+import { chromium } from 'playwright-core';
+
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+// Debian's chromium in a closed network: no sandbox (containers), no GPU,
+// and none of its background connections.
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+              '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+export function check(ok, what) {
+  if (!ok) throw new Error(what);
+}
+
+export async function signIn(page, base, token) {
+  await page.goto(base + '/');
+  await page.getByLabel('API token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** Launch chromium, open a 1280x800 page and run body(page, browser,
+ *  errors). errors collects the page's console errors and exceptions; body
+ *  decides which are expected. Prints FAILED and sets exit code 1 on a
+ *  throw; always closes the browser. */
+export async function run(body) {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  const errors = [];
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await body(page, browser, errors);
+  } catch (e) {
+    console.error(`FAILED: ${e.message}`);
+    if (errors.length) console.error(`page errors: ${errors.join('; ')}`);
+    process.exitCode = 1;
+  } finally {
+    await browser.close();
+  }
+}
