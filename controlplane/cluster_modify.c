@@ -15,10 +15,11 @@
 
 struct modify_call {
     const json_t *body; /* the spec part of the request */
-    bool replace, allow_combined;
+    bool replace, allow_combined, dry_run;
     long long if_match;
     struct change_request req;
-    bool accepted; /* an operation queued whose reply is 202 */
+    bool accepted;   /* an operation queued whose reply is 202 */
+    json_t *preview; /* dry run: what the change would do */
     struct problem *p;
 };
 
@@ -68,6 +69,23 @@ static enum db_status precheck(struct db_conn *conn, struct modify_call *c,
     return st;
 }
 
+/* What a dry run answers: the fields that would change, the operations
+ * that would carry them out, the spec that would be stored, and what the
+ * prechecks learnt on the way (an upgrade's downtime). */
+static json_t *preview(const struct modify_call *c, const struct change_plan *plan,
+                       const json_t *changed, const json_t *next)
+{
+    json_t *ops = json_array();
+    for (int i = 0; i < plan->nops; i++)
+        json_array_append_new(ops, json_string(plan->ops[i]->kind->name));
+    json_t *out = json_pack("{s:b, s:O, s:o, s:O}", "dry_run", 1, "changes", changed, "operations",
+                            ops, "spec", next);
+    json_t *downtime = json_object_get(c->req.facts, "downtime");
+    if (downtime != NULL)
+        json_object_set(out, "downtime", downtime);
+    return out;
+}
+
 /* Store the spec, queue the plan's operations, record the change. */
 static enum db_status carry_out(struct db_conn *conn, struct modify_call *c,
                                 const struct change_plan *plan, const json_t *changed)
@@ -101,6 +119,8 @@ static enum db_status modify_fn(struct db_conn *conn, void *arg)
     c->req.op_id[0] = '\0';
     c->req.poke = false;
     c->accepted = false;
+    json_decref(c->preview);
+    c->preview = NULL;
     enum db_status st = store_cluster_lock(conn, c->req.cluster_id, &row);
     if (st == DB_NOT_FOUND)
         st = problem_no_cluster(c->p, c->req.cluster_id);
@@ -113,16 +133,23 @@ static enum db_status modify_fn(struct db_conn *conn, void *arg)
     if (!change_plan(changed, c->allow_combined, &plan, c->p))
         goto out;
     st = DB_OK;
-    if (json_array_size(changed) == 0)
+    if (json_array_size(changed) == 0) {
+        if (c->dry_run)
+            c->preview = preview(c, &plan, changed, next);
         goto out;
+    }
     if (row.busy) {
         st = problem_busy(c->p, c->req.cluster_id);
         goto out;
     }
     c->req.stored = row.spec;
     c->req.next = next;
-    if ((st = precheck(conn, c, &plan)) == DB_OK)
-        st = carry_out(conn, c, &plan, changed);
+    if ((st = precheck(conn, c, &plan)) == DB_OK) {
+        if (c->dry_run)
+            c->preview = preview(c, &plan, changed, next);
+        else
+            st = carry_out(conn, c, &plan, changed);
+    }
 out:
     json_decref(row.spec);
     json_decref(next);
@@ -131,16 +158,19 @@ out:
 }
 
 /* The request's flags, which are not part of the spec. */
-static bool read_flags(const json_t *body, bool *apply_now, bool *allow_combined, struct problem *p)
+static const char *const request_flags[] = {"apply_immediately", "allow_combined_changes",
+                                            "dry_run"};
+
+static bool read_flags(const json_t *body, struct modify_call *c, struct problem *p)
 {
-    const json_t *apply = json_object_get(body, "apply_immediately");
-    const json_t *combined = json_object_get(body, "allow_combined_changes");
-    if (apply != NULL && !json_is_boolean(apply))
-        problem_field(p, "apply_immediately", "must be true or false");
-    if (combined != NULL && !json_is_boolean(combined))
-        problem_field(p, "allow_combined_changes", "must be true or false");
-    *apply_now = apply == NULL || json_is_true(apply);
-    *allow_combined = json_is_true(combined);
+    for (size_t i = 0; i < sizeof(request_flags) / sizeof(request_flags[0]); i++) {
+        const json_t *flag = json_object_get(body, request_flags[i]);
+        if (flag != NULL && !json_is_boolean(flag))
+            problem_field(p, request_flags[i], "must be true or false");
+    }
+    c->req.apply_now = !json_is_false(json_object_get(body, "apply_immediately"));
+    c->allow_combined = json_is_true(json_object_get(body, "allow_combined_changes"));
+    c->dry_run = json_is_true(json_object_get(body, "dry_run"));
     return !p->set;
 }
 
@@ -149,11 +179,11 @@ bool cluster_modify(struct app *app, const char *cluster_id, const json_t *body,
 {
     struct modify_call c = {.replace = replace, .if_match = if_match, .p = p};
     memset(out, 0, sizeof(*out));
-    if (!read_flags(body, &c.req.apply_now, &c.allow_combined, p))
+    if (!read_flags(body, &c, p))
         return false;
     json_t *spec = json_deep_copy(body);
-    json_object_del(spec, "apply_immediately");
-    json_object_del(spec, "allow_combined_changes");
+    for (size_t i = 0; i < sizeof(request_flags) / sizeof(request_flags[0]); i++)
+        json_object_del(spec, request_flags[i]);
     c.body = spec;
     c.req.app = app;
     c.req.cluster_id = cluster_id;
@@ -161,8 +191,11 @@ bool cluster_modify(struct app *app, const char *cluster_id, const json_t *body,
     enum db_status st = db_tx(app->db, DB_READ_COMMITTED, modify_fn, &c);
     json_decref(spec);
     json_decref(c.req.facts);
-    if (!problem_db(p, st))
+    if (!problem_db(p, st)) {
+        json_decref(c.preview);
         return false;
+    }
+    out->preview = c.preview;
     snprintf(out->op_id, sizeof(out->op_id), "%s", c.req.op_id);
     out->accepted = c.accepted;
     if (c.req.poke && app->runner != NULL)

@@ -24,14 +24,16 @@ bool cluster_create(struct app *app, const json_t *spec, const char *auth_token,
 
 /* What a modification did beyond storing the spec. */
 struct cluster_modify_out {
-    char op_id[40]; /* the operation queued or scheduled, or "" */
-    bool accepted;  /* the reply is 202 with op_id's Location (an engine upgrade) */
+    char op_id[40];  /* the operation queued or scheduled, or "" */
+    bool accepted;   /* the reply is 202 with op_id's Location (an engine upgrade) */
+    json_t *preview; /* "dry_run": true: what would change (the caller's), else NULL */
 };
 
 /* Change a cluster's spec (cluster_modify.c): body is a JSON merge patch of
  * the spec (replace false) or a whole spec (replace true, defaults filled
  * in), with the request's flags apply_immediately and
- * allow_combined_changes. if_match is the generation the client read, or
+ * allow_combined_changes (and dry_run: every check, nothing stored, out->preview
+ * says what would happen). if_match is the generation the client read, or
  * -1. Each changed field is carried out as its row in the change table
  * says (changes.h): stored at once, or by an operation queued in the same
  * transaction; refused, with nothing stored, when the table or a check says

@@ -61,6 +61,7 @@ void api_events_list(struct http_request *req);
 void api_tokens_list(struct http_request *req);
 void api_tokens_create(struct http_request *req);
 void api_tokens_revoke(struct http_request *req);
+void api_tokens_current(struct http_request *req);
 void api_hosts_list(struct http_request *req);
 void api_hosts_get(struct http_request *req);
 void api_agent_register(struct http_request *req);

@@ -225,6 +225,8 @@ static void modify(struct http_request *req, bool replace)
                            "If-Match must be an ETag this API gave, such as \"3\"");
     } else if (!cluster_modify(req->app, id, req->json, replace, match, &out, &p)) {
         http_reply_error(req, &p);
+    } else if (out.preview != NULL) {
+        http_reply_json(req, 200, out.preview);
     } else if (out.accepted) {
         char *location = xasprintf("/v1/operations/%s", out.op_id);
         http_add_header(req, "Location", location);

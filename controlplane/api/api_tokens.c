@@ -51,3 +51,10 @@ void api_tokens_revoke(struct http_request *req)
     else
         http_reply_empty(req, 204);
 }
+
+/* The token the request is signed with: what a console shows of who is
+ * signed in, and which actions to offer (its scope). */
+void api_tokens_current(struct http_request *req)
+{
+    api_reply_get(req, store_token_get, req->who.token_id, PROBLEM_TOKEN_NOT_FOUND);
+}

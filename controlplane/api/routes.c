@@ -31,6 +31,7 @@ const struct route api_routes[] = {
     {"GET", "/v1/events", SCOPE_READ, api_events_list, events_query, NULL},
     {"GET", "/v1/tokens", SCOPE_ADMIN, api_tokens_list, paged, NULL},
     {"POST", "/v1/tokens", SCOPE_ADMIN, api_tokens_create, NULL, tokens_create_spec},
+    {"GET", "/v1/tokens/current", SCOPE_READ, api_tokens_current, NULL, NULL},
     {"DELETE", "/v1/tokens/{id}", SCOPE_ADMIN, api_tokens_revoke, NULL, NULL},
     {"GET", "/v1/hosts", SCOPE_ADMIN, api_hosts_list, hosts_query, NULL},
     {"GET", "/v1/hosts/{id}", SCOPE_ADMIN, api_hosts_get, NULL, NULL},

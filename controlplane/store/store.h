@@ -212,6 +212,8 @@ enum db_status store_token_insert(struct db_conn *conn, const struct auth_token 
                                   const char *name, enum token_scope scope, json_t **out);
 enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, char **items,
                                  char *next_key);
+/* One token as the API shows it (no secret); DB_NOT_FOUND when none has id. */
+enum db_status store_token_get(struct db_conn *conn, const char *id, char **out);
 enum db_status store_token_secret(struct db_conn *conn, const char *id,
                                   struct store_token_secret *out);
 enum db_status store_token_touch(struct db_conn *conn, const char *id);

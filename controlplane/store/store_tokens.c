@@ -19,6 +19,8 @@ static const struct db_stmt list_tokens = {"SELECT " STORE_TS(
                   " WHERE $1::timestamptz IS NULL OR (created_at, id) > ($1::timestamptz, $2)"
                   " ORDER BY created_at, id LIMIT $3::int"};
 
+static const struct db_stmt get_token = {"SELECT " TOKEN_JSON " FROM api_tokens WHERE id = $1"};
+
 static const struct db_stmt token_secret = {
     "SELECT scope, encode(secret_hash, 'hex'), revoked_at IS NOT NULL,"
     " last_used_at IS NULL OR last_used_at < now() - interval '1 minute'"
@@ -48,6 +50,12 @@ enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, 
 
     store_split_key(page, key, &params[0], &params[1]);
     return store_list(conn, &list_tokens, 3, params, page, items, next_key);
+}
+
+enum db_status store_token_get(struct db_conn *conn, const char *id, char **out)
+{
+    const char *params[1] = {id};
+    return store_get_text(conn, &get_token, 1, params, out);
 }
 
 enum db_status store_token_secret(struct db_conn *conn, const char *id,

@@ -83,6 +83,22 @@ def test_last_used_at_is_a_timestamp_or_null(cairn):
         check_token_fields(t)
 
 
+def test_current_names_the_calling_token(cairn):
+    rd = expect.json_ok(cairn.api.post("/v1/tokens", json={"name": "console", "scope": "read"}),
+                        201)
+    reader = cairn.api.with_token(rd["token"])
+    me = expect.json_ok(reader.get("/v1/tokens/current"))
+    check_token_fields(me, "console", "read")
+    eq(me["id"], rd["id"], "id of the calling token")
+    assert rd["token"] not in reader.get("/v1/tokens/current").text, "the secret was shown again"
+    admin = expect.json_ok(cairn.api.get("/v1/tokens/current"))
+    eq(admin["scope"], "admin", "scope of the admin token")
+    # "current" is no token id: revoking it revokes nothing, and a read token may not try.
+    expect.problem(cairn.api.delete("/v1/tokens/current"), "TOKEN_NOT_FOUND")
+    expect.problem(reader.delete("/v1/tokens/current"), "FORBIDDEN")
+    expect.problem(cairn.api.get("/v1/tokens/current", token=None), "UNAUTHENTICATED")
+
+
 def test_delete_revokes(cairn):
     created = expect.json_ok(cairn.api.post("/v1/tokens", json={"name": "doomed", "scope": "admin"}),
                              201)

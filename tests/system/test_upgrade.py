@@ -234,6 +234,18 @@ def test_refusals(stack, cleanup):
                                                          "apply_immediately": "yes"}),
                    "VALIDATION_FAILED", fields=["apply_immediately"])
     expect.problem(api.delete("/v1/clusters/up-no/pending-changes"), "NO_PENDING_CHANGE")
+    # A dry run makes the same checks and says what would happen, storing nothing.
+    r = api.patch("/v1/clusters/up-no", json={"engine_version": "9.0", "dry_run": True})
+    expect.problem(r, "ENGINE_NOT_INSTALLED")
+    expect.problem(api.patch("/v1/clusters/up-no", json={"engine_version": "8.0",
+                                                         "dry_run": "yes"}),
+                   "VALIDATION_FAILED", fields=["dry_run"])
+    preview = expect.json_ok(api.patch("/v1/clusters/up-no", json={
+        "description": "new", "tags": {"team": "x"}, "dry_run": True}))
+    eq((preview["dry_run"], sorted(preview["changes"]), preview["operations"]),
+       (True, ["description", "tags"], []), "preview of a change made at once")
+    eq((preview["spec"]["description"], preview["spec"]["tags"]), ("new", {"team": "x"}),
+       "the spec that would be stored")
     after = clusters.get(api, "up-no")
     eq((after["engine_version"], after["generation"]), ("8.0", gen), "nothing changed")
 
@@ -250,6 +262,8 @@ def test_refusals(stack, cleanup):
                   f" ARRAY[{','.join(vals)}]::real[])")
     r = api.patch("/v1/clusters/up-sick", json=VALKEY_80)
     expect.problem(r, "INSUFFICIENT_MEMORY")
+    expect.problem(api.patch("/v1/clusters/up-sick", json=dict(VALKEY_80, dry_run=True)),
+                   "INSUFFICIENT_MEMORY")
     assert primary["id"] in r.json()["detail"], r.json()
     stack.db.psql(f"DELETE FROM metric_samples WHERE node_id = '{primary['id']}'"
                   " AND at > now() + interval '30 minutes'")
@@ -272,6 +286,17 @@ def test_refusals(stack, cleanup):
     finally:
         os.kill(pid, signal.SIGCONT)
     eq(clusters.get(api, "up-sick")["engine"], "redis", "the spec unchanged")
+    # Healthy again: the dry run of the upgrade passes every check and queues nothing.
+    wait_until(lambda: all(n["status"] == "running" for n in nodes(clusters.get(api, "up-sick"))),
+               15, "the replica running again")
+    preview = wait_until(lambda: (lambda r: r.json() if r.status_code == 200 else None)(
+        api.patch("/v1/clusters/up-sick", json=dict(VALKEY_80, dry_run=True))), 15,
+        "the upgrade's checks pass")
+    eq((sorted(preview["changes"]), preview["operations"], preview["downtime"]),
+       (["engine", "engine_version"], ["upgrade_engine"], []), "preview of the upgrade")
+    after = clusters.get(api, "up-sick")
+    eq((after["engine"], after["current_operation"], after["pending_changes"]),
+       ("redis", None, {}), "a dry run queues nothing")
 
 
 def iso_epoch(ts):
