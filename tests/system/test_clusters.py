@@ -373,6 +373,20 @@ def test_redis_group_create_use_and_delete(stack, cleanup):
             with pytest.raises(redis.ReadOnlyError):
                 c.set("session:x", "y")
 
+    # Each replica shows its link up and, once the agents report the
+    # offsets after the writes, no lag; the primary has no replication.
+    def caught_up(b):
+        reps = [n["replication"] for n in nodes(b) if n["role"] == "replica"]
+        return all(r["link_status"] == "up" and r["lag_bytes"] == 0 for r in reps)
+    ready = clusters.wait_cluster(api, "sessions", caught_up, 15, "replicas caught up")
+    for n in nodes(ready):
+        if n["role"] == "primary":
+            eq(n["replication"], None, "a primary's replication")
+        else:
+            eq((n["replication"]["sync_in_progress"], n["replication"]["loading"]),
+               (False, False), f"replica {n['id']} settled")
+        assert n["host_name"].startswith("vm-"), f"host_name of {n['id']}: {n['host_name']!r}"
+
     # The normalized spec as GET shows it is the same spec: a Terraform-like
     # client posting back what it read gets 200, not a conflict.
     check_idempotent(stack, "sessions", body, ready)
