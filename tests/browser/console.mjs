@@ -62,4 +62,4 @@ await run(async (page, _browser, errors) => {
   const unexpected = errors.filter((e) => !e.includes('401'));
   check(unexpected.length === 0, `errors on the page: ${unexpected.join('; ')}`);
   console.log(`ok: signed in, listed, filtered, opened ${clusterId} (${shards} shards), signed out`);
-});
+}, shots);

@@ -22,19 +22,22 @@ export async function signIn(page, base, token) {
 
 /** Launch chromium, open a 1280x800 page and run body(page, browser,
  *  errors). errors collects the page's console errors and exceptions; body
- *  decides which are expected. Prints FAILED and sets exit code 1 on a
- *  throw; always closes the browser. */
-export async function run(body) {
+ *  decides which are expected. Prints FAILED, saves <shots>/failed.png
+ *  (when shots is given) and sets exit code 1 on a throw; always closes the
+ *  browser. */
+export async function run(body, shots) {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
   const errors = [];
+  let page = null;
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
     page.on('pageerror', (e) => errors.push(String(e)));
     await body(page, browser, errors);
   } catch (e) {
     console.error(`FAILED: ${e.message}`);
     if (errors.length) console.error(`page errors: ${errors.join('; ')}`);
+    if (shots && page) await page.screenshot({ path: `${shots}/failed.png`, fullPage: true }).catch(() => {});
     process.exitCode = 1;
   } finally {
     await browser.close();

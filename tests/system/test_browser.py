@@ -16,8 +16,16 @@ BROWSER = harness.REPO / "tests" / "browser"
 SHOTS = harness.REPO / "build" / "browser"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
+
+
+def web_root():
+    """The console as make builds it (build/web), else its sources."""
+    built = harness.REPO / "build" / "web"
+    return built if (built / "index.html").is_file() else harness.REPO / "web"
+
+
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures(
-    "browser", cairnd_args=["--web-root", str(harness.REPO / "web")])
+    "browser", cairnd_args=["--web-root", str(web_root())])
 
 
 def require_browser():

@@ -14,7 +14,26 @@ export function signIn(value) {
 
 export function signOut() {
   sessionStorage.removeItem(TOKEN_KEY);
+  caller = null;
 }
+
+/* The signed-in token (GET /v1/tokens/current): its name and scope, asked
+ * once per page load. */
+let caller = null;
+
+export async function identity() {
+  if (!caller) caller = await api('GET', '/v1/tokens/current');
+  return caller;
+}
+
+/** Whether the signed-in token may change things (an admin token); the
+ *  pages offer no action otherwise. */
+export function canChange() {
+  return caller !== null && caller.scope === 'admin';
+}
+
+/** Why an action is not offered, for a read token. */
+export const READ_ONLY = 'This token has read scope: sign in with an admin token to make changes.';
 
 /** An API refusal: status, code (VALIDATION_FAILED, ...), detail, and
  *  errors [{field, message}] when the body had failing fields. */
@@ -49,6 +68,19 @@ export async function api(method, path, body) {
   }
   if (!res.ok) throw new ApiError(res.status, doc || {});
   return doc;
+}
+
+/** Every item of a paged list (GET path?page_size=500, following
+ *  next_page_token), as one array; key names the list's member. */
+export async function getAll(path, key, query = {}) {
+  const items = [];
+  let pageToken;
+  do {
+    const page = await get(path, { ...query, page_size: 500, page_token: pageToken });
+    items.push(...page[key]);
+    pageToken = page.next_page_token;
+  } while (pageToken);
+  return items;
 }
 
 /** GET with query parameters (undefined or '' ones left out). */

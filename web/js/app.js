@@ -1,14 +1,20 @@
 // app.js -- the console's entry: sign-in gate, hash routes, the header.
-// Pages: #/clusters (the list), #/clusters/<id> (one cluster).
+// Pages: #/clusters (the list), #/create (a new cluster), #/clusters/<id>
+// (one cluster), #/hosts (the fleet) and #/tokens (admin tokens only).
 
-import { signOut, token, ApiError } from './api.js';
+import { canChange, identity, signOut, token, ApiError, READ_ONLY } from './api.js';
 import { h, show } from './dom.js';
 import { renderSignIn } from './signin.js';
 import { renderClusters } from './clusters.js';
 import { renderCluster } from './cluster.js';
+import { renderCreate } from './create.js';
+import { renderHosts } from './fleet.js';
+import { renderTokens } from './tokens.js';
 
 const main = document.getElementById('main');
 const out = document.getElementById('sign-out');
+const who = document.getElementById('who');
+const adminLinks = document.querySelectorAll('[data-admin]');
 
 function route() {
   const [path, query] = (location.hash.slice(1) || '/clusters').split('?');
@@ -16,17 +22,32 @@ function route() {
            params: Object.fromEntries(new URLSearchParams(query || '')) };
 }
 
+/* Pages only an admin token may open; a read token is told why. */
+const ADMIN_PAGES = { create: renderCreate, hosts: renderHosts, tokens: renderTokens };
+
+async function page(parts, params) {
+  if (ADMIN_PAGES[parts[0]]) {
+    if (!canChange()) return show(main, h('p', { class: 'muted', role: 'status' }, READ_ONLY));
+    return ADMIN_PAGES[parts[0]](main, params);
+  }
+  if (parts[0] === 'clusters' && parts[1]) return renderCluster(main, parts[1]);
+  return renderClusters(main, params);
+}
+
 async function render() {
   if (!token()) {
     out.hidden = true;
+    who.textContent = '';
     renderSignIn(main, render);
     return;
   }
-  out.hidden = false;
   const { parts, params } = route();
   try {
-    if (parts[0] === 'clusters' && parts[1]) await renderCluster(main, parts[1]);
-    else await renderClusters(main, params);
+    const me = await identity();
+    out.hidden = false;
+    who.textContent = `${me.name} · ${me.scope === 'admin' ? 'admin' : 'read-only'}`;
+    for (const a of adminLinks) a.hidden = !canChange();
+    await page(parts, params);
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) {
       signOut();

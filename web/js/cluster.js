@@ -1,31 +1,97 @@
-// cluster.js -- one cluster: its summary, endpoints and topology, as the
-// API returns them (roles read from the engines, never guessed).
+// cluster.js -- one cluster: summary, endpoints, topology (shards × nodes
+// with their replication), pending changes, parameters, operations and
+// events, and for an admin token its actions. While an operation runs the
+// page follows it every 2 s.
 
-import { get } from './api.js';
+import { api, canChange, get, ApiError, READ_ONLY } from './api.js';
 import { h, show } from './dom.js';
-import { operation, shape, statusBadge, tags } from './format.js';
+import { actionBar, cancelPending } from './actions.js';
+import { bytes, operation, shape, statusBadge, tags } from './format.js';
 
-function copyButton(text) {
-  return h('button', { type: 'button', class: 'plain', 'aria-label': `Copy ${text}`,
+const FOLLOW_MS = 2000;
+
+function copyButton(text, what) {
+  return h('button', { type: 'button', class: 'plain', 'aria-label': `Copy ${what}`,
                        onclick: () => navigator.clipboard && navigator.clipboard.writeText(text) }, 'Copy');
 }
 
 function endpoints(c) {
   const rows = [];
   for (const [kind, list] of Object.entries(c.endpoints || {})) {
-    for (const e of [].concat(list)) {
+    for (const e of [].concat(list || [])) {
       const text = `${e.address}:${e.port}`;
-      rows.push(h('div', {}, h('span', { class: 'muted' }, `${kind} `), h('code', {}, text), ' ', copyButton(text)));
+      rows.push(h('div', {}, h('span', { class: 'muted' }, `${kind} `), h('code', {}, text), ' ', copyButton(text, text)));
     }
   }
   return rows.length ? rows : h('span', { class: 'muted' }, 'none yet');
 }
 
-function node(n) {
-  return h('div', { class: 'node' },
-    h('span', { class: 'role' }, n.role || 'unknown'), ' ',
-    h('span', { class: 'mono' }, `${n.address || '?'}:${n.port || '?'}`), ' ',
-    h('span', { class: 'muted' }, `${n.az || ''} · ${n.engine || ''} ${n.engine_version || ''} · ${n.status}`));
+/* The AUTH token behind a button: fetched only when asked, admin only. */
+function authToken(c) {
+  if (!canChange()) return h('span', { class: 'muted' }, 'hidden from read tokens');
+  const box = h('span');
+  const reveal = h('button', { type: 'button', class: 'plain' }, 'Reveal');
+  reveal.addEventListener('click', async () => {
+    const { auth_token: t } = await api('GET', `/v1/clusters/${encodeURIComponent(c.id)}/auth`);
+    show(box, h('code', {}, t || 'none'), ' ', t ? copyButton(t, 'AUTH token') : null);
+  });
+  show(box, reveal);
+  return box;
+}
+
+function replication(n) {
+  const r = n.replication;
+  if (!r) return [h('td', { class: 'muted' }, '—'), h('td', { class: 'muted' }, '—'), h('td', { class: 'muted' }, '—')];
+  const sync = r.loading ? 'loading' : r.sync_in_progress ? 'full sync' : 'in sync';
+  return [h('td', { class: r.link_status === 'up' ? 'ok' : 'bad' }, r.link_status || 'unknown'),
+    h('td', { class: sync === 'in sync' ? '' : 'busy' }, sync),
+    h('td', {}, r.lag_bytes === null ? '—' : bytes(r.lag_bytes))];
+}
+
+function shardTable(s) {
+  const heads = ['Role', 'AZ', 'Host', 'Port', 'Version', 'Status', 'Link', 'Sync', 'Lag'];
+  return h('section', { class: 'panel shard', 'aria-label': `Shard ${s.id}` },
+    h('h3', {}, `Shard ${s.id}`, s.slots && s.slots.length ? h('span', { class: 'muted' }, ` slots ${s.slots.join(', ')}`) : null),
+    h('div', { class: 'scroll' }, h('table', { 'aria-label': `Nodes of shard ${s.id}` },
+      h('thead', {}, h('tr', {}, heads.map((t) => h('th', {}, t)))),
+      h('tbody', {}, s.nodes.map((n) => h('tr', {},
+        h('td', { class: 'role' }, n.role || 'unknown'),
+        h('td', {}, n.az || '—'),
+        h('td', {}, n.host_name || n.address || '—'),
+        h('td', { class: 'mono' }, n.port || '—'),
+        h('td', {}, n.engine_version ? `${n.engine} ${n.engine_version}` : '—'),
+        h('td', {}, statusBadge(n.status)),
+        replication(n)))))));
+}
+
+function pending(c, refresh) {
+  const p = c.pending_changes || {};
+  const rows = [];
+  if (p.engine_upgrade) {
+    const u = p.engine_upgrade;
+    rows.push(h('li', {}, `Engine upgrade to ${u.engine} ${u.engine_version}, `,
+      u.apply === 'maintenance_window' ? `in the maintenance window (starts ${u.starts_at})` : 'now',
+      u.downtime && u.downtime.length ? ` — shards down meanwhile: ${u.downtime.map((d) => d.shard_id).join(', ')}` : '',
+      u.apply === 'maintenance_window' && canChange()
+        ? [' ', h('button', { type: 'button', class: 'plain', onclick: () => cancelPending(c, refresh) }, 'Cancel')] : null));
+  }
+  if (p.parameters) {
+    rows.push(h('li', {}, `Parameters ${Object.keys(p.parameters.values || {}).join(', ')}: ${p.parameters.applies}`,
+      p.parameters.restart_needed && p.parameters.restart_needed.length
+        ? ` (need a restart: ${p.parameters.restart_needed.join(', ')})` : ''));
+  }
+  return h('section', { class: 'panel', 'aria-label': 'Pending changes' },
+    h('h2', {}, 'Pending changes'),
+    rows.length ? h('ul', {}, rows) : h('p', { class: 'muted' }, 'None.'),
+    h('p', {}, h('span', { class: 'muted' }, 'Maintenance window: '), `${c.maintenance_window} UTC`));
+}
+
+function parameters(c) {
+  const rows = Object.entries(c.parameters || {}).map(([k, v]) => h('tr', {}, h('td', { class: 'mono' }, k), h('td', { class: 'mono' }, v)));
+  return h('section', { class: 'panel', 'aria-label': 'Parameters' },
+    h('h2', {}, 'Parameters'),
+    rows.length ? h('table', { 'aria-label': 'Parameters' }, h('tbody', {}, rows))
+      : h('p', { class: 'muted' }, 'The engine\'s defaults, with Cairn\'s managed settings.'));
 }
 
 function operationRow(o) {
@@ -41,7 +107,7 @@ function operationRow(o) {
 }
 
 function eventRow(e) {
-  return h('tr', {},
+  return h('tr', { class: `sev-${e.severity}` },
     h('td', { class: 'mono' }, e.created_at),
     h('td', {}, e.type),
     h('td', {}, e.message));
@@ -59,34 +125,78 @@ async function history(id) {
 }
 
 function table(label, heads, rows, empty) {
-  return h('table', { 'aria-label': label },
+  return h('div', { class: 'scroll' }, h('table', { 'aria-label': label },
     h('thead', {}, h('tr', {}, heads.map(([text, cls]) => h('th', { class: cls }, text)))),
-    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: heads.length, class: 'muted' }, empty))));
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: heads.length, class: 'muted' }, empty)))));
 }
 
-export async function renderCluster(main, id) {
-  const c = await get(`/v1/clusters/${encodeURIComponent(id)}`);
-  const { operations, events } = await history(c.id);
-  show(main,
+function page(c, operations, events, refresh) {
+  return [
     h('h1', {}, c.id, ' ', statusBadge(c.status), operation(c.current_operation)),
+    h('nav', { class: 'tabs', 'aria-label': 'Cluster' },
+      h('a', { href: `#/clusters/${encodeURIComponent(c.id)}`, 'aria-current': 'page' }, 'Overview'),
+      h('a', { href: `#/clusters/${encodeURIComponent(c.id)}/metrics` }, 'Metrics')),
+    canChange() ? actionBar(c, refresh) : h('p', { class: 'muted', role: 'note' }, READ_ONLY),
     h('section', { class: 'panel', 'aria-label': 'Summary' },
       h('dl', { class: 'summary' },
-        h('dt', {}, 'Engine'), h('dd', {}, `${c.engine} ${c.engine_version_actual || c.engine_version}`),
+        h('dt', {}, 'Description'), h('dd', {}, c.description || h('span', { class: 'muted' }, 'none')),
+        h('dt', {}, 'Engine'), h('dd', {}, `${c.engine} ${c.engine_version}`,
+          h('span', { class: 'muted' }, ` · running ${c.engine_version_actual || 'not yet'}`)),
         h('dt', {}, 'Mode'), h('dd', {}, c.cluster_mode === 'enabled' ? 'cluster mode' : 'primary/replica'),
         h('dt', {}, 'Node type'), h('dd', {}, c.node_type),
         h('dt', {}, 'Shards × nodes'), h('dd', {}, shape(c)),
+        h('dt', {}, 'Automatic failover'), h('dd', {}, c.automatic_failover ? 'yes' : 'no'),
         h('dt', {}, 'Multi-AZ'), h('dd', {}, c.multi_az ? 'yes' : 'no'),
-        h('dt', {}, 'Maintenance window'), h('dd', {}, c.maintenance_window),
         h('dt', {}, 'Endpoints'), h('dd', {}, endpoints(c)),
+        h('dt', {}, 'AUTH token'), h('dd', {}, authToken(c)),
         h('dt', {}, 'Tags'), h('dd', {}, tags(c.tags).length ? tags(c.tags) : h('span', { class: 'muted' }, 'none')))),
     h('h2', {}, 'Topology'),
-    h('div', { class: 'shards' },
-      (c.shards || []).map((s) => h('section', { class: 'panel shard', 'aria-label': `Shard ${s.id}` },
-        h('h3', {}, `Shard ${s.id}`, s.slots && s.slots.length ? h('span', { class: 'muted' }, ` slots ${s.slots.join(', ')}`) : null),
-        s.nodes.map(node)))),
+    h('div', { class: 'shards' }, (c.shards || []).map(shardTable)),
+    h('div', { class: 'two' }, pending(c, refresh), parameters(c)),
     h('h2', {}, 'Operations'),
     table('Operations', [['Kind'], ['Status'], ['Step'], ['Progress'], ['Started', 'optional'],
       ['Finished', 'optional'], ['Error']], operations.map(operationRow), 'No operations yet.'),
     h('h2', {}, 'Events of the last day'),
-    table('Events', [['Time'], ['Type'], ['Message']], events.map(eventRow), 'No events yet.'));
+    table('Events', [['Time'], ['Type'], ['Message']], events.map(eventRow), 'No events yet.'),
+  ];
+}
+
+/* One load of the page; false once the cluster is gone. */
+async function load(main, id, refresh) {
+  let c;
+  try {
+    c = await get(`/v1/clusters/${encodeURIComponent(id)}`);
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.status !== 404) throw e;
+    show(main, h('h1', {}, id), h('p', { role: 'status' }, `Cluster ${id} does not exist: it was deleted or never created. `,
+      h('a', { href: '#/clusters' }, 'Back to the clusters')));
+    return null;
+  }
+  const { operations, events } = await history(c.id);
+  const y = window.scrollY;
+  show(main, page(c, operations, events, refresh));
+  window.scrollTo(0, y);
+  return c;
+}
+
+export async function renderCluster(main, id) {
+  const here = location.hash;
+  let timer = null;
+  const refresh = async () => {
+    clearTimeout(timer);
+    if (location.hash !== here) return;
+    if (document.querySelector('dialog[open]')) {
+      timer = setTimeout(refresh, FOLLOW_MS);
+      return;
+    }
+    const c = await load(main, id, refresh).catch((e) => {
+      show(main, h('p', { class: 'error', role: 'alert' }, e.message));
+      return null;
+    });
+    if (c && (c.current_operation || !['available', 'create-failed'].includes(c.status)))
+      timer = setTimeout(refresh, FOLLOW_MS);
+  };
+  const c = await load(main, id, refresh);
+  if (c && (c.current_operation || !['available', 'create-failed'].includes(c.status)))
+    timer = setTimeout(refresh, FOLLOW_MS);
 }

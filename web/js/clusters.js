@@ -1,7 +1,7 @@
 // clusters.js -- the clusters list: filter by status, engine and tag;
 // pages as the API pages them.
 
-import { get } from './api.js';
+import { canChange, get } from './api.js';
 import { h, show } from './dom.js';
 import { operation, shape, statusBadge, tags } from './format.js';
 
@@ -40,7 +40,8 @@ export async function renderClusters(main, params) {
     filterField('f-tag', 'Tag', tag), h('button', { type: 'submit' }, 'Filter'));
   const body = h('tbody');
   const pager = h('div', { class: 'pager' });
-  show(main, h('h1', {}, 'Clusters'), filters,
+  show(main, h('div', { class: 'heading' }, h('h1', {}, 'Clusters'),
+    canChange() ? h('a', { class: 'button', href: '#/create' }, 'Create cluster') : null), filters,
     h('table', { 'aria-label': 'Clusters' },
       h('thead', {}, h('tr', {}, h('th', {}, 'ID'), h('th', {}, 'Engine'),
         h('th', { class: 'optional' }, 'Mode'), h('th', { class: 'optional' }, 'Node type'),

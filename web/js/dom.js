@@ -10,7 +10,7 @@ export function h(tag, attrs = {}, ...children) {
     else if (value === true) el.setAttribute(name, '');
     else el.setAttribute(name, String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -19,5 +19,5 @@ export function h(tag, attrs = {}, ...children) {
 
 /** Replace the contents of el. */
 export function show(el, ...children) {
-  el.replaceChildren(...children.flat().filter((c) => c !== undefined && c !== null));
+  el.replaceChildren(...children.flat(Infinity).filter((c) => c !== undefined && c !== null));
 }

@@ -24,3 +24,20 @@ export function operation(op) {
 export function tags(t) {
   return Object.entries(t || {}).map(([k, v]) => h('span', { class: 'tag' }, `${k}: ${v}`));
 }
+
+const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 2 });
+const usdFine = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 4 });
+
+/** Dollars: cents for sums, finer for hourly prices below a dollar. */
+export function money(v) {
+  return (v < 1 ? usdFine : usd).format(v);
+}
+
+/** Bytes in binary units: 1.5 GiB. */
+export function bytes(n) {
+  if (n === null || n === undefined) return '—';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  for (; Math.abs(n) >= 1024 && i < units.length - 1; i++) n /= 1024;
+  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+}

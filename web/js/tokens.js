@@ -1,0 +1,56 @@
+// tokens.js -- API tokens, for admin tokens: create one (its secret is
+// shown this once), list them, revoke one.
+
+import { api, getAll } from './api.js';
+import { h, show } from './dom.js';
+import { openDialog } from './dialog.js';
+import { field, formAlert, input, select, showErrors } from './form.js';
+
+function revoke(t, done) {
+  openDialog({
+    title: `Revoke ${t.name}`,
+    body: h('p', {}, `Token ${t.id} stops working at once. This cannot be undone.`),
+    confirm: 'Revoke',
+    danger: true,
+    submit: async () => { await api('DELETE', `/v1/tokens/${encodeURIComponent(t.id)}`); done(); },
+  });
+}
+
+function row(t, done) {
+  return h('tr', { class: t.revoked_at ? 'revoked' : '' },
+    h('td', {}, t.name), h('td', { class: 'mono' }, t.id), h('td', {}, t.scope),
+    h('td', { class: 'optional mono' }, t.created_at),
+    h('td', { class: 'optional mono' }, t.last_used_at || 'never'),
+    h('td', {}, t.revoked_at ? h('span', { class: 'muted' }, `revoked ${t.revoked_at}`)
+      : h('button', { type: 'button', class: 'plain', 'aria-label': `Revoke ${t.name}`, onclick: () => revoke(t, done) }, 'Revoke')));
+}
+
+export async function renderTokens(main) {
+  const reload = () => renderTokens(main);
+  const tokens = await getAll('/v1/tokens', 'tokens');
+  const name = field('name', 'Name', input({ required: true, maxlength: 64, placeholder: 'ci-deploy' }));
+  const scope = field('scope', 'Scope', select([['read', 'read: GET only'], ['admin', 'admin: everything']], 'read'));
+  const secret = h('div', { 'aria-live': 'polite' });
+  const form = h('form', { class: 'panel filters', 'aria-label': 'Create a token' },
+    name.el, scope.el, h('button', { type: 'submit' }, 'Create token'), formAlert());
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      const t = await api('POST', '/v1/tokens', { name: name.control.value.trim(), scope: scope.control.value });
+      await reload();
+      // The secret exists in this reply only: show it once, never keep it.
+      const box = main.querySelector('#token-secret');
+      show(box, h('div', { class: 'panel secret', role: 'status' },
+        h('p', {}, `Token ${t.name} (${t.scope}) created. Copy its secret now: it is shown this once.`),
+        h('code', { class: 'mono' }, t.token), ' ',
+        h('button', { type: 'button', class: 'plain', onclick: () => navigator.clipboard && navigator.clipboard.writeText(t.token) }, 'Copy')));
+    } catch (e) {
+      showErrors(form, e);
+    }
+  });
+  show(main, h('h1', {}, 'API tokens'), form, h('div', { id: 'token-secret' }, secret),
+    h('div', { class: 'scroll' }, h('table', { 'aria-label': 'Tokens' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'ID'), h('th', {}, 'Scope'),
+        h('th', { class: 'optional' }, 'Created'), h('th', { class: 'optional' }, 'Last used'), h('th', {}, ''))),
+      h('tbody', {}, tokens.map((t) => row(t, reload))))));
+}
