@@ -6,7 +6,7 @@
 import { api, canChange, get, ApiError, READ_ONLY } from './api.js';
 import { h, show } from './dom.js';
 import { actionBar, cancelPending } from './actions.js';
-import { bytes, operation, shape, statusBadge, tags } from './format.js';
+import { bytes, operation, opStatusBadge, shape, statusBadge, tags } from './format.js';
 
 const FOLLOW_MS = 2000;
 
@@ -97,7 +97,7 @@ function parameters(c) {
 function operationRow(o) {
   return h('tr', {},
     h('td', {}, o.kind),
-    h('td', {}, statusBadge(o.status)),
+    h('td', {}, opStatusBadge(o.status)),
     h('td', {}, o.step_name || ''),
     h('td', {}, h('progress', { max: 100, value: o.progress || 0, 'aria-label': `${o.kind} progress` }),
       ` ${o.progress || 0}%`),

@@ -13,6 +13,8 @@ function bar(used, total, unit, what) {
     ` ${used} / ${total} ${unit} (${pct}%)`);
 }
 
+const gib = (mib) => Math.round(mib / 102.4) / 10;
+
 function row(x) {
   const engines = (x.engines || []).map((e) => h('span', { class: 'tag' }, `${e.engine} ${e.full_version || e.version}`));
   return h('tr', {},
@@ -20,7 +22,7 @@ function row(x) {
     h('td', {}, x.az),
     h('td', {}, statusBadge(x.status)),
     h('td', {}, bar(x.allocated.vcpus, x.capacity.vcpus, 'vCPUs', 'vCPUs')),
-    h('td', {}, bar(Math.round(x.allocated.memory_mib / 1024), Math.round(x.capacity.memory_mib / 1024), 'GiB', 'memory')),
+    h('td', {}, bar(gib(x.allocated.memory_mib), gib(x.capacity.memory_mib), 'GiB', 'memory')),
     h('td', {}, x.allocated.nodes),
     h('td', { class: 'optional' }, engines.length ? engines : h('span', { class: 'muted' }, 'none reported')),
     h('td', { class: 'optional mono' }, x.last_seen_at || 'never'));

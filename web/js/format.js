@@ -7,6 +7,12 @@ export function statusBadge(status) {
   return h('span', { class: `status ${status}` }, status);
 }
 
+/** An operation's status: its own colours (a running operation is busy,
+ *  not healthy). */
+export function opStatusBadge(status) {
+  return h('span', { class: `status op-${status}` }, status);
+}
+
 /** "3 × (1 + 1)": shards, each a primary and its replicas. */
 export function shape(c) {
   return `${c.num_shards} × (1 + ${c.replicas_per_shard})`;
