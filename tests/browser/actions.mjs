@@ -70,6 +70,15 @@ await run(async (page, _browser, errors) => {
   await d.waitFor({ state: 'detached' });
   await page.getByRole('region', { name: 'Summary' }).getByText('team: web').waitFor();
 
+  // Scaling is offered like any change; this version's API refuses it in the preview.
+  d = await dialog(page, 'Modify');
+  await d.getByLabel('Shards').fill('3');
+  await d.getByRole('button', { name: 'Preview' }).click();
+  await d.getByRole('alert').filter({ hasText: 'num_shards' }).waitFor();
+  check(await d.getByRole('button', { name: 'Apply changes' }).isDisabled(), 'a refused change may be applied');
+  await d.getByRole('button', { name: 'Cancel' }).click();
+  await d.waitFor({ state: 'detached' });
+
   // Test failover of shard 0002: a failover operation succeeds.
   d = await dialog(page, 'Test failover');
   await d.getByLabel('Shard').selectOption('0002');
