@@ -16,9 +16,19 @@ const out = document.getElementById('sign-out');
 const who = document.getElementById('who');
 const adminLinks = document.querySelectorAll('[data-admin]');
 
+/* A segment of the hash as typed: a bad escape (%ff) stays as it is, for
+ * the API to refuse, instead of stopping the page. */
+function decode(segment) {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 function route() {
   const [path, query] = (location.hash.slice(1) || '/clusters').split('?');
-  return { parts: path.split('/').filter(Boolean).map(decodeURIComponent),
+  return { parts: path.split('/').filter(Boolean).map(decode),
            params: Object.fromEntries(new URLSearchParams(query || '')) };
 }
 
