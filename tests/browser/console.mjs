@@ -64,6 +64,11 @@ await run(async (page, _browser, errors) => {
   await page.setViewportSize({ width: 390, height: 844 });
   await table.getByRole('link', { name: clusterId }).waitFor();
   await page.screenshot({ path: `${shots}/clusters-narrow.png`, fullPage: true });
+  await table.getByRole('link', { name: clusterId }).click();
+  await page.getByRole('region', { name: 'Summary' }).waitFor();
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+  check(wide <= 390, `the cluster's page is ${wide} px wide on a 390 px window`);
+  await page.screenshot({ path: `${shots}/cluster-narrow.png`, fullPage: true });
 
   // The refused token and the hostile addresses above logged the API's 401,
   // 404 and 400, which the browser reports as errors; nothing else may have
