@@ -17,10 +17,12 @@ SHOTS = harness.REPO / "build" / "browser"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures(
-    "browser", cairnd_args=["--web-root", str(harness.REPO / "web")])
+    "browser", cairnd_args=["--web-root", str(harness.WEB_ROOT)])
 
 
 def require_browser():
+    if not (harness.WEB_ROOT / "index.html").is_file():
+        pytest.skip(f"no console at {harness.WEB_ROOT}: run `make`")
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"no chromium at {CHROMIUM}: run scripts/install-deps (Debian's chromium)")
     if not (BROWSER / "node_modules" / "playwright-core").is_dir() or not shutil.which("node"):
