@@ -79,7 +79,8 @@ def test_the_page_and_all_it_loads_are_served_under_the_policy(console):
     page = Page()
     page.feed(served(console, "/", "text/html; charset=utf-8"))
     eq(page.inline, [], "inline script, style or handlers in index.html (the policy refuses them)")
-    assert "js/app.js" in page.loads and "css/console.css" in page.loads, page.loads
+    for loaded in ("js/app.js", "css/console.css", "vendor/uplot.css"):
+        assert loaded in page.loads, page.loads
     for sheet in (p for p in page.loads if p.endswith(".css")):
         served(console, "/" + sheet, "text/css; charset=utf-8")
     seen, todo = set(), [p for p in page.loads if p.endswith(".js")]
@@ -94,6 +95,7 @@ def test_the_page_and_all_it_loads_are_served_under_the_policy(console):
     eq(sorted(p for p in seen if p.startswith("js/")),
        sorted("js/" + p.name for p in (SOURCE / "js").glob("*.js")),
        "modules reached from the page (each file in web/js is used)")
+    assert "vendor/uplot.js" in seen, f"uPlot is not reached from the page: {sorted(seen)}"
 
 
 def test_the_built_console_is_the_source(console):

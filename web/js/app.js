@@ -25,7 +25,8 @@ async function render() {
   out.hidden = false;
   const { parts, params } = route();
   try {
-    if (parts[0] === 'clusters' && parts[1]) await renderCluster(main, parts[1]);
+    if (parts[0] === 'clusters' && parts[2] === 'metrics') await (await import('./dashboard.js')).renderDashboard(main, parts[1], params);
+    else if (parts[0] === 'clusters' && parts[1]) await renderCluster(main, parts[1]);
     else await renderClusters(main, params);
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) {

@@ -69,6 +69,7 @@ export async function renderCluster(main, id) {
   const { operations, events } = await history(c.id);
   show(main,
     h('h1', {}, c.id, ' ', statusBadge(c.status), operation(c.current_operation)),
+    h('p', {}, h('a', { href: `#/clusters/${encodeURIComponent(c.id)}/metrics` }, 'Metrics')),
     h('section', { class: 'panel', 'aria-label': 'Summary' },
       h('dl', { class: 'summary' },
         h('dt', {}, 'Engine'), h('dd', {}, `${c.engine} ${c.engine_version_actual || c.engine_version}`),
