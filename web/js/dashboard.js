@@ -4,7 +4,8 @@
 // hot slots, and the report of its last engine upgrade. API only.
 //
 // Route: #/clusters/<id>/metrics?range=1h|3h|12h|1d|1w|custom[&start=&end=]
-// [&stat=Average|Maximum|p99][&by=node] (the last two set every chart).
+// [&stat=Average|Maximum|p99][&by=node] (these two set every chart)
+// [&charts=Name,Name...] (only those charts of the default set).
 
 import { api, get, ApiError } from './api.js';
 import { h, show } from './dom.js';
@@ -113,7 +114,7 @@ function nodeLabels(cluster) {
 
 /* ---- series: the API's points on the window's grid ----------------------------- */
 
-/** One chart's view of a query result: xs every period over the window,
+/** One chart's view of a query result (format columns): xs every period over the window,
  *  each series' values on it (null where a bucket has none). */
 function chartView(result, win, labels, markers) {
   const n = (win.end - win.start) / win.period;
@@ -121,13 +122,13 @@ function chartView(result, win, labels, markers) {
   for (let i = 0; i < n; i++) xs[i] = win.start + i * win.period;
   const series = result.series.map((s) => {
     const values = new Array(n).fill(null);
-    for (const p of s.points) {
-      const i = Math.round((epoch(p.timestamp) - win.start) / win.period);
-      if (i >= 0 && i < n) values[i] = p.value;
-    }
+    s.timestamps.forEach((t, k) => {
+      const i = Math.round((t - win.start) / win.period);
+      if (i >= 0 && i < n) values[i] = s.values[k];
+    });
     const node = s.node_id ? labels.get(s.node_id) : null;
     return { label: s.node_id ? (node ? node.label : `gone ${s.node_id.slice(0, 8)}`) : result.stat,
-             order: node ? node.order : Infinity, values, points: s.points.length };
+             order: node ? node.order : Infinity, values, points: s.values.length };
   });
   series.sort((a, b) => a.order - b.order || a.label.localeCompare(b.label));
   return { range: [win.start, win.end], xs, series, markers };
@@ -309,7 +310,8 @@ export async function renderDashboard(main, id, params = {}) {
   const status = h('p', { class: 'muted', role: 'status' });
   const errors = h('div');
 
-  const metrics = CHARTS.filter((n) => byName.has(n)).map((n) => byName.get(n));
+  const only = params.charts ? params.charts.split(',') : null;
+  const metrics = CHARTS.filter((n) => byName.has(n) && (!only || only.includes(n))).map((n) => byName.get(n));
   const charts = metrics.map((m) => chartFigure(m, defaults, (c) => state.win && loadCharts([c])));
   const markerTable = h('tbody');
   const slots = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
@@ -349,25 +351,26 @@ export async function renderDashboard(main, id, params = {}) {
     }
     if (defaults.stat !== 'Average') q.set('stat', defaults.stat);
     if (defaults.byNode) q.set('by', 'node');
+    if (only) q.set('charts', only.join(','));
     history.replaceState(null, '', `#/clusters/${encodeURIComponent(id)}/metrics?${q}`);
   }
 
   /* Query the charts in list, in parallel calls, and draw each as its
    * results come. Resolves once all have drawn (or failed). */
-  async function loadCharts(list, win = state.win, markers = state.markers) {
+  async function loadCharts(list, win = state.win, markers = Promise.resolve(state.markers)) {
     const seq = state.seq;
     const calls = [];
     for (let i = 0; i < list.length; i += QUERIES_PER_CALL) {
       const batch = list.slice(i, i + QUERIES_PER_CALL);
-      calls.push(api('POST', '/v1/metrics/query', {
-        start: String(win.start), end: String(win.end), period: win.period,
+      calls.push(Promise.all([api('POST', '/v1/metrics/query', {
+        start: String(win.start), end: String(win.end), period: win.period, format: 'columns',
         queries: batch.map((c) => ({ id: c.metric.name, cluster_id: id, name: c.metric.name,
                                      stat: c.stat(), group_by: c.byNode() ? 'node' : null })),
-      }).then((r) => {
+      }), markers]).then(([r, marks]) => {
         if (seq !== state.seq) return;
         r.results.forEach((res, k) => {
           if (res.error) chartError(batch[k], res.error.message);
-          else drawChart(batch[k], chartView(res, win, state.labels, markers));
+          else drawChart(batch[k], chartView(res, win, state.labels, marks));
         });
       }, (e) => {
         if (seq !== state.seq) return;
@@ -380,7 +383,10 @@ export async function renderDashboard(main, id, params = {}) {
     if (failed && seq === state.seq) show(errors, alert(`Could not load the metrics: ${failed.reason.message}`));
   }
 
-  async function refresh() {
+  /* Everything at once: the cluster (its nodes' roles label the lines),
+   * the events (the markers) and the charts, each chart drawn as soon as
+   * its call and the markers are in. */
+  async function refresh(fresh = get(`/v1/clusters/${encodeURIComponent(id)}`)) {
     const win = currentWindow();
     if (!win) {
       show(errors, alert('The custom range needs a start before its end.'));
@@ -390,20 +396,20 @@ export async function renderDashboard(main, id, params = {}) {
     root.dataset.state = 'loading';
     show(errors);
     status.textContent = 'Loading…';
-    const [c, markers] = await Promise.all([
-      get(`/v1/clusters/${encodeURIComponent(id)}`).catch(() => state.cluster),
-      loadMarkers(id, win).catch((e) => {
-        show(errors, alert(`Could not read the cluster's events: ${e.message}`));
-        return [];
-      }),
-    ]);
-    if (seq !== state.seq) return;
-    state.cluster = c;
-    state.labels = nodeLabels(c);
     state.win = win;
-    state.markers = markers;
-    show(markerTable, markerRows(markers));
-    await loadCharts(charts, win, markers);
+    const markers = loadMarkers(id, win).catch((e) => {
+      show(errors, alert(`Could not read the cluster's events: ${e.message}`));
+      return [];
+    });
+    const labelled = fresh.then((c) => {
+      state.cluster = c;
+      state.labels = nodeLabels(c);
+    }, () => {});   // the labels of the last read do
+    const charted = loadCharts(charts, win, Promise.all([markers, labelled]).then(([m]) => m));
+    state.markers = await markers;
+    if (seq !== state.seq) return;
+    show(markerTable, markerRows(state.markers));
+    await charted;
     if (seq !== state.seq) return;
     root.dataset.state = 'drawn';
     if (!state.drawn) {
@@ -441,5 +447,5 @@ export async function renderDashboard(main, id, params = {}) {
     if (auto.checked && range.value !== 'custom') refresh();
   }, REFRESH_MS);
   remember();
-  await refresh();
+  await refresh(Promise.resolve(cluster));
 }
