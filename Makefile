@@ -1,6 +1,7 @@
 # Cairn -- one Makefile for the whole tree.
 #
-#   make            build bin/cairnd and bin/cairn-agent
+#   make            build bin/cairnd, bin/cairn-agent and the console (build/web)
+#   make install    bin/ and the console under PREFIX (/usr/local), DESTDIR honoured
 #   make check      install what is missing, build, lint, run every test layer
 #   make demo       install, build, start the local stack (see README)
 #   make demo-down  stop it, keeping ./var
@@ -44,10 +45,10 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 .PHONY: all deps check unit asan system contract lint format bench demo demo-down clean browser-deps \
-	fuzz fuzz-check fuzz-build fuzz-targets
+	fuzz fuzz-check fuzz-build fuzz-targets web install
 .DEFAULT_GOAL := all
 
-all: bin/cairnd bin/cairn-agent
+all: bin/cairnd bin/cairn-agent web
 
 bin/cairnd: $(BUILD)/controlplane/main.o $(BUILD)/libcairnd.a $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
 	@mkdir -p $(@D)
@@ -60,6 +61,35 @@ bin/cairn-agent: $(BUILD)/agent/main.o $(BUILD)/libcairnagent.a $(BUILD)/libcair
 	@mkdir -p $(@D)
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
+
+# The console cairnd serves: web/'s own files and uPlot's ES module build
+# and stylesheet (npm, locked in web/package-lock.json), assembled afresh
+# into $(BUILD)/web whenever any of them changes. node_modules stays out.
+WEB_FILES := web/index.html web/favicon.svg $(wildcard web/css/*.css) $(wildcard web/js/*.js)
+UPLOT     := web/node_modules/uplot/dist
+
+web/node_modules: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+web: $(BUILD)/web.stamp
+
+$(BUILD)/web.stamp: $(WEB_FILES) web/node_modules
+	@echo "WEB $(BUILD)/web"
+	@rm -rf $(BUILD)/web && mkdir -p $(BUILD)/web/vendor
+	@cp -R web/index.html web/favicon.svg web/css web/js $(BUILD)/web/
+	@cp $(UPLOT)/uPlot.esm.js $(BUILD)/web/vendor/uplot.js
+	@cp $(UPLOT)/uPlot.min.css $(BUILD)/web/vendor/uplot.css
+	@cp $(UPLOT)/../LICENSE $(BUILD)/web/vendor/uplot-LICENSE.txt
+	@touch $@
+
+# An installed cairnd finds the console in ../share/cairn/web.
+PREFIX  ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/cairn
+	install -m 755 bin/cairnd bin/cairn-agent $(DESTDIR)$(PREFIX)/bin/
+	rm -rf $(DESTDIR)$(PREFIX)/share/cairn/web
+	cp -R $(BUILD)/web $(DESTDIR)$(PREFIX)/share/cairn/web
 
 $(BUILD)/libcairn.a: $(LIB_OBJ)
 	@rm -f $@ && $(AR) rcs $@ $^

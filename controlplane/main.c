@@ -64,18 +64,26 @@ static int fail(const char *fmt, const char *arg)
     return 1;
 }
 
-/* The console as installed beside cairnd: <directory of the binary>/../web
- * (in a checkout, bin/cairnd finds web/). NULL when the binary's path
- * cannot be read. */
+/* The console beside cairnd: <directory of the binary>/../share/cairn/web
+ * when that is a directory (cairnd installed by `make install`), else
+ * <directory of the binary>/../build/web (bin/cairnd in a checkout, where
+ * `make` assembles the console). NULL when the binary's path cannot be
+ * read. */
 static const char *default_web_root(void)
 {
+    static const char installed[] = "/../share/cairn/web", checkout[] = "/../build/web";
     static char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - sizeof("/../web"));
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - sizeof(installed));
+    struct stat st;
 
-    if (n <= 0 || (size_t)n >= sizeof(path) - sizeof("/../web"))
+    if (n <= 0 || (size_t)n >= sizeof(path) - sizeof(installed))
         return NULL;
     path[n] = '\0';
-    strcpy(strrchr(path, '/'), "/../web");
+    char *dir_end = strrchr(path, '/');
+    strcpy(dir_end, installed);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return path;
+    strcpy(dir_end, checkout);
     return path;
 }
 

@@ -317,6 +317,7 @@ static bool check_time(const json_t *value, char *msg, size_t msgsize)
 }
 
 static const char *const by_node[] = {"node", NULL};
+static const char *const formats[] = {"points", "columns", NULL};
 
 static const struct jspec_field query_fields[] = {
     {.name = "id", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 64},
@@ -333,6 +334,7 @@ const struct jspec_field api_metrics_query_spec[] = {
     {.name = "start", .type = JSPEC_STRING, .check = check_time},
     {.name = "end", .type = JSPEC_STRING, .check = check_time},
     {.name = "period", .type = JSPEC_INTEGER, .has_range = true, .min = 1, .max = MAX_PERIOD_S},
+    {.name = "format", .type = JSPEC_STRING, .one_of = formats},
     {.name = "queries",
      .type = JSPEC_ARRAY,
      .required = true,
@@ -343,13 +345,14 @@ const struct jspec_field api_metrics_query_spec[] = {
 };
 
 /* Several series in one call (a dashboard): each query names one metric of
- * one cluster, over the body's shared range and period. A query whose
+ * one cluster, over the body's shared range, period and format. A query whose
  * cluster does not exist gets an error in its result; a range that cannot
  * be answered refuses the whole request. */
 void api_metrics_query(struct http_request *req)
 {
     const json_t *body = req->json;
     const json_t *period = json_object_get(body, "period");
+    const char *format = json_string_value(json_object_get(body, "format"));
     json_t *results = json_array(), *item, *out = NULL;
     size_t i;
 
@@ -364,6 +367,7 @@ void api_metrics_query(struct http_request *req)
             .stat = stat_index(stat != NULL ? stat : "Average"),
             .node_id = json_string_value(json_object_get(item, "node_id")),
             .by_node = json_is_string(json_object_get(item, "group_by")),
+            .columns = format != NULL && strcmp(format, "columns") == 0,
             .metrics = &metric,
             .nmetrics = 1};
         struct problem p = {0};

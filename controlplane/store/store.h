@@ -693,6 +693,7 @@ struct store_metric_query {
     int stat;            /* Average, Minimum, Maximum, Sum, SampleCount, p50, p90, p99 */
     const char *node_id; /* NULL: every node */
     bool by_node;        /* a series per node */
+    bool columns;        /* each series as timestamps[] and values[], not points[] */
     const int *metrics;  /* catalog positions */
     int nmetrics;
     int max_points;

@@ -163,10 +163,31 @@ static char *iso(long long epoch, char *buf)
     return time_format((int64_t)epoch * 1000000, TIME_SECONDS, buf);
 }
 
-static json_t *series(const struct metric_def *m, const char *node_id)
+/* An empty series of metric m: its points as [{timestamp, value}], or with
+ * columns as timestamps[] (epoch seconds) and values[] in step, which is
+ * half the bytes and a fraction of the work for a dashboard's many series. */
+static json_t *series(const struct metric_def *m, const char *node_id, bool columns)
 {
+    if (columns)
+        return json_pack("{s:s, s:s, s:s?, s:[], s:[]}", "name", m->name, "unit", m->unit,
+                         "node_id", node_id, "timestamps", "values");
     return json_pack("{s:s, s:s, s:s?, s:[]}", "name", m->name, "unit", m->unit, "node_id", node_id,
                      "points");
+}
+
+/* Append the bucket starting at epoch seconds at, of value v, to s. */
+static void series_append(json_t *s, bool columns, long long at, double v)
+{
+    if (columns) {
+        json_array_append_new(json_object_get(s, "timestamps"), json_integer(at));
+        json_array_append_new(json_object_get(s, "values"), json_real(v));
+        return;
+    }
+    char ts[TIME_TEXT_SIZE];
+    json_t *point = json_object();
+    json_object_set_new(point, "timestamp", json_string(iso(at, ts)));
+    json_object_set_new(point, "value", json_real(v));
+    json_array_append_new(json_object_get(s, "points"), point);
 }
 
 /* The query's range in epoch seconds; DB_NOT_FOUND without the cluster,
@@ -245,21 +266,17 @@ static enum db_status one_metric(struct db_conn *conn, const struct store_metric
     json_t *cur = NULL;
     const char *cur_node = NULL;
     if (!q->by_node) {
-        cur = series(m, q->node_id);
+        cur = series(m, q->node_id, q->columns);
         json_array_append_new(all, cur);
     }
     for (int r = 0; r < PQntuples(res); r++) {
         const char *node = PQgetvalue(res, r, 1);
         if (q->by_node && (cur_node == NULL || strcmp(cur_node, node) != 0)) {
-            cur = series(m, node);
+            cur = series(m, node, q->columns);
             json_array_append_new(all, cur);
             cur_node = node;
         }
-        char ts[TIME_TEXT_SIZE];
-        json_t *point = json_object();
-        json_object_set_new(point, "timestamp", json_string(iso(db_int(res, r, 0), ts)));
-        json_object_set_new(point, "value", json_real(stat_value(res, r, q->stat)));
-        json_array_append_new(json_object_get(cur, "points"), point);
+        series_append(cur, q->columns, db_int(res, r, 0), stat_value(res, r, q->stat));
     }
     PQclear(res);
     return DB_OK;

@@ -25,6 +25,8 @@ import requests
 
 REPO = Path(__file__).resolve().parents[2]
 CAIRND = Path(os.environ.get("CAIRND", str(REPO / "bin" / "cairnd")))
+# The console as `make` assembles it (web/ and its vendored uPlot).
+WEB_ROOT = REPO / "build" / "web"
 PG_BIN = Path(os.environ.get("CAIRN_PG_BIN", "/usr/lib/postgresql/15/bin"))
 PSQL = os.environ.get("CAIRN_PSQL", "/usr/bin/psql")
 KEEP_TMP = os.environ.get("CAIRN_KEEP_TMP") == "1"
@@ -455,7 +457,7 @@ class Cairnd:
         argv = [binary, "serve", "--secret-key-file", str(self.dir / "secret.key"),
                 "--sentinel-listen", "off"]
         # No web console unless a test gives one (web_root=None: cairnd's default,
-        # the web/ beside the binary), so that the repository's own console does not
+        # ../build/web or ../share/cairn/web from the binary), so that the repository's own console does not
         # answer the paths outside /v1 that tests probe.
         if web_root is not None:
             argv += ["--web-root", str(web_root)]

@@ -18,14 +18,8 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 
 
-def web_root():
-    """The console as make builds it (build/web), else its sources."""
-    built = harness.REPO / "build" / "web"
-    return built if (built / "index.html").is_file() else harness.REPO / "web"
-
-
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures(
-    "browser", cairnd_args=["--web-root", str(web_root())])
+    "browser", cairnd_args=["--web-root", str(harness.WEB_ROOT)])
 
 
 def require_browser():

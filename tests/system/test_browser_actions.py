@@ -11,10 +11,11 @@ import subprocess
 import clusters
 import expect
 from expect import eq
-from test_browser import BROWSER, CHROMIUM, SHOTS, require_browser, web_root
+import harness
+from test_browser import BROWSER, CHROMIUM, SHOTS, require_browser
 
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures(
-    "browser-actions", cairnd_args=["--web-root", str(web_root())])
+    "browser-actions", cairnd_args=["--web-root", str(harness.WEB_ROOT)])
 
 
 def test_forms_and_actions(stack, cleanup):

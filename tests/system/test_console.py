@@ -1,8 +1,9 @@
-"""The web console as cairnd serves it from the repository's web/: the page and every
-module it loads arrive with their types and a Content-Security-Policy that allows only the
-console's own files, the page carries no inline script or style, and the API it calls is
-the one everyone uses."""
+"""The web console as cairnd serves it from build/web (web/ and the uPlot `make` vendors):
+the page and every module and stylesheet it loads arrive with their types and a
+Content-Security-Policy that allows only the console's own files, the page carries no
+inline script or style, and the API it calls is the one everyone uses."""
 
+import posixpath
 import re
 from html.parser import HTMLParser
 
@@ -11,7 +12,8 @@ import pytest
 import harness
 from expect import eq
 
-WEB = harness.REPO / "web"
+WEB = harness.WEB_ROOT
+SOURCE = harness.REPO / "web"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
        "form-action 'self'; frame-ancestors 'none'")
@@ -42,6 +44,8 @@ class Page(HTMLParser):
 
 @pytest.fixture(scope="module")
 def console(pg, cairnd_binary, request):
+    if not (WEB / "index.html").is_file():
+        pytest.fail(f"no console at {WEB}: run `make`", pytrace=False)
     db = pg.create_database("console")
     failed_before = request.session.testsfailed
     c = harness.start_cairnd(pg.url(db), web_root=WEB, label="cairnd-console")
@@ -62,18 +66,24 @@ def served(console, path, content_type):
     return r.text
 
 
-def modules(text):
-    """The relative modules a module imports."""
-    return re.findall(r"""^import .* from '(\./[\w.]+)';""", text, re.M)
+def modules(path, text):
+    """The modules the module at path imports, statically or with import(), as paths from
+    the root."""
+    found = re.findall(r"""^import .* from '(\.\.?/[\w./-]+)';|import\('(\.\.?/[\w./-]+)'\)""",
+                       text, re.M)
+    return [posixpath.normpath(posixpath.join(posixpath.dirname(path), a or b))
+            for a, b in found]
 
 
 def test_the_page_and_all_it_loads_are_served_under_the_policy(console):
     page = Page()
     page.feed(served(console, "/", "text/html; charset=utf-8"))
     eq(page.inline, [], "inline script, style or handlers in index.html (the policy refuses them)")
-    assert "js/app.js" in page.loads and "css/console.css" in page.loads, page.loads
+    for loaded in ("js/app.js", "css/console.css", "vendor/uplot.css"):
+        assert loaded in page.loads, page.loads
+    for sheet in (p for p in page.loads if p.endswith(".css")):
+        served(console, "/" + sheet, "text/css; charset=utf-8")
     seen, todo = set(), [p for p in page.loads if p.endswith(".js")]
-    served(console, "/css/console.css", "text/css; charset=utf-8")
     while todo:
         path = todo.pop()
         if path in seen:
@@ -81,9 +91,20 @@ def test_the_page_and_all_it_loads_are_served_under_the_policy(console):
         seen.add(path)
         text = served(console, "/" + path, "text/javascript; charset=utf-8")
         assert "innerHTML" not in text, f"{path} builds markup from strings"
-        todo += ["js/" + m[2:] for m in modules(text)]
-    eq(sorted(seen), sorted("js/" + p.name for p in (WEB / "js").glob("*.js")),
+        todo += modules(path, text)
+    eq(sorted(p for p in seen if p.startswith("js/")),
+       sorted("js/" + p.name for p in (SOURCE / "js").glob("*.js")),
        "modules reached from the page (each file in web/js is used)")
+    assert "vendor/uplot.js" in seen, f"uPlot is not reached from the page: {sorted(seen)}"
+
+
+def test_the_built_console_is_the_source(console):
+    """build/web holds web/'s served files as they are now: `make` copied them afresh."""
+    sources = [SOURCE / "index.html", SOURCE / "favicon.svg"]
+    sources += sorted((SOURCE / "css").glob("*")) + sorted((SOURCE / "js").glob("*"))
+    for path in sources:
+        rel = path.relative_to(SOURCE)
+        eq((WEB / rel).read_bytes(), path.read_bytes(), f"build/web/{rel} (run `make`)")
 
 
 def test_the_api_beside_it_is_unchanged(console):

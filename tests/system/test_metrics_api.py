@@ -8,6 +8,7 @@ ranges in RFC 3339 and epoch seconds, the 1,440-point limit, errors).
 Nodes are placed with SQL as the scheduler would; no engine runs.
 """
 
+import calendar
 import re
 import statistics
 import time
@@ -234,12 +235,28 @@ def test_several_series_in_one_query(hosts):
        "connections per node")
     eq((res["other"]["stat"], points(res["other"])), ("Average", [(iso(t0), 4.0)]), "other")
     eq(res["gone"]["error"]["code"], "CLUSTER_NOT_FOUND", "missing cluster")
+    # The same answers as columns: timestamps (epoch seconds) and values in step.
+    cols = {r["id"]: r for r in expect.json_ok(inst.api.post(
+        "/v1/metrics/query", json=dict(body, format="columns")))["results"]}
+    for qid in ("hits", "conns", "other"):
+        eq(len(cols[qid]["series"]), len(res[qid]["series"]), f"{qid}: series as columns")
+        for as_points, as_cols in zip(res[qid]["series"], cols[qid]["series"]):
+            assert "points" not in as_cols, as_cols
+            eq((as_cols["node_id"], list(zip(as_cols["timestamps"], as_cols["values"]))),
+               (as_points["node_id"], [(calendar.timegm(time.strptime(p["timestamp"],
+                                                                      "%Y-%m-%dT%H:%M:%SZ")),
+                                        p["value"]) for p in as_points["points"]]),
+               f"{qid} as columns")
+    eq(cols["gone"]["error"]["code"], "CLUSTER_NOT_FOUND", "missing cluster, as columns")
     for bad, fields in (({"queries": []}, ["queries"]),
                         ({"queries": [{"id": "x", "cluster_id": "c", "name": "Nope"}]},
                          ["queries[0].name"]),
                         ({"period": 0, "queries": [{"id": "x", "cluster_id": "c",
                                                     "name": "CacheHits", "stat": "mean"}]},
-                         ["period", "queries[0].stat"])):
+                         ["period", "queries[0].stat"]),
+                        ({"format": "rows", "queries": [{"id": "x", "cluster_id": "c",
+                                                         "name": "CacheHits"}]},
+                         ["format"])):
         expect.problem(inst.api.post("/v1/metrics/query", json=bad), "VALIDATION_FAILED",
                        fields=fields)
     expect.problem(inst.api.post("/v1/metrics/query", json=dict(

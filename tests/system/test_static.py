@@ -237,14 +237,20 @@ def test_no_web_root_serves_nothing(shared):
         expect.html_not_found(shared.anon.get(path))
 
 
-def test_the_default_web_root_is_beside_the_binary(cairnd_factory, fresh_db):
+@pytest.mark.parametrize("layout", [
+    ("build/web",),                        # bin/cairnd in a checkout: what `make` assembled
+    ("share/cairn/web",),                  # installed by `make install`
+    ("share/cairn/web", "build/web"),      # both: the installed console wins
+])
+def test_the_default_web_root_is_beside_the_binary(cairnd_factory, fresh_db, layout):
     base = harness.make_temp_dir("install")
     try:
         (base / "bin").mkdir()
-        (base / "web").mkdir()
         binary = base / "bin" / "cairnd"
         shutil.copy2(harness.CAIRND, binary)
-        (base / "web" / "index.html").write_bytes(FILES["index.html"])
+        for i, root in enumerate(layout):
+            (base / root).mkdir(parents=True)
+            (base / root / "index.html").write_bytes(FILES["index.html"] if i == 0 else SECRET)
         c = cairnd_factory(fresh_db.url, web_root=None, binary=binary)
         r = harness.Api(c.url).get("/")
         file_ok(r, "index.html", "text/html; charset=utf-8")

@@ -1,6 +1,7 @@
 // app.js -- the console's entry: sign-in gate, hash routes, the header.
 // Pages: #/clusters (the list), #/create (a new cluster), #/clusters/<id>
-// (one cluster), #/hosts (the fleet) and #/tokens (admin tokens only).
+// (one cluster), #/clusters/<id>/metrics (its dashboards), #/hosts (the
+// fleet) and #/tokens (admin tokens only).
 
 import { canChange, identity, signOut, token, ApiError, READ_ONLY } from './api.js';
 import { h, show } from './dom.js';
@@ -39,6 +40,10 @@ async function page(parts, params) {
   if (ADMIN_PAGES[parts[0]]) {
     if (!canChange()) return show(main, h('p', { class: 'muted', role: 'status' }, READ_ONLY));
     return ADMIN_PAGES[parts[0]](main, params);
+  }
+  if (parts[0] === 'clusters' && parts[2] === 'metrics') {
+    // The dashboards (and uPlot) load only when opened.
+    return (await import('./dashboard.js')).renderDashboard(main, parts[1], params);
   }
   if (parts[0] === 'clusters' && parts[1]) return renderCluster(main, parts[1]);
   return renderClusters(main, params);

@@ -6,7 +6,7 @@
 import { api, canChange, get, ApiError, READ_ONLY } from './api.js';
 import { h, show } from './dom.js';
 import { actionBar, cancelPending } from './actions.js';
-import { bytes, operation, opStatusBadge, shape, statusBadge, tags } from './format.js';
+import { bytes, clusterTabs, operation, opStatusBadge, shape, statusBadge, tags } from './format.js';
 
 const FOLLOW_MS = 2000;
 
@@ -133,9 +133,7 @@ function table(label, heads, rows, empty) {
 function page(c, operations, events, refresh) {
   return [
     h('h1', {}, c.id, ' ', statusBadge(c.status), operation(c.current_operation)),
-    h('nav', { class: 'tabs', 'aria-label': 'Cluster' },
-      h('a', { href: `#/clusters/${encodeURIComponent(c.id)}`, 'aria-current': 'page' }, 'Overview'),
-      h('a', { href: `#/clusters/${encodeURIComponent(c.id)}/metrics` }, 'Metrics')),
+    clusterTabs(c.id, 'Overview'),
     canChange() ? actionBar(c, refresh) : h('p', { class: 'muted', role: 'note' }, READ_ONLY),
     h('section', { class: 'panel', 'aria-label': 'Summary' },
       h('dl', { class: 'summary' },

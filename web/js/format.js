@@ -47,3 +47,10 @@ export function bytes(n) {
   for (; Math.abs(n) >= 1024 && i < units.length - 1; i++) n /= 1024;
   return `${i ? n.toFixed(1) : n} ${units[i]}`;
 }
+
+/** A cluster's pages, the current one marked. */
+export function clusterTabs(id, current) {
+  const base = `#/clusters/${encodeURIComponent(id)}`;
+  const tab = (href, text) => h('a', { href, 'aria-current': text === current ? 'page' : null }, text);
+  return h('nav', { class: 'tabs', 'aria-label': 'Cluster' }, tab(base, 'Overview'), tab(`${base}/metrics`, 'Metrics'));
+}
