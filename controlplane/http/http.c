@@ -49,6 +49,14 @@ struct http_server {
     pthread_t park_timer;
 
     _Atomic int connections; /* open now, counted by on_connection */
+
+    /* Workers: the handlers of the user routes, run off the connection
+     * threads (see offload()). */
+    struct http_request *work_head, *work_tail;
+    pthread_cond_t work_ready;
+    bool workers_stopping;
+    pthread_t *workers;
+    int nworkers;
 };
 
 /* Process-wide request counters, for GET /metrics. */
@@ -552,6 +560,72 @@ static void run_handler(struct http_server *srv, struct http_request *req)
     call_handler(req);
 }
 
+/* ---- workers ------------------------------------------------------------ *
+ *
+ * libmicrohttpd gives each of its threads a share of the connections, and a
+ * thread busy in a handler serves none of its other connections meanwhile:
+ * a dashboard's small request kept alive on the same connection thread as
+ * another's slow query would wait for it. So the handlers of the user
+ * routes (read and admin scope), which read the database, run on workers:
+ * the connection is suspended, a worker runs the handler, and resuming the
+ * connection sends the reply from its own thread. Agent routes (whose
+ * long-polls park on the connection thread), probes and the console's files
+ * stay where they are. */
+
+static bool offload(struct http_server *srv, struct http_request *req)
+{
+    if (srv->nworkers == 0 || (req->route->scope != SCOPE_READ && req->route->scope != SCOPE_ADMIN))
+        return false;
+    pthread_mutex_lock(&srv->lock);
+    req->work_next = NULL;
+    if (srv->work_tail != NULL)
+        srv->work_tail->work_next = req;
+    else
+        srv->work_head = req;
+    srv->work_tail = req;
+    MHD_suspend_connection(req->conn);
+    pthread_cond_signal(&srv->work_ready);
+    pthread_mutex_unlock(&srv->lock);
+    return true;
+}
+
+static void *worker_main(void *arg)
+{
+    struct http_server *srv = arg;
+
+    pthread_mutex_lock(&srv->lock);
+    for (;;) {
+        while (srv->work_head == NULL && !srv->workers_stopping)
+            pthread_cond_wait(&srv->work_ready, &srv->lock);
+        struct http_request *req = srv->work_head;
+        if (req == NULL)
+            break; /* stopping, and nothing is left */
+        srv->work_head = req->work_next;
+        if (srv->work_head == NULL)
+            srv->work_tail = NULL;
+        pthread_mutex_unlock(&srv->lock);
+        run_handler(srv, req);
+        pthread_mutex_lock(&srv->lock);
+        MHD_resume_connection(req->conn); /* on_request sends the reply */
+    }
+    pthread_mutex_unlock(&srv->lock);
+    return NULL;
+}
+
+/* Run every queued handler, then end the workers. */
+static void stop_workers(struct http_server *srv)
+{
+    pthread_mutex_lock(&srv->lock);
+    srv->workers_stopping = true;
+    pthread_cond_broadcast(&srv->work_ready);
+    pthread_mutex_unlock(&srv->lock);
+    for (int i = 0; i < srv->nworkers; i++)
+        pthread_join(srv->workers[i], NULL);
+    free(srv->workers);
+    srv->workers = NULL;
+    srv->nworkers = 0;
+}
+
 static enum MHD_Result queue_reply(struct http_request *req)
 {
     struct MHD_Response *resp =
@@ -623,6 +697,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (req->resumed && !req->replied)
         call_handler(req);
+    else if (!req->replied && offload(srv, req))
+        return MHD_YES; /* called again, replied, when the worker resumes it */
     else if (!req->replied)
         run_handler(srv, req);
     if (req->parked)
@@ -709,6 +785,7 @@ struct http_server *http_start(struct app *app, const struct route *table, size_
     pthread_cond_init(&srv->idle, NULL);
 
     pthread_cond_init(&srv->park_changed, NULL);
+    pthread_cond_init(&srv->work_ready, NULL);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                      (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
@@ -730,10 +807,14 @@ struct http_server *http_start(struct app *app, const struct route *table, size_
         pthread_mutex_destroy(&srv->lock);
         pthread_cond_destroy(&srv->idle);
         pthread_cond_destroy(&srv->park_changed);
+        pthread_cond_destroy(&srv->work_ready);
         free(srv);
         return NULL;
     }
     pthread_create(&srv->park_timer, NULL, park_timer_main, srv);
+    srv->workers = xcalloc((size_t)app->cfg.http_threads, sizeof(*srv->workers));
+    for (; srv->nworkers < app->cfg.http_threads; srv->nworkers++)
+        pthread_create(&srv->workers[srv->nworkers], NULL, worker_main, srv);
     return srv;
 }
 
@@ -762,9 +843,13 @@ void http_stop(struct http_server *srv, int timeout_s)
         }
     }
     pthread_mutex_unlock(&srv->lock);
+    /* A worker still in a handler resumes its connection when it is done;
+     * the daemon must outlive that. */
+    stop_workers(srv);
     MHD_stop_daemon(srv->daemon);
     pthread_mutex_destroy(&srv->lock);
     pthread_cond_destroy(&srv->idle);
     pthread_cond_destroy(&srv->park_changed);
+    pthread_cond_destroy(&srv->work_ready);
     free(srv);
 }

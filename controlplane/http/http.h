@@ -70,6 +70,9 @@ struct http_request {
     int64_t park_deadline_us;
     struct http_request *park_next;
 
+    /* Handlers of the user routes run on a worker (see on_request). */
+    struct http_request *work_next;
+
     /* The reply, filled by http_reply_*. */
     bool replied;
     int status;

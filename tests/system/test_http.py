@@ -1,12 +1,15 @@
 """HTTP conventions: request ids, problem documents, routing errors, query checks, logs."""
 
 import re
+import subprocess
+import threading
 import time
 
 import pytest
 
 import expect
 import harness
+from conftest import make_instance
 from expect import eq
 
 # --------------------------------------------------------------------------
@@ -214,3 +217,45 @@ def test_token_secrets_never_reach_the_log(cairn):
     for tok in (created["token"], cairn.admin_token, cairn.read_token):
         secret = harness.TOKEN_RE.match(tok).group(2)
         assert secret not in text, f"a token secret appears in the log:\n{text}"
+
+
+def test_a_blocked_handler_holds_up_no_other_connection(pg, fresh_db, cairnd_factory):
+    """A request whose handler waits (here on a table lock) holds up no request on
+    another connection, even a kept-alive one served by the same connection thread: the
+    API's handlers run on workers. With two threads, ten connections opened before the
+    POST that waits each get their next answer at once."""
+    c = cairnd_factory(fresh_db.url, ["--http-threads", "2"])
+    inst = make_instance(pg, fresh_db, c)
+    kept = [harness.Api(c.url, inst.admin_token) for _ in range(10)]
+    for k in kept:  # each opens its connection (and the token's last use is recorded)
+        expect.json_ok(k.get("/v1/node-types"))
+    api = harness.Api(c.url, inst.admin_token)
+    locker = subprocess.Popen(
+        [harness.PSQL, "-X", "-q", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "cairn",
+         "-d", fresh_db.name],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        env=harness.clean_env())
+    blocked = threading.Thread(target=lambda: api.post(
+        "/v1/clusters", json={"id": "waits", "engine": "valkey", "engine_version": "8.0",
+                              "node_type": "cache.t3.micro"}, timeout=30))
+    try:
+        locker.stdin.write("BEGIN; LOCK TABLE clusters IN EXCLUSIVE MODE; SELECT 1;\n")
+        locker.stdin.flush()
+        harness.wait_until(lambda: "t" == fresh_db.psql(
+            "SELECT count(*) > 0 FROM pg_locks l JOIN pg_class r ON r.oid = l.relation"
+            " WHERE r.relname = 'clusters' AND l.mode = 'ExclusiveLock' AND l.granted").strip(),
+            10, what="the lock taken")
+        blocked.start()
+        harness.wait_until(lambda: "t" == fresh_db.psql(
+            "SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock'").strip(),
+            10, what="the POST waiting on the lock")
+        for i, k in enumerate(kept):
+            t = time.monotonic()
+            r = k.get("/v1/node-types", timeout=5)
+            eq(r.status_code, 200, f"GET on kept-alive connection {i}")
+            assert time.monotonic() - t < 2, f"connection {i} waited {time.monotonic() - t:.1f} s"
+    finally:
+        locker.stdin.write("ROLLBACK;\n")
+        locker.stdin.close()
+        locker.wait(10)
+        blocked.join(30)
