@@ -24,7 +24,7 @@ class Page(HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.loads, self.inline = [], []
+        self.loads, self.inline, self.preloads = [], [], []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -35,6 +35,8 @@ class Page(HTMLParser):
                 self.inline.append("<script> without src")
         if tag == "link" and a.get("rel") == "stylesheet":
             self.loads.append(a["href"])
+        if tag == "link" and a.get("rel") == "modulepreload":
+            self.preloads.append(a["href"])
         if tag == "style":
             self.inline.append("<style>")
         for name in a:
@@ -96,6 +98,24 @@ def test_the_page_and_all_it_loads_are_served_under_the_policy(console):
        sorted("js/" + p.name for p in (SOURCE / "js").glob("*.js")),
        "modules reached from the page (each file in web/js is used)")
     assert "vendor/uplot.js" in seen, f"uPlot is not reached from the page: {sorted(seen)}"
+
+
+def test_every_module_the_first_page_needs_is_preloaded(console):
+    """index.html lists, as modulepreload, every module app.js imports statically (and
+    theirs), so that the browser fetches them at once instead of one level of imports
+    after another; the dashboards (imported when opened) are not among them."""
+    page = Page()
+    page.feed(served(console, "/", "text/html; charset=utf-8"))
+    needed, todo = set(), ["js/app.js"]
+    while todo:
+        path = todo.pop()
+        text = (WEB / path).read_text()
+        for a in re.findall(r"^import .* from '(\.\.?/[\w./-]+)';", text, re.M):
+            dep = posixpath.normpath(posixpath.join(posixpath.dirname(path), a))
+            if dep not in needed:
+                needed.add(dep)
+                todo.append(dep)
+    eq(sorted(page.preloads), sorted(needed), "modules preloaded by index.html")
 
 
 def test_the_built_console_is_the_source(console):

@@ -36,14 +36,25 @@ function route() {
 /* Pages only an admin token may open; a read token is told why. */
 const ADMIN_PAGES = { create: renderCreate, hosts: renderHosts, tokens: renderTokens };
 
+/* The dashboards load when first opened: dashboard.js, and at the same
+ * time (not after it) chart.js and uPlot, which it imports. A metrics page
+ * opened first loads them while the token is checked. */
+const metricsPage = (parts) => parts[0] === 'clusters' && parts[2] === 'metrics';
+function loadDashboard() {
+  import('./chart.js');
+  return import('./dashboard.js');
+}
+let dashboard = metricsPage(route().parts) ? loadDashboard() : null;
+
 async function page(parts, params) {
   if (ADMIN_PAGES[parts[0]]) {
     if (!canChange()) return show(main, h('p', { class: 'muted', role: 'status' }, READ_ONLY));
     return ADMIN_PAGES[parts[0]](main, params);
   }
-  if (parts[0] === 'clusters' && parts[2] === 'metrics') {
+  if (metricsPage(parts)) {
     // The dashboards (and uPlot) load only when opened.
-    return (await import('./dashboard.js')).renderDashboard(main, parts[1], params);
+    dashboard = dashboard || loadDashboard();
+    return (await dashboard).renderDashboard(main, parts[1], params);
   }
   if (parts[0] === 'clusters' && parts[1]) return renderCluster(main, parts[1]);
   return renderClusters(main, params);
