@@ -15,13 +15,15 @@ function copyButton(text, what) {
                        onclick: () => navigator.clipboard && navigator.clipboard.writeText(text) }, 'Copy');
 }
 
+/* A row per kind of endpoint (configuration, primary, readers): its
+ * addresses, and one button that copies them all. */
 function endpoints(c) {
   const rows = [];
   for (const [kind, list] of Object.entries(c.endpoints || {})) {
-    for (const e of [].concat(list || [])) {
-      const text = `${e.address}:${e.port}`;
-      rows.push(h('div', {}, h('span', { class: 'muted' }, `${kind} `), h('code', {}, text), ' ', copyButton(text, text)));
-    }
+    const all = [].concat(list || []).map((e) => `${e.address}:${e.port}`);
+    if (!all.length) continue;
+    rows.push(h('div', { class: 'endpoint' }, h('span', { class: 'muted' }, `${kind} `),
+      all.map((text) => [h('code', {}, text), ' ']), copyButton(all.join(','), `${kind} endpoint${all.length > 1 ? 's' : ''}`)));
   }
   return rows.length ? rows : h('span', { class: 'muted' }, 'none yet');
 }
