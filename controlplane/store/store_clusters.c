@@ -234,10 +234,15 @@ enum db_status store_cluster_live(struct db_conn *conn, const char *id, bool *li
     return st;
 }
 
+/* The version is what the nodes run as their agents last saw it (the
+ * oldest, while an upgrade is under way), as engine_version_actual shows
+ * it; the column keeps the version of when the cluster became available. */
 static const struct db_stmt engine_of = {
     "SELECT spec ->> 'engine', coalesce(spec ->> 'cluster_mode', 'enabled') = 'enabled',"
-    " coalesce(engine_version_actual, spec ->> 'engine_version', '')"
-    " FROM clusters WHERE id = $1"};
+    " coalesce((SELECT min(n.running_version) FROM nodes n"
+    "           WHERE n.cluster_id = c.id AND n.desired_state <> 'deleted'),"
+    "          engine_version_actual, spec ->> 'engine_version', '')"
+    " FROM clusters c WHERE id = $1"};
 
 static void read_engine(const PGresult *res, int row, void *item)
 {

@@ -104,6 +104,14 @@ await run(async (page, _browser, errors) => {
   await waitOperation(page, 'upgrade_engine', 'succeeded', 120000);
   await page.getByRole('region', { name: 'Summary' }).getByText('running 8.0.1').waitFor({ timeout: 30000 });
 
+  // Its dashboards show the ended upgrade's report, before and after.
+  await page.getByRole('link', { name: 'Metrics' }).click();
+  const report = page.getByRole('table', { name: 'Upgrade report' });
+  await report.getByRole('row').filter({ hasText: 'EngineCPUUtilization' }).waitFor({ timeout: 30000 });
+  await page.getByText(/redis 7\.0 → valkey 8\.0/).waitFor();
+  await report.scrollIntoViewIfNeeded();
+  await shot(page, 'upgrade-report');
+
   // Delete: the button waits for the id typed.
   await page.goto(`${base}/#/clusters/${NEW}`);
   await page.getByRole('heading', { level: 1, name: new RegExp(NEW) }).waitFor();

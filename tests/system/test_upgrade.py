@@ -177,6 +177,9 @@ def test_cluster_mode_upgrades_without_losing_a_write(stack, cleanup):
         w.stop()
     eq(op["status"], "succeeded", f"the upgrade: {op}")
     check_upgraded(stack, "up-sharded", pw, before)
+    # Valkey 8 in cluster mode now: per-slot statistics are there.
+    stats = expect.json_ok(stack.api.get("/v1/clusters/up-sharded/slot-stats"))
+    eq(len(stats["shards"]), 3, "slot-stats shards after the upgrade")
     cc.reset()
 
     def missing_keys(keys):
