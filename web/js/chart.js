@@ -49,9 +49,14 @@ export function formatValue(unit, v) {
   return u.scale(v) + u.suffix;
 }
 
-/** The palette, from the stylesheet's variables (--series-N, --marker-KIND). */
+/** The palette, from the stylesheet's variables (--series-N, --marker-KIND),
+ *  read once: each read of a computed style while the page is being built
+ *  would make the browser work out every style again. */
+const cssVars = new Map();
 function cssVar(name) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  if (!cssVars.has(name))
+    cssVars.set(name, getComputedStyle(document.documentElement).getPropertyValue(name).trim());
+  return cssVars.get(name);
 }
 
 function seriesColor(i, count) {
@@ -119,6 +124,7 @@ export class Chart {
     this.container = container;
     this.unit = unit;
     this.plot = null;
+    this.width = 0;     // the container's, from resize()
     this.labels = null;
     this.range = [0, 1];
     this.markers = [];
@@ -133,7 +139,7 @@ export class Chart {
     const axis = { stroke: cssVar('--muted'), grid: { stroke: cssVar('--line'), width: 1 },
                    ticks: { stroke: cssVar('--line'), width: 1 } };
     return {
-      width: Math.max(this.container.clientWidth, 200),
+      width: Math.max(this.width || this.container.clientWidth, 200),
       height: HEIGHT,
       cursor: { sync: { key: SYNC_KEY }, drag: { x: false, y: false } },
       legend: { live: true },
@@ -173,9 +179,12 @@ export class Chart {
     this.plot.over.append(this.tip);
   }
 
-  resize() {
-    if (this.plot && this.container.clientWidth > 0)
-      this.plot.setSize({ width: this.container.clientWidth, height: HEIGHT });
+  /** Follow the container's width, as a ResizeObserver reports it (no
+   *  layout is forced to read it). */
+  resize(width) {
+    this.width = Math.round(width);
+    if (this.plot && this.width > 0 && this.width !== this.plot.width)
+      this.plot.setSize({ width: this.width, height: HEIGHT });
   }
 
   destroy() {

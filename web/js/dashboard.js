@@ -328,7 +328,7 @@ export async function renderDashboard(main, id, params = {}) {
   show(main, root);
 
   const resize = new ResizeObserver((entries) => {
-    for (const e of entries) charts.find((c) => c.plot === e.target)?.chart.resize();
+    for (const e of entries) charts.find((c) => c.plot === e.target)?.chart.resize(e.contentRect.width);
   });
   for (const c of charts) resize.observe(c.plot);
 
