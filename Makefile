@@ -62,9 +62,11 @@ bin/cairn-agent: $(BUILD)/agent/main.o $(BUILD)/libcairnagent.a $(BUILD)/libcair
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
 
-# The console cairnd serves: web/'s own files and uPlot's ES module build
-# and stylesheet (npm, locked in web/package-lock.json), assembled afresh
-# into $(BUILD)/web whenever any of them changes. node_modules stays out.
+# The console cairnd serves: web/'s own files and uPlot and its stylesheet
+# (npm, locked in web/package-lock.json), assembled afresh into $(BUILD)/web
+# whenever any of them changes. node_modules stays out. uPlot publishes its
+# ES module build unminified (145 KB); its minified build (51 KB) declares
+# `var uPlot` in a script, which exporting that name makes a module.
 WEB_FILES := web/index.html web/favicon.svg $(wildcard web/css/*.css) $(wildcard web/js/*.js)
 UPLOT     := web/node_modules/uplot/dist
 
@@ -78,7 +80,7 @@ $(BUILD)/web.stamp: $(WEB_FILES) web/node_modules
 	@echo "WEB $(BUILD)/web"
 	@rm -rf $(BUILD)/web && mkdir -p $(BUILD)/web/vendor
 	@cp -R web/index.html web/favicon.svg web/css web/js $(BUILD)/web/
-	@cp $(UPLOT)/uPlot.esm.js $(BUILD)/web/vendor/uplot.js
+	@{ cat $(UPLOT)/uPlot.iife.min.js; printf '\nexport default uPlot;\n'; } > $(BUILD)/web/vendor/uplot.js
 	@cp $(UPLOT)/uPlot.min.css $(BUILD)/web/vendor/uplot.css
 	@cp $(UPLOT)/../LICENSE $(BUILD)/web/vendor/uplot-LICENSE.txt
 	@touch $@

@@ -36,15 +36,10 @@ function route() {
 /* Pages only an admin token may open; a read token is told why. */
 const ADMIN_PAGES = { create: renderCreate, hosts: renderHosts, tokens: renderTokens };
 
-/* The dashboards load when first opened: dashboard.js, and at the same
- * time (not after it) chart.js and uPlot, which it imports. A metrics page
- * opened first loads them while the token is checked. */
+/* The dashboards run when first opened (index.html has fetched them); a
+ * metrics page opened first gets them ready while the token is checked. */
 const metricsPage = (parts) => parts[0] === 'clusters' && parts[2] === 'metrics';
-function loadDashboard() {
-  import('./chart.js');
-  return import('./dashboard.js');
-}
-let dashboard = metricsPage(route().parts) ? loadDashboard() : null;
+let dashboard = metricsPage(route().parts) ? import('./dashboard.js') : null;
 
 async function page(parts, params) {
   if (ADMIN_PAGES[parts[0]]) {
@@ -53,7 +48,7 @@ async function page(parts, params) {
   }
   if (metricsPage(parts)) {
     // The dashboards (and uPlot) load only when opened.
-    dashboard = dashboard || loadDashboard();
+    dashboard = dashboard || import('./dashboard.js');
     return (await dashboard).renderDashboard(main, parts[1], params);
   }
   if (parts[0] === 'clusters' && parts[1]) return renderCluster(main, parts[1]);
