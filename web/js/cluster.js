@@ -1,14 +1,15 @@
 // cluster.js -- one cluster: summary, endpoints, topology (shards × nodes
 // with their replication), pending changes, parameters, operations and
 // events, and for an admin token its actions. While an operation runs the
-// page follows it every 2 s.
+// page follows it every 2 s, and while a replica catches up every 5 s.
 
 import { api, canChange, get, ApiError, READ_ONLY } from './api.js';
 import { h, show } from './dom.js';
 import { actionBar, cancelPending } from './actions.js';
 import { bytes, clusterTabs, operation, opStatusBadge, shape, statusBadge, tags } from './format.js';
 
-const FOLLOW_MS = 2000;
+const FOLLOW_MS = 2000;  // while an operation runs
+const SETTLE_MS = 5000;  // while a replica catches up
 
 function copyButton(text, what) {
   return h('button', { type: 'button', class: 'plain', 'aria-label': `Copy ${what}`,
@@ -179,9 +180,24 @@ async function load(main, id, refresh) {
   return c;
 }
 
+/* How soon to look again: soon while an operation runs or the status is
+ * on its way somewhere, less often while a replica is not linked and in
+ * sync, never once all is settled. */
+function nextLook(c) {
+  if (!c) return null;
+  if (c.current_operation || !['available', 'create-failed'].includes(c.status)) return FOLLOW_MS;
+  const replicas = (c.shards || []).flatMap((s) => s.nodes).filter((n) => n.replication);
+  const settled = (r) => r.link_status === 'up' && !r.sync_in_progress && !r.loading;
+  return replicas.every((n) => settled(n.replication)) ? null : SETTLE_MS;
+}
+
 export async function renderCluster(main, id) {
   const here = location.hash;
   let timer = null;
+  const follow = (c) => {
+    const ms = nextLook(c);
+    if (ms) timer = setTimeout(refresh, ms);
+  };
   const refresh = async () => {
     clearTimeout(timer);
     if (location.hash !== here) return;
@@ -189,14 +205,10 @@ export async function renderCluster(main, id) {
       timer = setTimeout(refresh, FOLLOW_MS);
       return;
     }
-    const c = await load(main, id, refresh).catch((e) => {
+    follow(await load(main, id, refresh).catch((e) => {
       show(main, h('p', { class: 'error', role: 'alert' }, e.message));
       return null;
-    });
-    if (c && (c.current_operation || !['available', 'create-failed'].includes(c.status)))
-      timer = setTimeout(refresh, FOLLOW_MS);
+    }));
   };
-  const c = await load(main, id, refresh);
-  if (c && (c.current_operation || !['available', 'create-failed'].includes(c.status)))
-    timer = setTimeout(refresh, FOLLOW_MS);
+  follow(await load(main, id, refresh));
 }
