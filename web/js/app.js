@@ -36,20 +36,14 @@ function route() {
 /* Pages only an admin token may open; a read token is told why. */
 const ADMIN_PAGES = { create: renderCreate, hosts: renderHosts, tokens: renderTokens };
 
-/* The dashboards run when first opened (index.html has fetched them); a
- * metrics page opened first gets them ready while the token is checked. */
-const metricsPage = (parts) => parts[0] === 'clusters' && parts[2] === 'metrics';
-let dashboard = metricsPage(route().parts) ? import('./dashboard.js') : null;
-
 async function page(parts, params) {
   if (ADMIN_PAGES[parts[0]]) {
     if (!canChange()) return show(main, h('p', { class: 'muted', role: 'status' }, READ_ONLY));
     return ADMIN_PAGES[parts[0]](main, params);
   }
-  if (metricsPage(parts)) {
-    // The dashboards (and uPlot) load only when opened.
-    dashboard = dashboard || import('./dashboard.js');
-    return (await dashboard).renderDashboard(main, parts[1], params);
+  if (parts[0] === 'clusters' && parts[2] === 'metrics') {
+    // The dashboards and uPlot run only once opened (index.html fetched them).
+    return (await import('./dashboard.js')).renderDashboard(main, parts[1], params);
   }
   if (parts[0] === 'clusters' && parts[1]) return renderCluster(main, parts[1]);
   return renderClusters(main, params);
