@@ -22,8 +22,10 @@ export function openDialog({ title, body, confirm, danger, preview, submit, read
   const ok = h('button', { type: 'submit', class: danger ? 'danger' : '' }, confirm);
   const check = preview ? h('button', { type: 'button', class: 'plain' }, 'Preview') : null;
   const cancel = h('button', { type: 'button', class: 'plain' }, 'Cancel');
+  // The body scrolls; the title and the buttons stay in view.
   const form = h('form', { method: 'dialog', 'aria-labelledby': 'dialog-title' },
-    h('h2', { id: 'dialog-title' }, title), body, previewBox, alert,
+    h('h2', { id: 'dialog-title' }, title),
+    h('div', { class: 'dialog-body' }, body, previewBox, alert),
     h('div', { class: 'buttons' }, check, ok, cancel));
   const dlg = h('dialog', { class: 'panel' }, form);
   let previewed = !preview;
@@ -44,6 +46,7 @@ export function openDialog({ title, body, confirm, danger, preview, submit, read
       previewBox.replaceChildren(h('p', { class: 'muted' }, 'Checking…'));
       try {
         previewBox.replaceChildren(...[].concat(await preview()));
+        previewBox.scrollIntoView({ block: 'nearest' });
         previewed = true;
       } catch (e) {
         previewBox.replaceChildren();

@@ -83,6 +83,7 @@ export function showErrors(form, err) {
   }
   if (alert) alert.textContent = [err.message, ...loose].join(' — ');
   if (first) first.focus();
+  else if (alert) alert.scrollIntoView({ block: 'nearest' });
 }
 
 /** The form's alert line (role=alert), placed where the form wants it. */
