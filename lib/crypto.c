@@ -3,6 +3,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,16 @@ void crypto_sha256(const void *data, size_t len, unsigned char out[CRYPTO_SHA256
     unsigned int outlen = CRYPTO_SHA256_LEN;
     if (EVP_Digest(data, len, out, &outlen, EVP_sha256(), NULL) != 1) {
         fprintf(stderr, "cairn: SHA-256 failed\n");
+        abort();
+    }
+}
+
+void crypto_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                        unsigned char out[CRYPTO_SHA256_LEN])
+{
+    unsigned int outlen = CRYPTO_SHA256_LEN;
+    if (HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &outlen) == NULL) {
+        fprintf(stderr, "cairn: HMAC-SHA-256 failed\n");
         abort();
     }
 }

@@ -1,5 +1,6 @@
 /* crypto.h -- the few cryptographic primitives Cairn needs, on OpenSSL:
- * random bytes, SHA-256, constant-time comparison, hex and base64url text. */
+ * random bytes, SHA-256 and HMAC-SHA-256, constant-time comparison, hex and
+ * base64url text. */
 #ifndef CAIRN_CRYPTO_H
 #define CAIRN_CRYPTO_H
 
@@ -14,6 +15,10 @@ void crypto_random(void *buf, size_t n);
 
 /* SHA-256 of data into out (CRYPTO_SHA256_LEN bytes). */
 void crypto_sha256(const void *data, size_t len, unsigned char out[CRYPTO_SHA256_LEN]);
+
+/* HMAC-SHA-256 of data under key into out (CRYPTO_SHA256_LEN bytes). */
+void crypto_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                        unsigned char out[CRYPTO_SHA256_LEN]);
 
 /* Compare two equal-length buffers in time independent of their contents. */
 bool crypto_equal(const void *a, const void *b, size_t n);

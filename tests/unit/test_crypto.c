@@ -31,6 +31,19 @@ static void test_sha256_vectors(void **state)
     assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
+/* RFC 4231, test case 2. */
+static void test_hmac_sha256(void **state)
+{
+    unsigned char mac[CRYPTO_SHA256_LEN];
+    char hex[2 * CRYPTO_SHA256_LEN + 1];
+    static const char data[] = "what do ya want for nothing?";
+
+    (void)state;
+    crypto_hmac_sha256("Jefe", 4, data, strlen(data), mac);
+    crypto_hex(mac, sizeof(mac), hex);
+    assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
 static void test_hex(void **state)
 {
     static const unsigned char bytes[] = {0x00, 0x01, 0x7f, 0x80, 0xab, 0xff};
@@ -194,6 +207,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_hmac_sha256),
         cmocka_unit_test(test_hex),
         cmocka_unit_test(test_b64url_vectors),
         cmocka_unit_test(test_b64url_alphabet),
