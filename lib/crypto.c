@@ -54,7 +54,7 @@ void crypto_hex(const void *data, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-static int hex_digit(char c)
+int crypto_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -68,7 +68,7 @@ static int hex_digit(char c)
 bool crypto_unhex(const char *in, size_t n, unsigned char *out)
 {
     for (size_t i = 0; i < n; i++) {
-        int hi = hex_digit(in[2 * i]), lo = hi < 0 ? -1 : hex_digit(in[2 * i + 1]);
+        int hi = crypto_hex_digit(in[2 * i]), lo = hi < 0 ? -1 : crypto_hex_digit(in[2 * i + 1]);
         if (lo < 0)
             return false;
         out[i] = (unsigned char)(hi << 4 | lo);

@@ -26,6 +26,9 @@ bool crypto_equal(const void *a, const void *b, size_t n);
 /* Lower-case hex of n bytes into out, which must hold 2n+1 bytes. */
 void crypto_hex(const void *data, size_t n, char *out);
 
+/* The value of a hex digit (either case), or -1 for another character. */
+int crypto_hex_digit(char c);
+
 /* Decode the hex text in[0..2n) into n bytes of out. Returns false, with
  * out partly written, on a character that is not a hex digit. */
 bool crypto_unhex(const char *in, size_t n, unsigned char *out);

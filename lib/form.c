@@ -5,19 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto.h"
 #include "utf8.h"
 #include "xalloc.h"
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Decode n bytes of s ("+" a space, %XX a byte) into a new string; NULL
  * with err filled on a bad escape, a NUL or bytes that are not UTF-8. */
@@ -32,7 +22,8 @@ static char *decode(const char *s, size_t n, const char *what, char *err, size_t
         } else if (s[i] != '%') {
             out[k++] = s[i];
         } else {
-            int hi = i + 2 < n ? hexval(s[i + 1]) : -1, lo = hi >= 0 ? hexval(s[i + 2]) : -1;
+            int hi = i + 2 < n ? crypto_hex_digit(s[i + 1]) : -1,
+                lo = hi >= 0 ? crypto_hex_digit(s[i + 2]) : -1;
             if (lo < 0) {
                 snprintf(err, errsize, "a %s has a bad %%-escape", what);
                 free(out);

@@ -150,14 +150,6 @@ static void encode(struct strbuf *b, const char *s, size_t n, bool keep_slash)
     }
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)tolower((unsigned char)c);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* The n bytes at s with %XX decoded (a bad escape stays as it is), into a
  * new string of *len bytes. */
 static char *decode(const char *s, size_t n, size_t *len)
@@ -165,8 +157,8 @@ static char *decode(const char *s, size_t n, size_t *len)
     char *out = xmalloc(n + 1);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        int hi = i + 2 < n && s[i] == '%' ? hexval(s[i + 1]) : -1;
-        int lo = hi >= 0 ? hexval(s[i + 2]) : -1;
+        int hi = i + 2 < n && s[i] == '%' ? crypto_hex_digit(s[i + 1]) : -1;
+        int lo = hi >= 0 ? crypto_hex_digit(s[i + 2]) : -1;
         if (lo >= 0) {
             out[k++] = (char)(hi * 16 + lo);
             i += 2;
