@@ -77,6 +77,18 @@ def modules(path, text):
             for a, b in found]
 
 
+def reachable(starts, read):
+    """Every module reachable from the modules starts, read(path) giving each one's text;
+    the starts included."""
+    seen, todo = set(), list(starts)
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo += modules(path, read(path))
+    return seen
+
+
 def test_the_page_and_all_it_loads_are_served_under_the_policy(console):
     page = Page()
     page.feed(served(console, "/", "text/html; charset=utf-8"))
@@ -85,15 +97,12 @@ def test_the_page_and_all_it_loads_are_served_under_the_policy(console):
         assert loaded in page.loads, page.loads
     for sheet in (p for p in page.loads if p.endswith(".css")):
         served(console, "/" + sheet, "text/css; charset=utf-8")
-    seen, todo = set(), [p for p in page.loads if p.endswith(".js")]
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
+    def read(path):
         text = served(console, "/" + path, "text/javascript; charset=utf-8")
         assert "innerHTML" not in text, f"{path} builds markup from strings"
-        todo += modules(path, text)
+        return text
+
+    seen = reachable([p for p in page.loads if p.endswith(".js")], read)
     eq(sorted(p for p in seen if p.startswith("js/")),
        sorted("js/" + p.name for p in (SOURCE / "js").glob("*.js")),
        "modules reached from the page (each file in web/js is used)")
@@ -106,13 +115,7 @@ def test_every_module_is_preloaded(console):
     level of imports after another."""
     page = Page()
     page.feed(served(console, "/", "text/html; charset=utf-8"))
-    needed, todo = set(), ["js/app.js"]
-    while todo:
-        path = todo.pop()
-        for dep in modules(path, (WEB / path).read_text()):
-            if dep not in needed:
-                needed.add(dep)
-                todo.append(dep)
+    needed = reachable(["js/app.js"], lambda path: (WEB / path).read_text()) - {"js/app.js"}
     eq(sorted(page.preloads), sorted(needed), "modules preloaded by index.html")
 
 

@@ -4,7 +4,7 @@
 // fleet) and #/tokens (admin tokens only).
 
 import { canChange, identity, signOut, token, ApiError, READ_ONLY } from './api.js';
-import { h, show } from './dom.js';
+import { alertLine, h, show } from './dom.js';
 import { renderSignIn } from './signin.js';
 import { renderClusters } from './clusters.js';
 import { renderCluster } from './cluster.js';
@@ -69,7 +69,7 @@ async function render() {
       render();
       return;
     }
-    show(main, h('p', { class: 'error', role: 'alert' }, e.message));
+    show(main, alertLine(e.message));
   }
   main.focus();
 }

@@ -4,17 +4,12 @@
 // page follows it every 2 s, and while a replica catches up every 5 s.
 
 import { api, canChange, get, ApiError, READ_ONLY } from './api.js';
-import { h, show } from './dom.js';
+import { alertLine, h, show, table } from './dom.js';
 import { actionBar, cancelPending } from './actions.js';
-import { bytes, clusterTabs, operation, opStatusBadge, shape, statusBadge, tags } from './format.js';
+import { bytes, clusterTabs, copyButton, operation, shape, statusBadge, tags } from './format.js';
 
 const FOLLOW_MS = 2000;  // while an operation runs
 const SETTLE_MS = 5000;  // while a replica catches up
-
-function copyButton(text, what) {
-  return h('button', { type: 'button', class: 'plain', 'aria-label': `Copy ${what}`,
-                       onclick: () => navigator.clipboard && navigator.clipboard.writeText(text) }, 'Copy');
-}
 
 /* A row per kind of endpoint (configuration, primary, readers): its
  * addresses, and one button that copies them all. */
@@ -55,16 +50,14 @@ function shardTable(s) {
   const heads = ['Role', 'AZ', 'Host', 'Port', 'Version', 'Status', 'Link', 'Sync', 'Lag'];
   return h('section', { class: 'panel shard', 'aria-label': `Shard ${s.id}` },
     h('h3', {}, `Shard ${s.id}`, s.slots && s.slots.length ? h('span', { class: 'muted' }, ` slots ${s.slots.join(', ')}`) : null),
-    h('div', { class: 'scroll' }, h('table', { 'aria-label': `Nodes of shard ${s.id}` },
-      h('thead', {}, h('tr', {}, heads.map((t) => h('th', {}, t)))),
-      h('tbody', {}, s.nodes.map((n) => h('tr', {},
-        h('td', { class: 'role' }, n.role || 'unknown'),
-        h('td', {}, n.az || '—'),
-        h('td', {}, n.host_name || n.address || '—'),
-        h('td', { class: 'mono' }, n.port || '—'),
-        h('td', {}, n.engine_version ? `${n.engine} ${n.engine_version}` : '—'),
-        h('td', {}, statusBadge(n.status)),
-        replication(n)))))));
+    table(`Nodes of shard ${s.id}`, heads, s.nodes.map((n) => h('tr', {},
+      h('td', { class: 'role' }, n.role || 'unknown'),
+      h('td', {}, n.az || '—'),
+      h('td', {}, n.host_name || n.address || '—'),
+      h('td', { class: 'mono' }, n.port || '—'),
+      h('td', {}, n.engine_version ? `${n.engine} ${n.engine_version}` : '—'),
+      h('td', {}, statusBadge(n.status)),
+      replication(n)))));
 }
 
 function pending(c, refresh) {
@@ -100,7 +93,7 @@ function parameters(c) {
 function operationRow(o) {
   return h('tr', {},
     h('td', {}, o.kind),
-    h('td', {}, opStatusBadge(o.status)),
+    h('td', {}, statusBadge(o.status, 'op-')),
     h('td', {}, o.step_name || ''),
     h('td', {}, h('progress', { max: 100, value: o.progress || 0, 'aria-label': `${o.kind} progress` }),
       ` ${o.progress || 0}%`),
@@ -125,12 +118,6 @@ async function history(id) {
     get('/v1/events', { cluster_id: id, since, page_size: 200 }),
   ]);
   return { operations: ops.operations, events: evs.events.slice(-25).reverse() };
-}
-
-function table(label, heads, rows, empty) {
-  return h('div', { class: 'scroll' }, h('table', { 'aria-label': label },
-    h('thead', {}, h('tr', {}, heads.map(([text, cls]) => h('th', { class: cls }, text)))),
-    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: heads.length, class: 'muted' }, empty)))));
 }
 
 function page(c, operations, events, refresh) {
@@ -206,7 +193,7 @@ export async function renderCluster(main, id) {
       return;
     }
     follow(await load(main, id, refresh).catch((e) => {
-      show(main, h('p', { class: 'error', role: 'alert' }, e.message));
+      show(main, alertLine(e.message));
       return null;
     }));
   };

@@ -8,7 +8,7 @@
 // [&charts=Name,Name...] (only those charts of the default set).
 
 import { api, get, ApiError } from './api.js';
-import { h, show } from './dom.js';
+import { alertLine, h, show, table } from './dom.js';
 import { clusterTabs } from './format.js';
 import { Chart, formatValue } from './chart.js';
 
@@ -87,17 +87,6 @@ function fromInput(value) {
 
 function epoch(iso) {
   return Date.parse(iso) / 1000;
-}
-
-function alert(text) {
-  return h('p', { class: 'error', role: 'alert' }, text);
-}
-
-/* A table that scrolls sideways on its own when the screen is narrower. */
-function table(label, heads, body) {
-  return h('div', { class: 'table-scroll' }, h('table', { 'aria-label': label },
-    h('thead', {}, h('tr', {}, heads.map((t) => h('th', {}, t)))),
-    body instanceof Node && body.tagName === 'TBODY' ? body : h('tbody', {}, body)));
 }
 
 /* ---- the nodes, as the per-node lines are labelled ---------------------------- */
@@ -190,7 +179,7 @@ async function hotSlots(id) {
   } catch (e) {
     if (e instanceof ApiError && e.code === 'NOT_SUPPORTED_BY_ENGINE')
       return h('p', { class: 'muted' }, `Hot slots are not shown for this cluster: ${e.message}.`);
-    return alert(`Could not read the slot statistics: ${e.message}`);
+    return alertLine(`Could not read the slot statistics: ${e.message}`);
   }
   const measure = stats.load_measure === 'cpu-usec' ? 'CPU µs' : 'keys';
   return [
@@ -215,7 +204,7 @@ async function upgradeReport(id, units) {
     op = await get(`/v1/operations/${encodeURIComponent(ended.id)}`);
     report = op.report;
   } catch (e) {
-    return alert(`Could not read the upgrade report: ${e.message}`);
+    return alertLine(`Could not read the upgrade report: ${e.message}`);
   }
   if (!report) return h('p', { class: 'muted' }, `The upgrade that ended ${op.finished_at} has no report.`);
   const version = (v) => (v ? `${v.engine} ${v.engine_version}` : '?');
@@ -381,7 +370,7 @@ export async function renderDashboard(main, id, params = {}) {
     }
     const outcomes = await Promise.allSettled(calls);
     const failed = outcomes.find((o) => o.status === 'rejected');
-    if (failed && seq === state.seq) show(errors, alert(`Could not load the metrics: ${failed.reason.message}`));
+    if (failed && seq === state.seq) show(errors, alertLine(`Could not load the metrics: ${failed.reason.message}`));
   }
 
   /* Everything at once: the cluster (its nodes' roles label the lines),
@@ -390,7 +379,7 @@ export async function renderDashboard(main, id, params = {}) {
   async function refresh(fresh = get(`/v1/clusters/${encodeURIComponent(id)}`)) {
     const win = currentWindow();
     if (!win) {
-      show(errors, alert('The custom range needs a start before its end.'));
+      show(errors, alertLine('The custom range needs a start before its end.'));
       return;
     }
     const seq = ++state.seq;
@@ -399,7 +388,7 @@ export async function renderDashboard(main, id, params = {}) {
     status.textContent = 'Loading…';
     state.win = win;
     const markers = loadMarkers(id, win).catch((e) => {
-      show(errors, alert(`Could not read the cluster's events: ${e.message}`));
+      show(errors, alertLine(`Could not read the cluster's events: ${e.message}`));
       return [];
     });
     const labelled = fresh.then((c) => {

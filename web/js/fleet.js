@@ -3,7 +3,7 @@
 // as the API says.
 
 import { getAll } from './api.js';
-import { h, show } from './dom.js';
+import { h, show, table } from './dom.js';
 import { statusBadge } from './format.js';
 
 function bar(used, total, unit, what) {
@@ -35,9 +35,6 @@ export async function renderHosts(main) {
   show(main,
     h('h1', {}, 'Fleet'),
     h('p', { class: 'muted' }, `${hosts.length} host${hosts.length === 1 ? '' : 's'} in ${azs.length} availability zone${azs.length === 1 ? '' : 's'} (${azs.join(', ')}); ${healthy} healthy.`),
-    h('div', { class: 'scroll' }, h('table', { 'aria-label': 'Hosts' },
-      h('thead', {}, h('tr', {}, ['Host', 'AZ', 'Status', 'vCPUs', 'Memory', 'Nodes'].map((t) => h('th', {}, t)),
-        h('th', { class: 'optional' }, 'Engines installed'), h('th', { class: 'optional' }, 'Last seen'))),
-      h('tbody', {}, hosts.length ? hosts.map(row)
-        : h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No host has registered yet: start cairn-agent on a VM.'))))));
+    table('Hosts', ['Host', 'AZ', 'Status', 'vCPUs', 'Memory', 'Nodes', ['Engines installed', 'optional'],
+      ['Last seen', 'optional']], hosts.map(row), 'No host has registered yet: start cairn-agent on a VM.'));
 }

@@ -3,14 +3,16 @@
 
 import { h } from './dom.js';
 
-export function statusBadge(status) {
-  return h('span', { class: `status ${status}` }, status);
+/** A status in its word and colour; kind 'op-' gives an operation's
+ *  colours (a running operation is busy, not healthy). */
+export function statusBadge(status, kind = '') {
+  return h('span', { class: `status ${kind}${status}` }, status);
 }
 
-/** An operation's status: its own colours (a running operation is busy,
- *  not healthy). */
-export function opStatusBadge(status) {
-  return h('span', { class: `status op-${status}` }, status);
+/** A button that copies text; what names it for screen readers. */
+export function copyButton(text, what) {
+  return h('button', { type: 'button', class: 'plain', 'aria-label': `Copy ${what}`,
+                       onclick: () => navigator.clipboard && navigator.clipboard.writeText(text) }, 'Copy');
 }
 
 /** "3 × (1 + 1)": shards, each a primary and its replicas. */

@@ -2,7 +2,8 @@
 // shown this once), list them, revoke one.
 
 import { api, getAll } from './api.js';
-import { h, show } from './dom.js';
+import { h, show, table } from './dom.js';
+import { copyButton } from './format.js';
 import { openDialog } from './dialog.js';
 import { field, formAlert, input, select, showErrors } from './form.js';
 
@@ -43,14 +44,12 @@ export async function renderTokens(main) {
       show(box, h('div', { class: 'panel secret', role: 'status' },
         h('p', {}, `Token ${t.name} (${t.scope}) created. Copy its secret now: it is shown this once.`),
         h('code', { class: 'mono' }, t.token), ' ',
-        h('button', { type: 'button', class: 'plain', onclick: () => navigator.clipboard && navigator.clipboard.writeText(t.token) }, 'Copy')));
+        copyButton(t.token, 'the secret')));
     } catch (e) {
       showErrors(form, e);
     }
   });
   show(main, h('h1', {}, 'API tokens'), form, h('div', { id: 'token-secret' }, secret),
-    h('div', { class: 'scroll' }, h('table', { 'aria-label': 'Tokens' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'ID'), h('th', {}, 'Scope'),
-        h('th', { class: 'optional' }, 'Created'), h('th', { class: 'optional' }, 'Last used'), h('th', {}, ''))),
-      h('tbody', {}, tokens.map((t) => row(t, reload))))));
+    table('Tokens', ['Name', 'ID', 'Scope', ['Created', 'optional'], ['Last used', 'optional'], ''],
+      tokens.map((t) => row(t, reload))));
 }
