@@ -20,7 +20,7 @@ PKGS     = libmicrohttpd jansson libpq openssl hiredis libcurl zlib
 # controlplane/ is a folder per part (docs/architecture.md); headers are
 # included by name from any of them.
 CP_DIRS  := controlplane controlplane/http controlplane/api controlplane/ops controlplane/store \
-            controlplane/sentinel
+            controlplane/sentinel controlplane/elasticache
 CPPFLAGS += -iquote lib -iquote engine $(addprefix -iquote ,$(CP_DIRS)) -iquote agent -iquote $(BUILD)/gen -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 CPPFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -I$(shell pg_config --includedir 2>/dev/null)
 OPT      ?= -O2 -g

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "cluster_spec.h"
 #include "crypto.h"
 #include "log.h"
@@ -174,4 +175,52 @@ bool cluster_create(struct app *app, const json_t *spec, const char *auth_token,
     if (app->runner != NULL)
         runner_poke(app->runner);
     return true;
+}
+
+struct catalog_call {
+    const json_t *body;
+    bool version_ok, node_type_ok;
+};
+
+static enum db_status catalog_fn(struct db_conn *conn, void *arg)
+{
+    struct catalog_call *c = arg;
+    return store_catalog_has(conn, spec_str(c->body, "engine"), spec_str(c->body, "engine_version"),
+                             spec_str(c->body, "node_type"), &c->version_ok, &c->node_type_ok);
+}
+
+json_t *cluster_spec_check(struct app *app, const json_t *body, struct problem *p)
+{
+    json_t *errors = json_array();
+    json_t *spec = cspec_normalize(body, errors);
+    enum db_status st;
+
+    /* The catalog is checked whenever the fields are there to check, so one
+     * reply names every problem of the body. */
+    struct catalog_call cat = {body, true, true};
+    if (json_is_string(json_object_get(body, "engine")) &&
+        json_is_string(json_object_get(body, "engine_version")) &&
+        json_is_string(json_object_get(body, "node_type")) &&
+        (st = db_run(app->db, catalog_fn, &cat)) != DB_OK) {
+        json_decref(spec);
+        json_decref(errors);
+        (void)problem_db(p, st);
+        return NULL;
+    }
+    /* A version cannot be looked up for an engine that is itself wrong. */
+    const char *engine = spec_str(body, "engine");
+    if (!cat.version_ok && engine != NULL && engine_kind_known(engine))
+        jspec_error(errors, "engine_version",
+                    "is not a version of this engine in the catalog (see GET /v1/engine-versions)");
+    if (!cat.node_type_ok)
+        jspec_error(errors, "node_type", "is not in the catalog (see GET /v1/node-types)");
+    if (spec == NULL || json_array_size(errors) > 0) {
+        json_decref(spec);
+        problem_set(p, PROBLEM_VALIDATION_FAILED, "%zu field(s) of the request body are invalid",
+                    json_array_size(errors));
+        p->errors = errors;
+        return NULL;
+    }
+    json_decref(errors);
+    return spec;
 }

@@ -12,6 +12,13 @@
 #include "app.h"
 #include "problem.h"
 
+/* Check a create body (POST, PUT of a new cluster) against the spec's rules
+ * and the catalog (engine_version a line of the engine, node_type known),
+ * every failing field named at once. Returns the normalized spec (the
+ * caller owns it), or NULL with p filled: VALIDATION_FAILED with the
+ * errors, or the database's failure. */
+json_t *cluster_spec_check(struct app *app, const json_t *body, struct problem *p);
+
 /* Place and store a cluster from its normalized spec, with auth_token (or a
  * generated password when NULL), and queue its create operation, all in one
  * transaction (cluster_create.c). *created is false when a cluster of this

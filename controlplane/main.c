@@ -364,11 +364,26 @@ static int cmd_token_create(struct cli *cli, struct db_pool *pool)
     }
     json_decref(errors);
     (void)auth_scope_parse(cli->scope, &scope);
-    enum db_status st = tokens_create(pool, cli->name, scope, &created);
+    /* With cairnd's key the token can also sign requests (SigV4). */
+    unsigned char key[SECRETBOX_KEY_LEN];
+    char err[512];
+    if (cli->cfg.secret_key_file != NULL &&
+        !secretbox_key_load(cli->cfg.secret_key_file, true, key, err, sizeof(err))) {
+        json_decref(body);
+        return fail("%s", err);
+    }
+    enum db_status st = tokens_create(pool, cli->cfg.secret_key_file != NULL ? key : NULL,
+                                      cli->name, scope, &created);
     json_decref(body);
     if (st != DB_OK)
         return fail("%s", "could not store the token (see the log above)");
     printf("%s\n", json_string_value(json_object_get(created, "token")));
+    if (json_object_get(created, "secret_access_key") != NULL)
+        fprintf(stderr,
+                "as AWS credentials: access key id %s, secret access key: the part after "
+                "\"cairn_%s_\"\n",
+                json_string_value(json_object_get(created, "id")),
+                json_string_value(json_object_get(created, "id")));
     fprintf(stderr, "created %s token %s (%s); it is shown only once\n", cli->scope,
             json_string_value(json_object_get(created, "id")), cli->name);
     json_decref(created);

@@ -109,55 +109,17 @@ void api_clusters_get(struct http_request *req)
     reply_cluster(req, http_param(req, "id"), 200, false);
 }
 
-struct catalog_call {
-    const json_t *spec;
-    bool version_ok, node_type_ok;
-};
-
-static enum db_status catalog_fn(struct db_conn *conn, void *arg)
-{
-    struct catalog_call *c = arg;
-    return store_catalog_has(conn, json_string_value(json_object_get(c->spec, "engine")),
-                             json_string_value(json_object_get(c->spec, "engine_version")),
-                             json_string_value(json_object_get(c->spec, "node_type")),
-                             &c->version_ok, &c->node_type_ok);
-}
-
 void api_clusters_create(struct http_request *req)
 {
-    json_t *errors = json_array();
-    json_t *spec = cspec_normalize(req->json, errors);
-    enum db_status st;
-
-    /* The catalog is checked whenever the fields are there to check, so one
-     * reply names every problem of the body. */
-    struct catalog_call cat = {req->json, true, true};
-    if (json_is_string(json_object_get(req->json, "engine")) &&
-        json_is_string(json_object_get(req->json, "engine_version")) &&
-        json_is_string(json_object_get(req->json, "node_type")) &&
-        (st = db_run(req->app->db, catalog_fn, &cat)) != DB_OK) {
-        json_decref(spec);
-        json_decref(errors);
-        http_reply_db_error(req, st);
-        return;
-    }
-    /* A version cannot be looked up for an engine that is itself wrong. */
-    const char *engine = json_string_value(json_object_get(req->json, "engine"));
-    if (!cat.version_ok && engine != NULL && engine_kind_known(engine))
-        jspec_error(errors, "engine_version",
-                    "is not a version of this engine in the catalog (see GET /v1/engine-versions)");
-    if (!cat.node_type_ok)
-        jspec_error(errors, "node_type", "is not in the catalog (see GET /v1/node-types)");
-    if (spec == NULL || json_array_size(errors) > 0) {
-        json_decref(spec);
-        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors,
-                           "%zu field(s) of the request body are invalid", json_array_size(errors));
-        return;
-    }
-    json_decref(errors);
-    char *id = xstrdup(json_string_value(json_object_get(spec, "id")));
     struct problem p = {0};
+    json_t *spec = cluster_spec_check(req->app, req->json, &p);
     bool created;
+
+    if (spec == NULL) {
+        http_reply_error(req, &p);
+        return;
+    }
+    char *id = xstrdup(json_string_value(json_object_get(spec, "id")));
     if (cluster_create(req->app, spec, cspec_auth_token(req->json), &created, &p))
         reply_cluster(req, id, created ? 202 : 200, created);
     else

@@ -28,7 +28,9 @@ void api_tokens_create(struct http_request *req)
 
     /* The body spec already limited scope to the known names. */
     (void)auth_scope_parse(json_string_value(json_object_get(req->json, "scope")), &scope);
-    enum db_status st = tokens_create(req->app->db, name, scope, &created);
+    enum db_status st =
+        tokens_create(req->app->db, req->app->have_secret_key ? req->app->secret_key : NULL, name,
+                      scope, &created);
     if (st != DB_OK) {
         http_reply_db_error(req, st);
         return;

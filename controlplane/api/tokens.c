@@ -29,6 +29,7 @@ const struct jspec_field tokens_create_spec[] = {
 };
 
 struct create_call {
+    const unsigned char *key;
     const char *name;
     enum token_scope scope;
     struct auth_token token;
@@ -42,13 +43,30 @@ static enum db_status create_fn(struct db_conn *conn, void *arg)
     c->out = NULL;
     /* A fresh id each attempt: a clash on the 48-bit id is retried. */
     auth_token_new(&c->token);
-    return store_token_insert(conn, &c->token, c->name, c->scope, &c->out);
+    unsigned char sealed[STORE_TOKEN_SEALED_LEN];
+    if (c->key != NULL) {
+        char label[AUTH_ID_LEN + 11];
+        tokens_seal_label(c->token.id, label);
+        secretbox_seal(c->key, tokens_secret_part(&c->token), AUTH_SECRET_LEN, label, sealed);
+    }
+    return store_token_insert(conn, &c->token, c->name, c->scope, c->key != NULL ? sealed : NULL,
+                              &c->out);
 }
 
-enum db_status tokens_create(struct db_pool *pool, const char *name, enum token_scope scope,
-                             json_t **out)
+const char *tokens_secret_part(const struct auth_token *token)
 {
-    struct create_call call = {.name = name, .scope = scope};
+    return token->text + strlen(AUTH_PREFIX) + AUTH_ID_LEN + 1;
+}
+
+void tokens_seal_label(const char *id, char out[AUTH_ID_LEN + 11])
+{
+    snprintf(out, AUTH_ID_LEN + 11, "api-token:%s", id);
+}
+
+enum db_status tokens_create(struct db_pool *pool, const unsigned char *key, const char *name,
+                             enum token_scope scope, json_t **out)
+{
+    struct create_call call = {.key = key, .name = name, .scope = scope};
     enum db_status st = DB_CONFLICT;
 
     for (int attempt = 0; attempt < 3 && st == DB_CONFLICT; attempt++)
@@ -58,6 +76,11 @@ enum db_status tokens_create(struct db_pool *pool, const char *name, enum token_
         return st;
     }
     json_object_set_new(call.out, "token", json_string(call.token.text));
+    if (key != NULL) {
+        json_object_set_new(call.out, "access_key_id", json_string(call.token.id));
+        json_object_set_new(call.out, "secret_access_key",
+                            json_string(tokens_secret_part(&call.token)));
+    }
     *out = call.out;
     return DB_OK;
 }

@@ -17,9 +17,21 @@
 extern const struct jspec_field tokens_create_spec[];
 
 /* Create a token; *out gets its JSON (id, name, scope, created_at, ...)
- * plus "token", the secret, which exists nowhere else afterwards. */
-enum db_status tokens_create(struct db_pool *pool, const char *name, enum token_scope scope,
-                             json_t **out);
+ * plus "token", the secret, which exists nowhere else afterwards. With key
+ * (cairnd's secret key, SECRETBOX_KEY_LEN bytes; NULL when it has none) the
+ * secret is also kept sealed, so the token can sign requests with AWS
+ * Signature Version 4; *out then also has "access_key_id" (the id) and
+ * "secret_access_key" (the secret part of the token), what the AWS tools
+ * take. */
+enum db_status tokens_create(struct db_pool *pool, const unsigned char *key, const char *name,
+                             enum token_scope scope, json_t **out);
+
+/* The secret part of a token's text (after "cairn_<id>_"): AUTH_SECRET_LEN
+ * characters, borrowed from token. */
+const char *tokens_secret_part(const struct auth_token *token);
+
+/* The label a token's secret is sealed with (secretbox.h): "api-token:<id>". */
+void tokens_seal_label(const char *id, char out[AUTH_ID_LEN + 11]);
 
 /* Revoke a token by id; DB_NOT_FOUND when no unrevoked token has it. */
 enum db_status tokens_revoke(struct db_pool *pool, const char *id);

@@ -15,6 +15,7 @@ bool auth_allows(const struct auth_identity *who, enum route_scope scope)
     case SCOPE_NONE:
         return true;
     case SCOPE_READ:
+    case SCOPE_SIGV4:
         return token;
     case SCOPE_ADMIN:
         return token && who->scope == TOKEN_SCOPE_ADMIN;

@@ -92,12 +92,12 @@ const struct route *route_find(const struct route *table, size_t n, const char *
                                size_t allow_size)
 {
     size_t used = 0;
-    bool matched = false;
 
     if (allow_size > 0)
         allow[0] = '\0';
-    /* The rows without a tail wildcard, then, if none matched, those with one. */
-    for (int pass = 0; pass < 2 && !matched; pass++) {
+    /* The rows without a tail wildcard, then, if none has the method, those
+     * with one. */
+    for (int pass = 0; pass < 2; pass++) {
         bool tails = pass == 1;
         if (tails && in_api(path))
             break;
@@ -106,7 +106,6 @@ const struct route *route_find(const struct route *table, size_t n, const char *
                 continue;
             if (strcmp(table[i].method, method) == 0)
                 return &table[i];
-            matched = true;
             allow_method(allow, allow_size, &used, table[i].method);
         }
     }
@@ -132,6 +131,8 @@ const char *route_scope_name(enum route_scope scope)
         return "read";
     case SCOPE_ADMIN:
         return "admin";
+    case SCOPE_SIGV4:
+        return "sigv4";
     case SCOPE_AGENT:
         return "agent";
     case SCOPE_BOOTSTRAP:

@@ -24,6 +24,8 @@ enum route_scope {
     SCOPE_NONE,      /* no token: health probes */
     SCOPE_READ,      /* a read or an admin token */
     SCOPE_ADMIN,     /* an admin token */
+    SCOPE_SIGV4,     /* an API token's AWS Signature Version 4, checked by the handler (it
+                        signs the body; the action decides between read and admin) */
     SCOPE_AGENT,     /* an agent's credential */
     SCOPE_BOOTSTRAP, /* the agents' bootstrap token */
 };
@@ -76,7 +78,7 @@ const struct route *route_find(const struct route *table, size_t n, const char *
 const char *route_param(const struct route_params *params, const char *name);
 
 /* The scope's name as the API documents it: "none", "read", "admin",
- * "agent" or "bootstrap". */
+ * "sigv4", "agent" or "bootstrap". */
 const char *route_scope_name(enum route_scope scope);
 
 #endif

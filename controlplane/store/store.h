@@ -18,6 +18,7 @@
 #include "page.h"
 #include "problem.h"
 #include "scheduler.h"
+#include "secretbox.h"
 #include "timeutil.h"
 
 /* A timestamptz column as Cairn's timestamp text (timeutil.h). */
@@ -201,15 +202,21 @@ struct store_event_filter {
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
                                  const struct page *page, char **items, char *next_key);
 
-/* api_tokens */
+/* api_tokens. A token's secret may be kept sealed (secretbox.h, labelled
+ * with the token's id) besides its hash: STORE_TOKEN_SEALED_LEN bytes. */
+#define STORE_TOKEN_SEALED_LEN (AUTH_SECRET_LEN + SECRETBOX_OVERHEAD)
 struct store_token_secret {
     enum token_scope scope;
     unsigned char hash[CRYPTO_SHA256_LEN];
     bool revoked;
     bool stale_last_used; /* last_used_at is over a minute old */
+    bool has_sealed;      /* sealed holds the sealed secret */
+    unsigned char sealed[STORE_TOKEN_SEALED_LEN];
 };
+/* sealed: STORE_TOKEN_SEALED_LEN bytes, or NULL to keep the hash alone. */
 enum db_status store_token_insert(struct db_conn *conn, const struct auth_token *token,
-                                  const char *name, enum token_scope scope, json_t **out);
+                                  const char *name, enum token_scope scope,
+                                  const unsigned char *sealed, json_t **out);
 enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, char **items,
                                  char *next_key);
 /* One token as the API shows it (no secret); DB_NOT_FOUND when none has id. */

@@ -1,4 +1,5 @@
-/* store_tokens.c -- api_tokens: only the hash of a token's secret is kept. */
+/* store_tokens.c -- api_tokens: the hash of a token's secret, and the secret
+ * sealed with cairnd's key when it has one (for signed requests). */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,7 +12,8 @@
                         " 'revoked_at', " STORE_TS("revoked_at") ")"
 
 static const struct db_stmt insert_token = {
-    "INSERT INTO api_tokens (id, name, scope, secret_hash) VALUES ($1, $2, $3, $4::bytea)"
+    "INSERT INTO api_tokens (id, name, scope, secret_hash, secret_sealed)"
+    " VALUES ($1, $2, $3, $4::bytea, $5::bytea)"
     " RETURNING " TOKEN_JSON};
 
 static const struct db_stmt list_tokens = {"SELECT " STORE_TS(
@@ -23,7 +25,8 @@ static const struct db_stmt get_token = {"SELECT " TOKEN_JSON " FROM api_tokens 
 
 static const struct db_stmt token_secret = {
     "SELECT scope, encode(secret_hash, 'hex'), revoked_at IS NOT NULL,"
-    " last_used_at IS NULL OR last_used_at < now() - interval '1 minute'"
+    " last_used_at IS NULL OR last_used_at < now() - interval '1 minute',"
+    " encode(secret_sealed, 'hex')"
     " FROM api_tokens WHERE id = $1"};
 
 static const struct db_stmt touch_token = {"UPDATE api_tokens SET last_used_at = now()"
@@ -33,13 +36,18 @@ static const struct db_stmt revoke_token = {"UPDATE api_tokens SET revoked_at = 
                                             " WHERE id = $1 AND revoked_at IS NULL"};
 
 enum db_status store_token_insert(struct db_conn *conn, const struct auth_token *token,
-                                  const char *name, enum token_scope scope, json_t **out)
+                                  const char *name, enum token_scope scope,
+                                  const unsigned char *sealed, json_t **out)
 {
     char hash[2 + 2 * CRYPTO_SHA256_LEN + 1] = "\\x";
-    const char *params[4] = {token->id, name, auth_scope_name(scope), hash};
+    char box[2 + 2 * STORE_TOKEN_SEALED_LEN + 1] = "\\x";
+    const char *params[5] = {token->id, name, auth_scope_name(scope), hash,
+                             sealed != NULL ? box : NULL};
 
     crypto_hex(token->hash, CRYPTO_SHA256_LEN, hash + 2);
-    return store_get_json(conn, &insert_token, 4, params, out);
+    if (sealed != NULL)
+        crypto_hex(sealed, STORE_TOKEN_SEALED_LEN, box + 2);
+    return store_get_json(conn, &insert_token, 5, params, out);
 }
 
 enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, char **items,
@@ -80,6 +88,9 @@ enum db_status store_token_secret(struct db_conn *conn, const char *id,
     }
     out->revoked = PQgetvalue(res, 0, 2)[0] == 't';
     out->stale_last_used = PQgetvalue(res, 0, 3)[0] == 't';
+    const char *box = PQgetvalue(res, 0, 4);
+    out->has_sealed = strlen(box) == 2 * STORE_TOKEN_SEALED_LEN &&
+                      crypto_unhex(box, STORE_TOKEN_SEALED_LEN, out->sealed);
     PQclear(res);
     return DB_OK;
 }
