@@ -1,0 +1,352 @@
+"""test_elasticache.py -- cairnd's ElastiCache-compatible endpoint as boto3 and
+aws-cli drive it: real signatures (SigV4, verified against a Cairn token's
+sealed secret), real clusters on real engines, the same clusters the REST API
+shows, ElastiCache's fault codes for every refusal, and hostile requests.
+
+Terraform's AWS provider against the same endpoint: test_terraform.py."""
+
+import datetime
+import time
+
+import pytest
+import requests
+
+import clusters
+import ec_tools
+from expect import eq
+
+stack, _dump_on_failure, cleanup = clusters.stack_fixtures("elasticache")
+
+botocore_exceptions = pytest.importorskip("botocore.exceptions",
+                                          reason="python3-boto3 is not installed")
+
+
+@pytest.fixture(scope="module")
+def admin(stack):
+    return ec_tools.credentials(stack.api, "admin", "aws-admin")
+
+
+@pytest.fixture(scope="module")
+def ec(stack, admin):
+    return ec_tools.boto3_client(stack.inst.url, admin)
+
+
+def fault(call, code, status=None, **kw):
+    """Run a boto3 call that must fail with ElastiCache's code; the message."""
+    with pytest.raises(botocore_exceptions.ClientError) as e:
+        call(**kw)
+    err = e.value.response["Error"]
+    eq(err["Code"], code, f"error code ({err.get('Message')})")
+    if status is not None:
+        eq(e.value.response["ResponseMetadata"]["HTTPStatusCode"], status, "HTTP status")
+    return err["Message"]
+
+
+def wait_status(ec, rg, status, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        g = ec.describe_replication_groups(ReplicationGroupId=rg)["ReplicationGroups"][0]
+        if g["Status"] == status:
+            return g
+        assert time.monotonic() < deadline, f"{rg} is {g['Status']}, not {status}"
+        time.sleep(0.1)
+
+
+def wait_gone(ec, rg, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            ec.describe_replication_groups(ReplicationGroupId=rg)
+        except botocore_exceptions.ClientError as e:
+            eq(e.response["Error"]["Code"], "ReplicationGroupNotFoundFault", "after delete")
+            return
+        assert time.monotonic() < deadline, f"{rg} still exists"
+        time.sleep(0.2)
+
+
+def test_cluster_mode_group_through_boto3(stack, cleanup, ec):
+    """Create, describe, tag, fail over, refuse scaling and delete a cluster-mode
+    group; every answer agrees with the REST API's view of the same cluster."""
+    cleanup.append("ec-shards")
+    g = ec.create_replication_group(
+        ReplicationGroupId="EC-Shards", ReplicationGroupDescription="sessions",
+        Engine="valkey", EngineVersion="8.0", CacheNodeType="cache.t3.micro",
+        NumNodeGroups=2, ReplicasPerNodeGroup=1, AutomaticFailoverEnabled=True,
+        MultiAZEnabled=True, PreferredMaintenanceWindow="mon:03:00-mon:04:00",
+        Tags=[{"Key": "team", "Value": "payments"}])["ReplicationGroup"]
+    eq(g["ReplicationGroupId"], "ec-shards", "id, lower-cased as ElastiCache keeps it")
+    eq(g["Status"], "creating", "status of a new group")
+    g = wait_status(ec, "ec-shards", "available")
+    rest = clusters.wait_available(stack.api, "ec-shards")
+    eq(rest["engine"], "valkey", "REST engine")
+    eq(rest["num_shards"], 2, "REST num_shards")
+    eq(rest["multi_az"], True, "REST multi_az")
+    eq(rest["maintenance_window"], "mon:03:00-mon:04:00", "REST maintenance_window")
+    eq(rest["tags"], {"team": "payments"}, "REST tags")
+    eq(g["ClusterEnabled"], True, "ClusterEnabled")
+    eq(g["AutomaticFailover"], "enabled", "AutomaticFailover")
+    eq(g["MultiAZ"], "enabled", "MultiAZ")
+    eq([ng["NodeGroupId"] for ng in g["NodeGroups"]], [s["id"] for s in rest["shards"]],
+       "node groups are the shards")
+    eq([ng["Slots"] for ng in g["NodeGroups"]], [",".join(s["slots"]) for s in rest["shards"]],
+       "slots")
+    eq(sorted(g["MemberClusters"]),
+       ["ec-shards-0001-001", "ec-shards-0001-002", "ec-shards-0002-001", "ec-shards-0002-002"],
+       "member clusters")
+    eq(g["ConfigurationEndpoint"]["Address"], "127.0.0.1", "configuration endpoint address")
+    assert g["ARN"].endswith(":replicationgroup:ec-shards"), g["ARN"]
+
+    # Each member is one node, with its own endpoint as REST shows it.
+    by_member = {}
+    for s, shard in enumerate(rest["shards"]):
+        for k, n in enumerate(shard["nodes"]):
+            by_member[f"ec-shards-{s + 1:04d}-{k + 1:03d}"] = n
+    for member, n in by_member.items():
+        cc = ec.describe_cache_clusters(CacheClusterId=member,
+                                        ShowCacheNodeInfo=True)["CacheClusters"]
+        eq(len(cc), 1, f"{member} described")
+        node = cc[0]["CacheNodes"][0]
+        eq((node["Endpoint"]["Address"], node["Endpoint"]["Port"]), (n["address"], n["port"]),
+           f"{member} endpoint")
+        eq(cc[0]["EngineVersion"], n["engine_version"], f"{member} engine version")
+        eq(cc[0]["CacheParameterGroup"]["CacheParameterGroupName"],
+           "default.valkey8.cluster.on", "parameter group")
+    fault(ec.describe_cache_clusters, "CacheClusterNotFound", 404,
+          CacheClusterId="ec-shards-0009-001")
+
+    # Tags by ARN, the REST spec's tags underneath.
+    arn = g["ARN"]
+    tags = ec.add_tags_to_resource(ResourceName=arn,
+                                   Tags=[{"Key": "env", "Value": "prod"}])["TagList"]
+    eq(sorted((t["Key"], t["Value"]) for t in tags), [("env", "prod"), ("team", "payments")],
+       "tags after add")
+    ec.remove_tags_from_resource(ResourceName=arn, TagKeys=["team"])
+    eq(ec.list_tags_for_resource(ResourceName=arn)["TagList"], [{"Key": "env", "Value": "prod"}],
+       "tags after remove")
+    eq(clusters.get(stack.api, "ec-shards")["tags"], {"env": "prod"}, "REST tags after remove")
+    member_arn = arn.replace(":replicationgroup:ec-shards", ":cluster:ec-shards-0001-001")
+    eq(ec.list_tags_for_resource(ResourceName=member_arn)["TagList"],
+       [{"Key": "env", "Value": "prod"}], "a member's tags are its group's")
+    fault(ec.list_tags_for_resource, "InvalidARN", 400, ResourceName="arn:aws:s3:::bucket")
+
+    # Scaling is refused exactly as the REST API refuses it.
+    msg = fault(ec.increase_replica_count, "InvalidParameterValue", 400,
+                ReplicationGroupId="ec-shards", NewReplicaCount=2, ApplyImmediately=True)
+    rest_refusal = stack.api.patch("/v1/clusters/ec-shards", json={"replicas_per_shard": 2})
+    eq(rest_refusal.status_code, 409, "REST refusal")
+    eq(msg, rest_refusal.json()["detail"], "the same refusal")
+    fault(ec.modify_replication_group_shard_configuration, "InvalidParameterValue",
+          ReplicationGroupId="ec-shards", NodeGroupCount=3, ApplyImmediately=True)
+
+    # A planned failover of shard 0002 through TestFailover.
+    before = {n["id"]: n["role"] for n in clusters.nodes(rest) if n["shard"] == "0002"}
+    g = ec.test_failover(ReplicationGroupId="ec-shards", NodeGroupId="0002")["ReplicationGroup"]
+    eq(g["Status"], "modifying", "status once a failover is accepted")
+    wait_status(ec, "ec-shards", "available")
+    deadline = time.monotonic() + 20
+    while True:
+        after = {n["id"]: n["role"]
+                 for n in clusters.nodes(clusters.get(stack.api, "ec-shards"))
+                 if n["shard"] == "0002"}
+        if all(after[i] != r for i, r in before.items()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert all(after[i] != r for i, r in before.items()), f"roles {before} -> {after}"
+    fault(ec.test_failover, "NodeGroupNotFoundFault", 404, ReplicationGroupId="ec-shards",
+          NodeGroupId="0007")
+
+    events = ec.describe_events(SourceIdentifier="ec-shards", SourceType="replication-group",
+                                Duration=60)["Events"]
+    assert events and all(e["SourceIdentifier"] == "ec-shards" for e in events), events
+    assert any("failover" in e["Message"].lower() for e in events), \
+        [e["Message"] for e in events]
+
+    g = ec.delete_replication_group(ReplicationGroupId="ec-shards")["ReplicationGroup"]
+    eq(g["Status"], "deleting", "status once deleted")
+    wait_gone(ec, "ec-shards")
+    eq(stack.api.get("/v1/clusters/ec-shards").status_code, 404, "REST after delete")
+
+
+def test_primary_replica_group_through_aws_cli(stack, cleanup, admin):
+    """aws-cli: create a cluster-mode-disabled group, describe it, fail it over,
+    read its events, delete it."""
+    url = stack.inst.url
+    cleanup.append("ec-cli")
+    rc, out, err = ec_tools.aws(url, admin, "create-replication-group",
+                                "--replication-group-id", "ec-cli",
+                                "--replication-group-description", "catalog",
+                                "--engine", "redis", "--engine-version", "7.0",
+                                "--cache-node-type", "cache.t3.micro",
+                                "--num-cache-clusters", "2", "--automatic-failover-enabled")
+    eq(rc, 0, f"create-replication-group ({err})")
+    eq(out["ReplicationGroup"]["Status"], "creating", "status")
+    rest = clusters.wait_available(stack.api, "ec-cli")
+    eq((rest["cluster_mode"], rest["replicas_per_shard"]), ("disabled", 1), "REST shape")
+    eq(rest["multi_az"], False, "MultiAZ as ElastiCache defaults it")
+
+    rc, out, err = ec_tools.aws(url, admin, "describe-replication-groups",
+                                "--replication-group-id", "ec-cli")
+    eq(rc, 0, f"describe-replication-groups ({err})")
+    g = out["ReplicationGroups"][0]
+    eq(g["ClusterEnabled"], False, "ClusterEnabled")
+    ng = g["NodeGroups"][0]
+    primary = rest["endpoints"]["primary"]
+    eq(ng["PrimaryEndpoint"]["Address"], primary["address"], "primary endpoint")
+    roles = {m["CacheClusterId"]: m["CurrentRole"] for m in ng["NodeGroupMembers"]}
+    eq(sorted(roles), ["ec-cli-001", "ec-cli-002"], "members")
+    eq(sorted(roles.values()), ["primary", "replica"], "roles")
+    primary_member = next(m for m in ng["NodeGroupMembers"] if m["CurrentRole"] == "primary")
+    eq(primary_member["ReadEndpoint"]["Port"], primary["port"], "the primary's own endpoint")
+
+    rc, out, err = ec_tools.aws(url, admin, "test-failover", "--replication-group-id", "ec-cli",
+                                "--node-group-id", "0001")
+    eq(rc, 0, f"test-failover ({err})")
+    clusters.wait_until(lambda: clusters.get(stack.api, "ec-cli")["endpoints"]["primary"]
+                        not in (None, primary), 30, "a new primary")
+
+    rc, out, err = ec_tools.aws(url, admin, "describe-events", "--source-identifier", "ec-cli",
+                                "--source-type", "replication-group")
+    eq(rc, 0, f"describe-events ({err})")
+    assert out["Events"], "events of ec-cli"
+
+    rc, out, err = ec_tools.aws(url, admin, "describe-replication-groups",
+                                "--replication-group-id", "missing-group")
+    assert rc != 0 and "ReplicationGroupNotFoundFault" in err, (rc, err)
+
+    clusters.wait_available(stack.api, "ec-cli")
+    rc, out, err = ec_tools.aws(url, admin, "delete-replication-group",
+                                "--replication-group-id", "ec-cli")
+    eq(rc, 0, f"delete-replication-group ({err})")
+    clusters.wait_gone(stack.api, "ec-cli")
+
+
+def test_refusals_carry_elasticache_fault_codes(stack, cleanup, ec):
+    fault(ec.describe_replication_groups, "ReplicationGroupNotFoundFault", 404,
+          ReplicationGroupId="nothing-here")
+    base = dict(ReplicationGroupDescription="x", Engine="valkey", EngineVersion="8.0",
+                CacheNodeType="cache.t3.micro", NumCacheClusters=1)
+    msg = fault(ec.create_replication_group, "InvalidParameterValue", 400,
+                ReplicationGroupId="ec-bad", **dict(base, CacheNodeType="cache.x9.huge"))
+    assert "CacheNodeType" in msg, msg
+    msg = fault(ec.create_replication_group, "InvalidParameterValue", 400,
+                ReplicationGroupId="ec-bad", **dict(base, PreferredMaintenanceWindow="noon"))
+    assert "PreferredMaintenanceWindow" in msg, msg
+    fault(ec.create_replication_group, "InvalidParameterValue", 400, ReplicationGroupId="ec-bad",
+          TransitEncryptionEnabled=True, **base)
+    fault(ec.create_replication_group, "InvalidParameterValue", 400, ReplicationGroupId="ec-bad",
+          Port=6379, **base)
+    fault(ec.create_replication_group, "CacheParameterGroupNotFound", 404,
+          ReplicationGroupId="ec-bad", CacheParameterGroupName="my-params", **base)
+    fault(ec.create_replication_group, "InsufficientCacheClusterCapacity", 400,
+          ReplicationGroupId="ec-bad", **dict(base, CacheNodeType="cache.r7g.16xlarge"))
+    eq(stack.api.get("/v1/clusters/ec-bad").status_code, 404, "nothing stored by a refusal")
+
+    cleanup.append("ec-twice")
+    ec.create_replication_group(ReplicationGroupId="ec-twice", **base)
+    fault(ec.create_replication_group, "ReplicationGroupAlreadyExists", 400,
+          ReplicationGroupId="ec-twice", **base)
+    fault(ec.delete_replication_group, "InvalidReplicationGroupState", 400,
+          ReplicationGroupId="ec-twice")  # the create still runs
+    clusters.wait_available(stack.api, "ec-twice")
+    ec.delete_replication_group(ReplicationGroupId="ec-twice")
+    wait_gone(ec, "ec-twice")
+    fault(ec.delete_replication_group, "ReplicationGroupNotFoundFault", 404,
+          ReplicationGroupId="ec-twice")
+
+
+def test_engine_versions_match_the_catalog(stack, ec):
+    versions = ec.describe_cache_engine_versions()["CacheEngineVersions"]
+    catalog = stack.api.get("/v1/engine-versions").json()["engine_versions"]
+    eq([(v["Engine"], v["EngineVersion"]) for v in versions],
+       [(v["engine"], v["version"]) for v in catalog], "engine versions")
+    eq({v["CacheParameterGroupFamily"] for v in versions if v["Engine"] == "redis"}, {"redis7"},
+       "families")
+    default = ec.describe_cache_engine_versions(Engine="valkey",
+                                                DefaultOnly=True)["CacheEngineVersions"]
+    eq([v["EngineVersion"] for v in default], [catalog[-1]["version"]], "the default valkey")
+
+
+def test_signatures_and_scopes(stack, admin):
+    """What AWS refuses, refused the same way: another secret, another key, a
+    request signed over 15 minutes ago, a read token changing something, no
+    signature at all; a bearer-only token cannot sign."""
+    url = stack.inst.url
+    wrong = ec_tools.boto3_client(url, (admin[0], admin[1][:-1] + ("A" if admin[1][-1] != "A"
+                                                                   else "B")))
+    fault(wrong.describe_replication_groups, "SignatureDoesNotMatch", 403)
+    unknown = ec_tools.boto3_client(url, ("0123456789ab", admin[1]))
+    fault(unknown.describe_replication_groups, "InvalidClientTokenId", 403)
+    legacy = stack.inst.admin_token  # made by `cairnd token create` without the key
+    msg = fault(ec_tools.boto3_client(url, (legacy[6:18], legacy[19:])).describe_replication_groups,
+                "InvalidClientTokenId", 403)
+    assert "cannot sign" in msg, msg
+
+    reader = ec_tools.boto3_client(url, ec_tools.credentials(stack.api, "read", "aws-read"))
+    reader.describe_replication_groups()
+    fault(reader.create_replication_group, "AccessDenied", 403, ReplicationGroupId="ec-ro",
+          ReplicationGroupDescription="x", CacheNodeType="cache.t3.micro")
+
+    # Signed twenty minutes ago: the clock of botocore's signer moved back.
+    import botocore.auth
+    real = botocore.auth.datetime.datetime
+    class Past(real):
+        @classmethod
+        def utcnow(cls):
+            return real.utcnow() - datetime.timedelta(minutes=20)
+    botocore.auth.datetime.datetime = Past
+    try:
+        msg = fault(ec_tools.boto3_client(url, admin).describe_replication_groups,
+                    "SignatureDoesNotMatch", 403)
+    finally:
+        botocore.auth.datetime.datetime = real
+    assert msg.startswith("Signature expired"), msg
+
+    r = requests.post(url + "/", data={"Action": "DescribeReplicationGroups",
+                                       "Version": "2015-02-02"}, timeout=10)
+    eq(r.status_code, 403, "unsigned")
+    assert "<Code>MissingAuthenticationToken</Code>" in r.text, r.text
+    eq(r.headers["Content-Type"], "text/xml", "errors are XML")
+
+
+def test_hostile_requests(stack, ec, admin):
+    """Bodies an attacker or a broken tool sends get an XML refusal, never a crash."""
+    def raw(body, **headers):
+        # Signed like any request, so the refusal is about the body itself.
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        req = AWSRequest(method="POST", url=stack.inst.url + "/", data=body,
+                         headers=dict({"Content-Type": "application/x-www-form-urlencoded"},
+                                      **headers))
+        SigV4Auth(Credentials(*admin), "elasticache", "us-east-1").add_auth(req)
+        p = req.prepare()
+        return requests.post(p.url, data=p.body, headers=dict(p.headers), timeout=10)
+
+    cases = [
+        (b"Action=DescribeReplicationGroups&Version=2015-02-02&Marker=%ff", "MalformedQueryString"),
+        (b"Action=DescribeReplicationGroups&Version=2015-02-02&X=%00", "MalformedQueryString"),
+        (b"Action=DescribeReplicationGroups&Version=2015-02-02&Action=Delete",
+         "MalformedQueryString"),
+        (b"Action=NukeEverything&Version=2015-02-02", "InvalidAction"),
+        (b"Action=DescribeReplicationGroups&Version=2011-01-01", "InvalidParameterValue"),
+        (b"Action=DescribeReplicationGroups&Version=2015-02-02&Bogus=1", "InvalidParameterValue"),
+        (b"Action=DescribeReplicationGroups&Version=2015-02-02&MaxRecords=99999999999999999999",
+         "InvalidParameterValue"),
+        (b"Action=DescribeReplicationGroups&Version=2015-02-02&Marker=bm90LWEtdG9rZW4",
+         "InvalidParameterValue"),
+        (b"Action=CreateReplicationGroup&Version=2015-02-02&ReplicationGroupId=" + b"a" * 300,
+         "InvalidParameterValue"),
+        (b"Action=AddTagsToResource&Version=2015-02-02&ResourceName=arn%3Aaws%3Aelasticache%3A"
+         b"x%3A0%3Areplicationgroup%3Anope&Tags.Tag.1.Key=k", "ReplicationGroupNotFoundFault"),
+        (b"&".join(b"F%d=1" % i for i in range(1200)), "MalformedQueryString"),
+    ]
+    for body, code in cases:
+        r = raw(body)
+        assert f"<Code>{code}</Code>" in r.text, (body[:80], r.status_code, r.text)
+    r = raw(b"Action=DescribeReplicationGroups&Version=2015-02-02",
+            **{"Content-Type": "application/json"})
+    assert "<Code>InvalidParameterValue</Code>" in r.text, r.text
+    # The endpoint still answers, and the console still has GET /.
+    ec.describe_replication_groups()
+    r = requests.get(stack.inst.url + "/", timeout=10)
+    assert r.status_code != 405, "GET / stays the console's, not the endpoint's"
