@@ -69,8 +69,8 @@ static bool check_fixed(struct ec_call *c)
         const char *name = c->form.fields[i].name, *value = c->form.fields[i].value;
         for (const struct ec_fixed *f = fixed_params; f->name != NULL; f++) {
             size_t n = strlen(f->name);
-            bool match = f->name[n - 1] == '.' ? strncmp(name, f->name, n) == 0
-                                               : strcmp(name, f->name) == 0;
+            bool match =
+                f->name[n - 1] == '.' ? strncmp(name, f->name, n) == 0 : strcmp(name, f->name) == 0;
             if (match && (f->value == NULL || strcasecmp(value, f->value) != 0))
                 return f->value == NULL
                            ? ec_invalid(c, "%s is not supported: %s", name, f->why)
@@ -146,8 +146,8 @@ static enum db_status versions_page(struct db_conn *conn, const void *filter,
 static const struct api_list version_list = {"engine_versions", "engine-versions", PAGE_KEY_INT,
                                              versions_page};
 
-static enum db_status events_page(struct db_conn *conn, const void *filter,
-                                  const struct page *page, char **items, char *next_key)
+static enum db_status events_page(struct db_conn *conn, const void *filter, const struct page *page,
+                                  char **items, char *next_key)
 {
     return store_events_list(conn, filter, page, items, next_key);
 }
@@ -168,8 +168,8 @@ static json_t *engine_lines(struct ec_call *c, const char *engine)
 static bool engine_line(struct ec_call *c, const char *engine, const char *asked, char *out)
 {
     int major = -1, minor = -1, patch, used = 0;
-    bool any_minor = asked != NULL && sscanf(asked, "%d.x%n", &major, &used) == 1 &&
-                     asked[used] == '\0';
+    bool any_minor =
+        asked != NULL && sscanf(asked, "%d.x%n", &major, &used) == 1 && asked[used] == '\0';
 
     if (asked != NULL && !any_minor &&
         !(sscanf(asked, "%d.%d%n", &major, &minor, &used) == 2 && asked[used] == '\0') &&
@@ -232,8 +232,7 @@ static bool read_tags(struct ec_call *c, json_t *tags)
     for (size_t i = 0; i < c->form.count; i++) {
         const char *name = c->form.fields[i].name;
         if (strncmp(name, "Tags.", 5) == 0 && json_object_size(tags) == 0)
-            return ec_invalid(c, "%s: tags are sent as Tags.Tag.N.Key and Tags.Tag.N.Value",
-                              name);
+            return ec_invalid(c, "%s: tags are sent as Tags.Tag.N.Key and Tags.Tag.N.Value", name);
     }
     return true;
 }
@@ -303,12 +302,24 @@ static bool cluster_mode(struct ec_call *c, bool cluster_on_group, long shards, 
 
 static bool create_group(struct ec_call *c)
 {
-    static const char *const allowed[] = {
-        "ReplicationGroupId", "ReplicationGroupDescription", "Engine", "EngineVersion",
-        "CacheNodeType", "ClusterMode", "NumNodeGroups", "ReplicasPerNodeGroup",
-        "NumCacheClusters", "AutomaticFailoverEnabled", "MultiAZEnabled",
-        "PreferredMaintenanceWindow", "CacheParameterGroupName", "Tags.", "AuthToken",
-        "AutoMinorVersionUpgrade", EC_FIXED_NAMES, NULL};
+    static const char *const allowed[] = {"ReplicationGroupId",
+                                          "ReplicationGroupDescription",
+                                          "Engine",
+                                          "EngineVersion",
+                                          "CacheNodeType",
+                                          "ClusterMode",
+                                          "NumNodeGroups",
+                                          "ReplicasPerNodeGroup",
+                                          "NumCacheClusters",
+                                          "AutomaticFailoverEnabled",
+                                          "MultiAZEnabled",
+                                          "PreferredMaintenanceWindow",
+                                          "CacheParameterGroupName",
+                                          "Tags.",
+                                          "AuthToken",
+                                          "AutoMinorVersionUpgrade",
+                                          EC_FIXED_NAMES,
+                                          NULL};
     char id[64], line[16];
     long shards = 1, replicas = 0, clusters = 1;
     bool has_shards, has_replicas, has_clusters, failover = false, multi_az = false, present;
@@ -319,10 +330,8 @@ static bool create_group(struct ec_call *c)
         engine = "redis";
     if (!ec_params_known(c, allowed) || !check_fixed(c) || !group_id(c, id) ||
         !ec_param_int(c, "NumNodeGroups", 1, CSPEC_SHARDS_MAX, &shards, &has_shards) ||
-        !ec_param_int(c, "ReplicasPerNodeGroup", 0, CSPEC_REPLICAS_MAX, &replicas,
-                      &has_replicas) ||
-        !ec_param_int(c, "NumCacheClusters", 1, CSPEC_REPLICAS_MAX + 1, &clusters,
-                      &has_clusters) ||
+        !ec_param_int(c, "ReplicasPerNodeGroup", 0, CSPEC_REPLICAS_MAX, &replicas, &has_replicas) ||
+        !ec_param_int(c, "NumCacheClusters", 1, CSPEC_REPLICAS_MAX + 1, &clusters, &has_clusters) ||
         !ec_param_bool(c, "AutomaticFailoverEnabled", &failover, &present) ||
         !ec_param_bool(c, "MultiAZEnabled", &multi_az, &present) ||
         !ec_param_bool(c, "AutoMinorVersionUpgrade", &auto_minor, &present))
@@ -341,10 +350,10 @@ static bool create_group(struct ec_call *c)
         return ec_fail(c, 400, "InvalidParameterCombination",
                        "cluster mode disabled has one node group; NumNodeGroups must be 1");
 
-    json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "id", id, "engine", engine,
-                             "engine_version", line, "cluster_mode",
-                             enabled ? "enabled" : "disabled", "automatic_failover", failover,
-                             "multi_az", multi_az);
+    json_t *body =
+        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "id", id, "engine", engine, "engine_version",
+                  line, "cluster_mode", enabled ? "enabled" : "disabled", "automatic_failover",
+                  failover, "multi_az", multi_az);
     set_param(c, body, "description", "ReplicationGroupDescription");
     set_param(c, body, "node_type", "CacheNodeType");
     set_param(c, body, "maintenance_window", "PreferredMaintenanceWindow");
@@ -407,9 +416,12 @@ static bool describe_groups(struct ec_call *c)
 
 static bool describe_cache_clusters(struct ec_call *c)
 {
-    static const char *const allowed[] = {"CacheClusterId", "MaxRecords", "Marker",
+    static const char *const allowed[] = {"CacheClusterId",
+                                          "MaxRecords",
+                                          "Marker",
                                           "ShowCacheNodeInfo",
-                                          "ShowCacheClustersNotInReplicationGroups", NULL};
+                                          "ShowCacheClustersNotInReplicationGroups",
+                                          NULL};
     const char *member = ec_param(c, "CacheClusterId");
     bool nodes = false, outside = false, present;
     struct page page;
@@ -456,12 +468,23 @@ static bool describe_cache_clusters(struct ec_call *c)
 
 static bool modify_group(struct ec_call *c)
 {
-    static const char *const allowed[] = {
-        "ReplicationGroupId", "ReplicationGroupDescription", "AutomaticFailoverEnabled",
-        "MultiAZEnabled", "PreferredMaintenanceWindow", "CacheParameterGroupName",
-        "ApplyImmediately", "Engine", "EngineVersion", "CacheNodeType", "AuthToken",
-        "AuthTokenUpdateStrategy", "AutoMinorVersionUpgrade", "ClusterMode", "SnapshotWindow",
-        EC_FIXED_NAMES, NULL};
+    static const char *const allowed[] = {"ReplicationGroupId",
+                                          "ReplicationGroupDescription",
+                                          "AutomaticFailoverEnabled",
+                                          "MultiAZEnabled",
+                                          "PreferredMaintenanceWindow",
+                                          "CacheParameterGroupName",
+                                          "ApplyImmediately",
+                                          "Engine",
+                                          "EngineVersion",
+                                          "CacheNodeType",
+                                          "AuthToken",
+                                          "AuthTokenUpdateStrategy",
+                                          "AutoMinorVersionUpgrade",
+                                          "ClusterMode",
+                                          "SnapshotWindow",
+                                          EC_FIXED_NAMES,
+                                          NULL};
     char id[64], line[16];
     bool failover, multi_az, now = false, has_failover, has_multi_az, present, auto_minor;
 
@@ -513,10 +536,10 @@ static bool modify_group(struct ec_call *c)
  * or carried out as the change table says. */
 static bool scale(struct ec_call *c, const char *field, const char *param, long min, long max)
 {
-    const char *const allowed[] = {"ReplicationGroupId", "ApplyImmediately", param,
-                                   "NodeGroupsToRemove.", "NodeGroupsToRetain.",
-                                   "ReshardingConfiguration.", "ReplicaConfiguration.",
-                                   "ReplicasToRemove.", NULL};
+    const char *const allowed[] = {
+        "ReplicationGroupId",    "ApplyImmediately",    param,
+        "NodeGroupsToRemove.",   "NodeGroupsToRetain.", "ReshardingConfiguration.",
+        "ReplicaConfiguration.", "ReplicasToRemove.",   NULL};
     char id[64];
     long n;
     bool present, now;
@@ -595,7 +618,7 @@ static bool test_failover(struct ec_call *c)
 static bool describe_events(struct ec_call *c)
 {
     static const char *const allowed[] = {"SourceIdentifier", "SourceType", "StartTime", "EndTime",
-                                          "Duration", "MaxRecords", "Marker", NULL};
+                                          "Duration",         "MaxRecords", "Marker",    NULL};
     const char *source = ec_param(c, "SourceIdentifier"), *type = ec_param(c, "SourceType");
     const char *start = ec_param(c, "StartTime"), *end = ec_param(c, "EndTime");
     long minutes = 60;
@@ -646,8 +669,10 @@ static bool describe_events(struct ec_call *c)
 
 static bool describe_engine_versions(struct ec_call *c)
 {
-    static const char *const allowed[] = {"Engine", "EngineVersion", "CacheParameterGroupFamily",
-                                          "DefaultOnly", "MaxRecords", "Marker", NULL};
+    static const char *const allowed[] = {
+        "Engine",      "EngineVersion", "CacheParameterGroupFamily",
+        "DefaultOnly", "MaxRecords",    "Marker",
+        NULL};
     const char *engine = ec_param(c, "Engine"), *version = ec_param(c, "EngineVersion");
     const char *family = ec_param(c, "CacheParameterGroupFamily");
     bool default_only = false, present;

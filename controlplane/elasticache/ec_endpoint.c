@@ -16,8 +16,8 @@
 #include "xalloc.h"
 #include "xmlw.h"
 
-#define EC_XMLNS      "http://elasticache.amazonaws.com/doc/2015-02-02/"
-#define EC_VERSION    "2015-02-02"
+#define EC_XMLNS       "http://elasticache.amazonaws.com/doc/2015-02-02/"
+#define EC_VERSION     "2015-02-02"
 #define EC_MAX_HEADERS 64
 
 /* ---- refusals ------------------------------------------------------------ */
@@ -122,8 +122,7 @@ bool ec_fail_problem(struct ec_call *c, struct problem *p)
     size_t i;
     json_t *e;
     if (json_array_size(p->errors) == 0)
-        strbuf_printf(&msg, "%s",
-                      p->detail[0] != '\0' ? p->detail : problem_info(p->code)->title);
+        strbuf_printf(&msg, "%s", p->detail[0] != '\0' ? p->detail : problem_info(p->code)->title);
     json_array_foreach (p->errors, i, e) {
         strbuf_printf(&msg, "%s", i == 0 ? "" : "; ");
         param_name(&msg, json_string_value(json_object_get(e, "field")));
@@ -154,8 +153,7 @@ bool ec_param_required(struct ec_call *c, const char *name, const char **value)
     *value = ec_param(c, name);
     if (*value != NULL && **value != '\0')
         return true;
-    return ec_fail(c, 400, "MissingParameter",
-                   "The request must contain the parameter %s", name);
+    return ec_fail(c, 400, "MissingParameter", "The request must contain the parameter %s", name);
 }
 
 bool ec_param_bool(struct ec_call *c, const char *name, bool *value, bool *present)
@@ -235,8 +233,7 @@ json_t *ec_cluster_doc(struct ec_call *c, const char *id)
 
 void ec_arn(struct ec_call *c, const char *id, char *out, size_t size)
 {
-    snprintf(out, size, "arn:aws:elasticache:%s:" EC_ACCOUNT ":replicationgroup:%s", c->region,
-             id);
+    snprintf(out, size, "arn:aws:elasticache:%s:" EC_ACCOUNT ":replicationgroup:%s", c->region, id);
 }
 
 char *ec_member_group(const char *member)
@@ -266,8 +263,8 @@ char *ec_arn_cluster(struct ec_call *c, const char *arn)
         return xstrdup(rest + 17);
     char *group = strncmp(rest, "cluster:", 8) == 0 ? ec_member_group(rest + 8) : NULL;
     if (group == NULL)
-        ec_fail(c, 400, "InvalidARN",
-                "%s names no replication group or cache cluster of Cairn's", arn);
+        ec_fail(c, 400, "InvalidARN", "%s names no replication group or cache cluster of Cairn's",
+                arn);
     return group;
 }
 
@@ -316,7 +313,7 @@ static bool authenticate(struct ec_call *c)
     if (query != NULL)
         *query++ = '\0';
     MHD_get_connection_values(req->conn, MHD_HEADER_KIND, collect_header, &headers);
-    struct sigv4_request sreq = {req->method, path,          query,        headers.items,
+    struct sigv4_request sreq = {req->method,   path,      query,        headers.items,
                                  headers.count, req->body, req->body_len};
     struct auth_sigv4 a = {.req = &sreq,
                            .authorization = http_header(req, "Authorization"),
@@ -326,8 +323,8 @@ static bool authenticate(struct ec_call *c)
     enum db_status st =
         headers.too_many
             ? DB_OK
-            : auth_verify_sigv4(c->app->db, c->app->have_secret_key ? c->app->secret_key : NULL,
-                                &a, &req->who);
+            : auth_verify_sigv4(c->app->db, c->app->have_secret_key ? c->app->secret_key : NULL, &a,
+                                &req->who);
     free(path);
     snprintf(c->region, sizeof(c->region), "%s", a.region[0] != '\0' ? a.region : "us-east-1");
     if (headers.too_many)
@@ -422,9 +419,8 @@ void ec_serve(struct http_request *req)
     strbuf_init(&c.out, 1024);
     if (authenticate(&c) && (action = parse(&c)) != NULL) {
         if (action->admin && req->who.scope != TOKEN_SCOPE_ADMIN)
-            ec_fail(&c, 403, "AccessDenied",
-                    "token %s has scope 'read'; %s needs an admin token", req->who.token_id,
-                    action->name);
+            ec_fail(&c, 403, "AccessDenied", "token %s has scope 'read'; %s needs an admin token",
+                    req->who.token_id, action->name);
         else
             (void)action->run(&c);
     }

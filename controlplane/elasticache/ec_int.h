@@ -26,7 +26,7 @@ struct ec_call {
     struct app *app;
     struct form form;
     const char *action;
-    char region[64];  /* from the credential scope */
+    char region[64];   /* from the credential scope */
     struct strbuf out; /* the content of <ActionResult> */
     struct ec_error err;
 };

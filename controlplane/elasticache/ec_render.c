@@ -36,7 +36,7 @@ static const char *group_status(const json_t *doc)
     const char *s = str(doc, "status");
     if (s == NULL || strcmp(s, "degraded") == 0 || strcmp(s, "available") == 0)
         return json_is_object(json_object_get(doc, "current_operation")) ? "modifying"
-                                                                           : "available";
+                                                                         : "available";
     return s;
 }
 
@@ -151,11 +151,13 @@ void ec_render_group(struct ec_call *c, const json_t *doc)
     xmlw_close(b, "NodeGroups");
     xmlw_elem(b, "AutomaticFailover",
               json_is_true(json_object_get(doc, "automatic_failover")) ? "enabled" : "disabled");
-    xmlw_elem(b, "MultiAZ", json_is_true(json_object_get(doc, "multi_az")) ? "enabled" : "disabled");
+    xmlw_elem(b, "MultiAZ",
+              json_is_true(json_object_get(doc, "multi_az")) ? "enabled" : "disabled");
     if (!disabled)
-        endpoint(b, "ConfigurationEndpoint",
-                 json_array_get(json_object_get(json_object_get(doc, "endpoints"), "configuration"), 0),
-                 false);
+        endpoint(
+            b, "ConfigurationEndpoint",
+            json_array_get(json_object_get(json_object_get(doc, "endpoints"), "configuration"), 0),
+            false);
     elem_int(b, "SnapshotRetentionLimit", 0);
     elem_bool(b, "ClusterEnabled", !disabled);
     xmlw_elem(b, "ClusterMode", disabled ? "disabled" : "enabled");
@@ -221,9 +223,8 @@ static void cache_cluster(struct ec_call *c, const json_t *doc, size_t s, size_t
         xmlw_open(b, "CacheNodes");
         xmlw_open(b, "CacheNode");
         xmlw_elem(b, "CacheNodeId", "0001");
-        xmlw_elem(b, "CacheNodeStatus", strcmp(status, "rebooting cluster nodes") == 0
-                                            ? "rebooting"
-                                            : status);
+        xmlw_elem(b, "CacheNodeStatus",
+                  strcmp(status, "rebooting cluster nodes") == 0 ? "rebooting" : status);
         xmlw_elem(b, "CacheNodeCreateTime", str(doc, "created_at"));
         endpoint(b, "Endpoint", node, true);
         xmlw_elem(b, "ParameterGroupStatus", "in-sync");

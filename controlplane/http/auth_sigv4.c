@@ -72,8 +72,8 @@ static bool fresh(struct auth_sigv4 *a, int64_t signed_at)
     return false;
 }
 
-enum db_status auth_verify_sigv4(struct db_pool *pool, const unsigned char *key, struct auth_sigv4 *a,
-                                 struct auth_identity *who)
+enum db_status auth_verify_sigv4(struct db_pool *pool, const unsigned char *key,
+                                 struct auth_sigv4 *a, struct auth_identity *who)
 {
     struct sigv4_credential cred;
     char why[128];

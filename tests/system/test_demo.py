@@ -184,6 +184,22 @@ def healthy_hosts(url, token):
             if h["status"] == "healthy"}
 
 
+def aws_settings_work(clone):
+    """var/demo.env's AWS credentials sign requests the ElastiCache-compatible
+    endpoint (CAIRN_ELASTICACHE_URL, TF_VAR_cairn_elasticache_endpoint) accepts."""
+    boto3 = pytest.importorskip("boto3", reason="python3-boto3 is not installed")
+    r = subprocess.run(["bash", "-c", '. "$1" && printf "%s\\n" "$AWS_ACCESS_KEY_ID" '
+                        '"$AWS_SECRET_ACCESS_KEY" "$AWS_REGION" "$CAIRN_ELASTICACHE_URL" '
+                        '"$TF_VAR_cairn_elasticache_endpoint"', "_",
+                        str(clone.root / "var" / "demo.env")],
+                       env=clone.env, capture_output=True, text=True, check=True, timeout=10)
+    key, secret, region, url, tf_url = r.stdout.splitlines()
+    eq(tf_url, url, "TF_VAR_cairn_elasticache_endpoint")
+    ec = boto3.client("elasticache", endpoint_url=url, region_name=region,
+                      aws_access_key_id=key, aws_secret_access_key=secret)
+    eq(ec.describe_replication_groups()["ReplicationGroups"], [], "the demo's groups")
+
+
 def test_demo_up_secure_and_down(clone):
     if IS_ROOT:
         blocked = subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x",
@@ -196,6 +212,7 @@ def test_demo_up_secure_and_down(clone):
     eq(url, f"http://{clone.listen}", "CAIRN_URL in var/demo.env")
     eq(requests.get(url + "/healthz", timeout=10).status_code, 200, "GET /healthz")
     assert DEMO_HOSTS <= healthy_hosts(url, token), out
+    aws_settings_work(clone)
 
     # Where the data is, as the summary says: root's outside the checkout,
     # in a directory of the postgres user's only.

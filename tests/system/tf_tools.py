@@ -43,12 +43,13 @@ def require():
 
 
 class Workdir:
-    """A copy of docs/terraform/aws with its own CLI config and credentials."""
+    """A copy of the .tf files of source (docs/terraform/aws) with its own CLI config
+    and credentials."""
 
-    def __init__(self, path, url, creds):
+    def __init__(self, path, url, creds, source=EXAMPLE):
         self.tf, mirror_dir = require()
         self.path = Path(path)
-        for f in EXAMPLE.glob("*.tf"):
+        for f in Path(source).glob("*.tf"):
             shutil.copy(f, self.path)
         (self.path / "cli.tfrc").write_text(
             "provider_installation {\n"
