@@ -56,8 +56,11 @@ const struct route api_routes[] = {
     {"POST", "/v1/metrics/query", SCOPE_READ, api_metrics_query, NULL, api_metrics_query_spec},
     {"GET", "/v1/clusters/{id}/metrics", SCOPE_READ, api_clusters_metrics, metrics_query, NULL},
     {"GET", "/v1/clusters/{id}/slot-stats", SCOPE_READ, api_clusters_slot_stats, NULL, NULL},
-    /* The ElastiCache-compatible endpoint (ec.h): the AWS Query protocol. */
+    /* The ElastiCache-compatible endpoint (ec.h): the AWS Query protocol,
+     * on the path the console's index also has. */
     {"POST", "/", SCOPE_SIGV4, ec_serve, NULL, NULL},
+    {"GET", "/", SCOPE_NONE, web_serve, .console = true},
+    {"HEAD", "/", SCOPE_NONE, web_serve, .console = true},
     /* The web console: every path outside /v1 that no row above names. */
     {"GET", "/*", SCOPE_NONE, web_serve, .console = true},
     {"HEAD", "/*", SCOPE_NONE, web_serve, .console = true},

@@ -385,6 +385,35 @@ static bool create_group(struct ec_call *c)
     return answer_group(c, id);
 }
 
+static void render_group(struct ec_call *c, const json_t *doc, bool with_nodes)
+{
+    (void)with_nodes;
+    ec_render_group(c, doc);
+}
+
+static void render_members(struct ec_call *c, const json_t *doc, bool with_nodes)
+{
+    (void)ec_render_cache_clusters(c, doc, NULL, with_nodes);
+}
+
+/* Render each cluster of a page of the list; false after refusing. */
+static bool each_cluster(struct ec_call *c, const struct page *page, char *next,
+                         void (*render)(struct ec_call *c, const json_t *doc, bool with_nodes),
+                         bool with_nodes)
+{
+    struct store_cluster_filter f = {0};
+    json_t *docs = fetch(c, &cluster_list, &f, page, next), *doc;
+    size_t i;
+
+    if (docs == NULL)
+        return false;
+    json_array_foreach (docs, i, doc) {
+        render(c, doc, with_nodes);
+    }
+    json_decref(docs);
+    return true;
+}
+
 static bool describe_groups(struct ec_call *c)
 {
     static const char *const allowed[] = {"ReplicationGroupId", "MaxRecords", "Marker", NULL};
@@ -398,16 +427,8 @@ static bool describe_groups(struct ec_call *c)
         char id[64];
         if (!group_id(c, id) || !answer_group(c, id))
             return false;
-    } else {
-        struct store_cluster_filter f = {0};
-        json_t *docs = fetch(c, &cluster_list, &f, &page, next), *doc;
-        size_t i;
-        if (docs == NULL)
-            return false;
-        json_array_foreach (docs, i, doc) {
-            ec_render_group(c, doc);
-        }
-        json_decref(docs);
+    } else if (!each_cluster(c, &page, next, render_group, false)) {
+        return false;
     }
     xmlw_close(&c->out, "ReplicationGroups");
     marker(c, "clusters", next);
@@ -433,33 +454,19 @@ static bool describe_cache_clusters(struct ec_call *c)
         return false;
     xmlw_open(&c->out, "CacheClusters");
     if (member != NULL) {
-        char *group = ec_member_group(member);
-        json_t *doc = NULL;
         /* Every cache cluster of Cairn's is in a replication group. */
-        bool found = group != NULL && !outside;
-        if (found) {
-            struct ec_error none = c->err;
-            doc = ec_cluster_doc(c, group);
-            if (doc == NULL && c->err.status == 404)
-                c->err = none; /* answered below as the cache cluster's absence */
-            found = doc != NULL && ec_render_cache_clusters(c, doc, member, nodes) == 1;
-        }
-        json_decref(doc);
+        char *group = outside ? NULL : ec_member_group(member);
+        bool missing = true;
+        json_t *doc = group != NULL ? ec_cluster_find(c, group, &missing) : NULL;
         free(group);
-        if (c->err.set)
-            return false;
+        if (doc == NULL && !missing)
+            return false; /* refused: the database */
+        bool found = doc != NULL && ec_render_cache_clusters(c, doc, member, nodes) == 1;
+        json_decref(doc);
         if (!found)
             return ec_fail(c, 404, "CacheClusterNotFound", "CacheCluster %s not found", member);
-    } else if (!outside) {
-        struct store_cluster_filter f = {0};
-        json_t *docs = fetch(c, &cluster_list, &f, &page, next), *doc;
-        size_t i;
-        if (docs == NULL)
-            return false;
-        json_array_foreach (docs, i, doc) {
-            ec_render_cache_clusters(c, doc, NULL, nodes);
-        }
-        json_decref(docs);
+    } else if (!outside && !each_cluster(c, &page, next, render_members, nodes)) {
+        return false;
     }
     xmlw_close(&c->out, "CacheClusters");
     marker(c, "clusters", next);

@@ -215,19 +215,27 @@ static enum db_status doc_fn(struct db_conn *conn, void *arg)
     return store_cluster_get(conn, d->id, &d->text);
 }
 
-json_t *ec_cluster_doc(struct ec_call *c, const char *id)
+json_t *ec_cluster_find(struct ec_call *c, const char *id, bool *missing)
 {
     struct doc_call call = {id, NULL};
     enum db_status st = db_run(c->app->db, doc_fn, &call);
     json_t *doc = NULL;
 
-    if (st == DB_NOT_FOUND)
-        ec_fail(c, 404, "ReplicationGroupNotFoundFault", "ReplicationGroup %s not found", id);
-    else if (st != DB_OK)
-        ec_fail_db(c, st);
-    else if ((doc = json_loads(call.text, 0, NULL)) == NULL)
+    *missing = st == DB_NOT_FOUND;
+    if (st == DB_OK && (doc = json_loads(call.text, 0, NULL)) == NULL)
         ec_fail(c, 500, "InternalFailure", "the document of %s cannot be read", id);
+    else if (st != DB_OK && !*missing)
+        ec_fail_db(c, st);
     free(call.text);
+    return doc;
+}
+
+json_t *ec_cluster_doc(struct ec_call *c, const char *id)
+{
+    bool missing;
+    json_t *doc = ec_cluster_find(c, id, &missing);
+    if (missing)
+        ec_fail(c, 404, "ReplicationGroupNotFoundFault", "ReplicationGroup %s not found", id);
     return doc;
 }
 
@@ -421,8 +429,8 @@ void ec_serve(struct http_request *req)
         if (action->admin && req->who.scope != TOKEN_SCOPE_ADMIN)
             ec_fail(&c, 403, "AccessDenied", "token %s has scope 'read'; %s needs an admin token",
                     req->who.token_id, action->name);
-        else
-            (void)action->run(&c);
+        else if (!action->run(&c) && !c.err.set)
+            ec_fail(&c, 500, "InternalFailure", "%s was refused without a reason", action->name);
     }
     reply_xml(&c);
     form_free(&c.form);

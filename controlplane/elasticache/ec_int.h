@@ -64,6 +64,10 @@ bool ec_params_known(struct ec_call *c, const char *const *allowed);
  * (ReplicationGroupNotFoundFault, or the database's failure). */
 json_t *ec_cluster_doc(struct ec_call *c, const char *id);
 
+/* As ec_cluster_doc(), but a missing cluster is no refusal: NULL with
+ * *missing set (NULL without it: refused for the database). */
+json_t *ec_cluster_find(struct ec_call *c, const char *id, bool *missing);
+
 /* The ARN of a replication group, and back: the id an ARN names, for a
  * replication group ("...:replicationgroup:ID") or one of its cache
  * clusters ("...:cluster:ID-0001-001"); NULL after refusing (InvalidARN). */

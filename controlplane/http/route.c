@@ -92,12 +92,12 @@ const struct route *route_find(const struct route *table, size_t n, const char *
                                size_t allow_size)
 {
     size_t used = 0;
+    bool matched = false;
 
     if (allow_size > 0)
         allow[0] = '\0';
-    /* The rows without a tail wildcard, then, if none has the method, those
-     * with one. */
-    for (int pass = 0; pass < 2; pass++) {
+    /* The rows without a tail wildcard, then, if none matched, those with one. */
+    for (int pass = 0; pass < 2 && !matched; pass++) {
         bool tails = pass == 1;
         if (tails && in_api(path))
             break;
@@ -106,6 +106,7 @@ const struct route *route_find(const struct route *table, size_t n, const char *
                 continue;
             if (strcmp(table[i].method, method) == 0)
                 return &table[i];
+            matched = true;
             allow_method(allow, allow_size, &used, table[i].method);
         }
     }

@@ -180,6 +180,8 @@ static void reply_open_error(struct http_request *req, const char *root, const c
 void web_serve(struct http_request *req)
 {
     const char *root = req->app->cfg.web_root, *tail = http_param(req, "*");
+    if (tail == NULL)
+        tail = ""; /* the row of "/" itself */
     size_t len = strlen(tail);
     bool wants_index = len == 0 || tail[len - 1] == '/'; /* "/" and "dir/": the directory's index */
     struct stat st;

@@ -311,11 +311,21 @@ static void test_find_in_api_routes(void **state)
     assert_null(
         route_find(api_routes, api_route_count, "GET", "/v1/unknown", &p, allow, sizeof(allow)));
     assert_string_equal(allow, "");
-    /* Outside /v1, what no other row names is the console's. */
+    /* "/" is the console's index and, posted to, the ElastiCache endpoint. */
     r = route_find(api_routes, api_route_count, "GET", "/", &p, allow, sizeof(allow));
     assert_non_null(r);
     assert_true(r->console);
-    assert_string_equal(route_param(&p, "*"), "");
+    assert_null(route_param(&p, "*"));
+    r = route_find(api_routes, api_route_count, "POST", "/", &p, allow, sizeof(allow));
+    assert_non_null(r);
+    assert_int_equal(r->scope, SCOPE_SIGV4);
+    assert_null(route_find(api_routes, api_route_count, "DELETE", "/", &p, allow, sizeof(allow)));
+    assert_string_equal(allow, "POST, GET, HEAD");
+    /* Outside /v1, what no other row names is the console's. */
+    r = route_find(api_routes, api_route_count, "GET", "/index.html", &p, allow, sizeof(allow));
+    assert_non_null(r);
+    assert_true(r->console);
+    assert_string_equal(route_param(&p, "*"), "index.html");
     r = route_find(api_routes, api_route_count, "HEAD", "/css/app.css", &p, allow, sizeof(allow));
     assert_non_null(r);
     assert_true(r->console);
@@ -330,10 +340,12 @@ static void test_api_routes_well_formed(void **state)
         const struct route *r = &api_routes[i];
         assert_non_null(r->handler);
         assert_int_equal(r->pattern[0], '/');
-        /* The console's rows, and only they, take the paths the API leaves:
-         * they need no token, and nothing under /v1 is theirs. */
+        /* The console's rows, and only they, take the paths the API leaves
+         * (and GET and HEAD of "/", its index, which the ElastiCache endpoint
+         * shares): they need no token, and nothing under /v1 is theirs. */
         size_t len = strlen(r->pattern);
-        assert_int_equal(r->console, r->pattern[len - 1] == '*');
+        bool index = strcmp(r->pattern, "/") == 0 && strcmp(r->method, "POST") != 0;
+        assert_int_equal(r->console, r->pattern[len - 1] == '*' || index);
         if (r->console) {
             assert_int_equal(r->scope, SCOPE_NONE);
             assert_true(strncmp(r->pattern, "/v1/", 4) != 0);
@@ -353,6 +365,7 @@ static void test_scope_name(void **state)
     assert_string_equal(route_scope_name(SCOPE_NONE), "none");
     assert_string_equal(route_scope_name(SCOPE_READ), "read");
     assert_string_equal(route_scope_name(SCOPE_ADMIN), "admin");
+    assert_string_equal(route_scope_name(SCOPE_SIGV4), "sigv4");
 }
 
 int main(void)
