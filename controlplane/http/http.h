@@ -63,15 +63,17 @@ struct http_request {
     json_t *json; /* the parsed body, for routes that declare one */
 
     /* Long-polls: see http_suspend(). */
-    bool resumed;   /* the handler runs again after a suspension */
-    bool suspended; /* parked now (under the server's lock) */
-    bool parked;    /* the handler parked it in this call (handler thread only) */
-    char park_key[64];
+    bool resumed;      /* the handler runs again after a suspension */
+    bool suspended;    /* parked now (under the server's lock) */
+    bool parked;       /* the handler parked it in this call (handler thread only) */
+    char park_key[64]; /* the key it was last parked under: a resumed handler may read it */
     int64_t park_deadline_us;
     struct http_request *park_next;
 
-    /* Handlers of the user routes run on a worker (see on_request). */
+    /* Handlers of the user routes run on a worker (see on_request), parked
+     * or not: each run, the first and every one after a wake-up. */
     struct http_request *work_next;
+    bool on_worker; /* a worker runs its handler now (under the server's lock) */
 
     /* The reply, filled by http_reply_*. */
     bool replied;
