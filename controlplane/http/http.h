@@ -164,6 +164,12 @@ const char *http_query(struct http_request *req, const char *name);
  * when absent. */
 const char *http_header(struct http_request *req, const char *name);
 
+/* The first wait preference (RFC 7240) of the request's Prefer headers, in
+ * seconds (prefer.h): false when there is none. A Prefer header that is
+ * not a valid Prefer value is ignored, as is a wait that is not
+ * delta-seconds. */
+bool http_prefer_wait(struct http_request *req, long long *seconds);
+
 /* A path parameter's value (never NULL for a name in the route's pattern). */
 const char *http_param(struct http_request *req, const char *name);
 

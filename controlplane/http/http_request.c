@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "prefer.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -161,6 +163,34 @@ const char *http_query(struct http_request *req, const char *name)
 const char *http_header(struct http_request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+struct prefer_scan {
+    bool found;
+    long long seconds;
+};
+
+static enum MHD_Result scan_prefer(void *cls, enum MHD_ValueKind kind, const char *name,
+                                   const char *value)
+{
+    struct prefer_scan *ps = cls;
+    (void)kind;
+
+    /* Several Prefer headers are one list (RFC 9110 §5.3): the first wait
+     * of the first header that has one is the first of the list. */
+    if (strcasecmp(name, "Prefer") == 0 && value != NULL &&
+        prefer_wait(value, &ps->seconds) == PREFER_WAIT)
+        ps->found = true;
+    return ps->found ? MHD_NO : MHD_YES;
+}
+
+bool http_prefer_wait(struct http_request *req, long long *seconds)
+{
+    struct prefer_scan ps = {false, 0};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, scan_prefer, &ps);
+    if (ps.found)
+        *seconds = ps.seconds;
+    return ps.found;
 }
 
 const char *http_param(struct http_request *req, const char *name)
