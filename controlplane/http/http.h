@@ -128,6 +128,12 @@ void http_reply_empty(struct http_request *req, int status);
 void http_reply_problem(struct http_request *req, enum problem_code code, json_t *errors,
                         const char *detail_fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* As http_reply_problem(), with the members of members (an object, owned
+ * by the call; may be NULL) added to the document: extension members such
+ * as "operation". */
+void http_reply_problem_with(struct http_request *req, enum problem_code code, json_t *members,
+                             const char *detail_fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Reply with what p says (problem.h), and clear it. An INTERNAL_ERROR
  * without a detail names the request, whose log lines say more. */
 void http_reply_error(struct http_request *req, struct problem *p);
