@@ -139,8 +139,14 @@ tests/contract/node_modules: tests/contract/package.json tests/contract/package-
 	cd tests/contract && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-contract: bin/cairnd bin/cairn-agent tests/contract/node_modules
-	$(PYTHON) -m pytest -q tests/contract
+# The Terraform examples in docs/terraform, parsed by HashiCorp's HCL parser
+# (@cdktf/hcl2json) and checked against the route table and the cluster spec.
+tests/terraform/node_modules: tests/terraform/package.json tests/terraform/package-lock.json
+	cd tests/terraform && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+contract: bin/cairnd bin/cairn-agent tests/contract/node_modules tests/terraform/node_modules
+	$(PYTHON) -m pytest -q tests/contract tests/terraform
 
 # Small programs the system tests run (render_config: an engine config from JSON).
 $(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a

@@ -29,6 +29,7 @@ struct config {
     int metrics_retention_days;  /* 60-second samples are kept this long */
     int upgrade_node_timeout_s;  /* an upgraded node not healthy by then: rollback */
     int upgrade_parallel_shards; /* shards an engine upgrade takes at once */
+    int max_wait_s;              /* longest a write waits for its operation (Prefer: wait) */
     int test_clock_offset_s;     /* tests only: seconds added to the clock maintenance
                                     windows are read by */
 };

@@ -146,7 +146,7 @@ static enum db_status create_fn(struct db_conn *conn, void *arg)
 }
 
 bool cluster_create(struct app *app, const json_t *spec, const char *auth_token, bool *created,
-                    struct problem *p)
+                    char *op_id, struct problem *p)
 {
     char generated[64];
     struct create_call c = {.app = app, .spec = spec, .p = p};
@@ -167,6 +167,7 @@ bool cluster_create(struct app *app, const json_t *spec, const char *auth_token,
     enum db_status st = db_tx(app->db, DB_READ_COMMITTED, create_fn, &c);
     free(text);
     *created = c.created;
+    snprintf(op_id, STORE_UUID_SIZE, "%s", c.created ? c.op_id : "");
     if (st == DB_REFUSED && !p->set)
         return true; /* the same cluster exists: a retried request */
     if (!problem_db(p, st))

@@ -9,6 +9,7 @@
 
 struct delete_call {
     const char *id;
+    char *op_id;
     struct problem *p;
 };
 
@@ -16,7 +17,6 @@ static enum db_status delete_fn(struct db_conn *conn, void *arg)
 {
     struct delete_call *c = arg;
     struct store_cluster_locked row = {0};
-    char op_id[STORE_UUID_SIZE];
 
     problem_clear(c->p);
     enum db_status st = store_cluster_lock(conn, c->id, &row);
@@ -24,20 +24,20 @@ static enum db_status delete_fn(struct db_conn *conn, void *arg)
     if (st == DB_NOT_FOUND)
         return problem_no_cluster(c->p, c->id);
     if (st == DB_OK)
-        st = store_operation_queue(conn, c->id, op_cluster_delete.name, NULL, op_id);
+        st = store_operation_queue(conn, c->id, op_cluster_delete.name, NULL, c->op_id);
     if (st == DB_CONFLICT)
         return problem_busy(c->p, c->id);
     if (st == DB_OK)
         st = store_cluster_set_status(conn, c->id, "deleting");
     if (st == DB_OK)
-        st = store_event_add(conn, c->id, op_id, "ClusterDeleting", "info", "deleting the cluster",
-                             NULL);
+        st = store_event_add(conn, c->id, c->op_id, "ClusterDeleting", "info",
+                             "deleting the cluster", NULL);
     return st;
 }
 
-bool cluster_delete(struct app *app, const char *cluster_id, struct problem *p)
+bool cluster_delete(struct app *app, const char *cluster_id, char *op_id, struct problem *p)
 {
-    struct delete_call c = {cluster_id, p};
+    struct delete_call c = {cluster_id, op_id, p};
     if (!problem_db(p, db_tx(app->db, DB_READ_COMMITTED, delete_fn, &c)))
         return false;
     if (app->runner != NULL)

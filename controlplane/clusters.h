@@ -21,13 +21,13 @@ json_t *cluster_spec_check(struct app *app, const json_t *body, struct problem *
 
 /* Place and store a cluster from its normalized spec, with auth_token (or a
  * generated password when NULL), and queue its create operation, all in one
- * transaction (cluster_create.c). *created is false when a cluster of this
- * id with this very spec exists (a retried request: nothing is done). False
- * with p filled: CLUSTER_ALREADY_EXISTS (another spec),
- * INSUFFICIENT_CAPACITY (the scheduler's reason), SECRET_KEY_UNAVAILABLE,
- * or the database's failure. */
+ * transaction (cluster_create.c); op_id (40 bytes) gets the operation.
+ * *created is false when a cluster of this id with this very spec exists (a
+ * retried request: nothing is done, op_id is ""). False with p filled:
+ * CLUSTER_ALREADY_EXISTS (another spec), INSUFFICIENT_CAPACITY (the
+ * scheduler's reason), SECRET_KEY_UNAVAILABLE, or the database's failure. */
 bool cluster_create(struct app *app, const json_t *spec, const char *auth_token, bool *created,
-                    struct problem *p);
+                    char *op_id, struct problem *p);
 
 /* What a modification did beyond storing the spec. */
 struct cluster_modify_out {
@@ -49,9 +49,10 @@ bool cluster_modify(struct app *app, const char *cluster_id, const json_t *body,
                     long long if_match, struct cluster_modify_out *out, struct problem *p);
 
 /* DELETE: mark the cluster deleting and queue its delete operation
- * (cluster_delete.c). False with p filled: CLUSTER_NOT_FOUND,
- * OPERATION_IN_PROGRESS, or the database's failure. */
-bool cluster_delete(struct app *app, const char *cluster_id, struct problem *p);
+ * (cluster_delete.c); op_id (40 bytes) gets the operation. False with p
+ * filled: CLUSTER_NOT_FOUND, OPERATION_IN_PROGRESS, or the database's
+ * failure. */
+bool cluster_delete(struct app *app, const char *cluster_id, char *op_id, struct problem *p);
 
 /* Queue a planned failover of shard (its name, "0001"; NULL: the only one,
  * for cluster mode disabled); op_id (40 bytes) gets the operation

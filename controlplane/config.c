@@ -54,6 +54,7 @@ static const struct setting settings[] = {
      AT(upgrade_node_timeout_s)},
     {"upgrade-parallel-shards", "CAIRN_UPGRADE_PARALLEL_SHARDS", "N", SET_INT, 1, 500,
      AT(upgrade_parallel_shards)},
+    {"max-wait", "CAIRN_MAX_WAIT", "SECONDS", SET_INT, 0, 3600, AT(max_wait_s)},
     {"test-clock-offset", "CAIRN_TEST_CLOCK_OFFSET", "SECONDS", SET_INT, -31622400, 31622400,
      AT(test_clock_offset_s)},
 };
@@ -165,6 +166,7 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->metrics_retention_days = 15;
     cfg->upgrade_node_timeout_s = 300;
     cfg->upgrade_parallel_shards = 1;
+    cfg->max_wait_s = 300;
     strcpy(cfg->sentinel_host, "127.0.0.1");
     cfg->sentinel_port = 26379;
     cfg->sentinel_max_clients = 1024;

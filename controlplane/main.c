@@ -464,14 +464,20 @@ static int print_json(json_t *out)
     return 0;
 }
 
+/* Print the route table: each route's method, path, scope, whether it is
+ * the console's, and the query parameters it accepts. */
 static int cmd_routes(void)
 {
     json_t *out = json_array();
     for (size_t i = 0; i < api_route_count; i++) {
         const struct route *r = &api_routes[i];
-        json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:b}", "method", r->method, "path",
-                                             r->pattern, "scope", route_scope_name(r->scope),
-                                             "console", r->console));
+        json_t *query = json_array();
+        for (const char *const *q = r->query; q != NULL && *q != NULL; q++)
+            json_array_append_new(query, json_string(*q));
+        json_array_append_new(out,
+                              json_pack("{s:s, s:s, s:s, s:b, s:o}", "method", r->method, "path",
+                                        r->pattern, "scope", route_scope_name(r->scope), "console",
+                                        r->console, "query", query));
     }
     return print_json(out);
 }

@@ -46,7 +46,7 @@ static PGconn *listen_on(const char *url)
 
     if (pg == NULL)
         return NULL;
-    if (store_hosts_listen(pg) != DB_OK) {
+    if (store_hosts_listen(pg) != DB_OK || store_operations_listen(pg) != DB_OK) {
         PQfinish(pg);
         return NULL;
     }
@@ -64,7 +64,9 @@ static void *notify_main(void *arg)
             pg = listen_on(n->url);
             if (pg == NULL) {
                 if (!warned)
-                    log_warn("cannot listen for desired-state changes; retrying", NULL);
+                    log_warn("cannot listen for desired-state changes and operation ends; "
+                             "retrying",
+                             NULL);
                 warned = true;
                 usleep(RECONNECT_MS * 1000);
                 continue;

@@ -49,6 +49,26 @@ bool api_query_one_of(struct http_request *req, const char *name, const char *co
 bool api_query_uuid(struct http_request *req, const char *name);
 bool api_query_cluster_id(struct http_request *req, const char *name);
 
+/* Reply with cluster id and its ETag, with status; created adds its
+ * Location. 404 CLUSTER_NOT_FOUND when it does not exist. */
+void api_reply_cluster(struct http_request *req, const char *id, int status, bool created);
+
+/* Writes that start an operation (api_wait.c). The wait req asks for in
+ * seconds, capped at --max-wait: its ?wait= when sent, else the first wait
+ * preference of its Prefer headers; -1 when it asks for none. Returns false
+ * after replying 400 INVALID_QUERY_PARAMETER when ?wait= is not a whole
+ * number of seconds. */
+bool api_wait_requested(struct http_request *req, int *seconds);
+
+/* Answer a request that started operation op_id, having asked for a wait
+ * of seconds (-1: none): at once with 202 when it asked for none or the
+ * operation is scheduled for later, else once the operation has ended (the
+ * final resource, or its problem) or seconds have passed (202), parking
+ * the request meanwhile. A handler that called it calls api_wait_resume()
+ * when it runs again with req->resumed. */
+void api_wait_for(struct http_request *req, const char *op_id, int seconds);
+void api_wait_resume(struct http_request *req);
+
 /* Handlers. */
 void api_healthz(struct http_request *req);
 void api_readyz(struct http_request *req);

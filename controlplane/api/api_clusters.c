@@ -1,6 +1,7 @@
 /* api_clusters.c -- /v1/clusters: create, read, list and delete clusters,
  * and read a cluster's engine password. Changes run as operations (see
- * ops_cluster.c); these handlers validate, place and queue them. */
+ * ops.h); these handlers validate, place and queue them, and answer as the
+ * operation goes (api_wait.c). */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,9 +77,7 @@ static enum db_status cluster_generation(struct app *app, const char *id, long l
     return db_run(app->db, generation_fn, &call);
 }
 
-/* Reply with the cluster resource and its ETag; a new cluster's reply also
- * says where it lives. */
-static void reply_cluster(struct http_request *req, const char *id, int status, bool created)
+void api_reply_cluster(struct http_request *req, const char *id, int status, bool created)
 {
     struct get_call call = {id, NULL, 0};
     enum db_status st = db_run(req->app->db, get_fn, &call);
@@ -106,13 +105,21 @@ static void reply_cluster(struct http_request *req, const char *id, int status, 
 
 void api_clusters_get(struct http_request *req)
 {
-    reply_cluster(req, http_param(req, "id"), 200, false);
+    api_reply_cluster(req, http_param(req, "id"), 200, false);
 }
 
 void api_clusters_create(struct http_request *req)
 {
+    int wait;
+    if (req->resumed) {
+        api_wait_resume(req);
+        return;
+    }
+    if (!api_wait_requested(req, &wait))
+        return;
     struct problem p = {0};
     json_t *spec = cluster_spec_check(req->app, req->json, &p);
+    char op_id[STORE_UUID_SIZE];
     bool created;
 
     if (spec == NULL) {
@@ -120,10 +127,12 @@ void api_clusters_create(struct http_request *req)
         return;
     }
     char *id = xstrdup(json_string_value(json_object_get(spec, "id")));
-    if (cluster_create(req->app, spec, cspec_auth_token(req->json), &created, &p))
-        reply_cluster(req, id, created ? 202 : 200, created);
-    else
+    if (!cluster_create(req->app, spec, cspec_auth_token(req->json), &created, op_id, &p))
         http_reply_error(req, &p);
+    else if (created)
+        api_wait_for(req, op_id, wait);
+    else
+        api_reply_cluster(req, id, 200, false); /* a retry: nothing was started */
     json_decref(spec);
     free(id);
 }
@@ -131,10 +140,16 @@ void api_clusters_create(struct http_request *req)
 void api_clusters_delete(struct http_request *req)
 {
     const char *id = http_param(req, "id");
+    char op_id[STORE_UUID_SIZE];
     struct problem p = {0};
+    int wait;
 
-    if (cluster_delete(req->app, id, &p))
-        reply_cluster(req, id, 202, false);
+    if (req->resumed)
+        api_wait_resume(req);
+    else if (!api_wait_requested(req, &wait))
+        return;
+    else if (cluster_delete(req->app, id, op_id, &p))
+        api_wait_for(req, op_id, wait);
     else
         http_reply_error(req, &p);
 }
@@ -175,33 +190,41 @@ static long long if_match(struct http_request *req)
     return g;
 }
 
+/* PATCH and PUT of an existing cluster. A change that an operation carries
+ * out is answered as that operation goes (api_wait.c) when it is what the
+ * answer is about -- an engine upgrade, 202 since the first release -- or
+ * the request asked to wait; without a wait, a change of parameters answers
+ * 200 with the cluster, its operation under way, as it always has. */
 static void modify(struct http_request *req, bool replace)
 {
     const char *id = http_param(req, "id");
     long long match = if_match(req);
     struct cluster_modify_out out;
     struct problem p = {0};
+    int wait;
 
-    if (match == -2) {
+    if (!api_wait_requested(req, &wait)) {
+        return;
+    } else if (match == -2) {
         http_reply_problem(req, PROBLEM_PRECONDITION_FAILED, NULL,
                            "If-Match must be an ETag this API gave, such as \"3\"");
     } else if (!cluster_modify(req->app, id, req->json, replace, match, &out, &p)) {
         http_reply_error(req, &p);
     } else if (out.preview != NULL) {
         http_reply_json(req, 200, out.preview);
-    } else if (out.accepted) {
-        char *location = xasprintf("/v1/operations/%s", out.op_id);
-        http_add_header(req, "Location", location);
-        free(location);
-        reply_cluster(req, id, 202, false);
+    } else if (out.op_id[0] != '\0' && (out.accepted || wait >= 0)) {
+        api_wait_for(req, out.op_id, wait);
     } else {
-        reply_cluster(req, id, 200, false);
+        api_reply_cluster(req, id, 200, false);
     }
 }
 
 void api_clusters_patch(struct http_request *req)
 {
-    modify(req, false);
+    if (req->resumed)
+        api_wait_resume(req);
+    else
+        modify(req, false);
 }
 
 /* PUT creates the cluster when it does not exist (the path names it), and
@@ -211,6 +234,14 @@ void api_clusters_put(struct http_request *req)
     const char *id = http_param(req, "id");
     const char *body_id = json_string_value(json_object_get(req->json, "id"));
 
+    int wait;
+
+    if (req->resumed) {
+        api_wait_resume(req);
+        return;
+    }
+    if (!api_wait_requested(req, &wait)) /* the query before the body */
+        return;
     if (body_id != NULL && strcmp(body_id, id) != 0) {
         json_t *errors = json_array();
         jspec_error(errors, "id", "must match the id in the path");
@@ -251,15 +282,16 @@ void api_clusters_failover(struct http_request *req)
     const char *shard = json_string_value(json_object_get(req->json, "shard_id"));
     char op_id[STORE_UUID_SIZE];
     struct problem p = {0};
+    int wait;
 
-    if (!cluster_failover(req->app, id, shard, op_id, &p)) {
-        http_reply_error(req, &p);
+    if (req->resumed)
+        api_wait_resume(req);
+    else if (!api_wait_requested(req, &wait))
         return;
-    }
-    char *location = xasprintf("/v1/operations/%s", op_id);
-    http_add_header(req, "Location", location);
-    free(location);
-    api_reply_get_status(req, store_operation_get, op_id, PROBLEM_OPERATION_NOT_FOUND, 202);
+    else if (cluster_failover(req->app, id, shard, op_id, &p))
+        api_wait_for(req, op_id, wait);
+    else
+        http_reply_error(req, &p);
 }
 
 /* DELETE /v1/clusters/{id}/pending-changes: cancel the engine upgrade that
@@ -269,9 +301,12 @@ void api_clusters_cancel_pending(struct http_request *req)
 {
     const char *id = http_param(req, "id");
     struct problem p = {0};
+    int wait; /* accepted as on every write; the cancel is done when it answers */
 
+    if (!api_wait_requested(req, &wait))
+        return;
     if (upgrade_cancel(req->app, id, &p))
-        reply_cluster(req, id, 200, false);
+        api_reply_cluster(req, id, 200, false);
     else
         http_reply_error(req, &p);
 }

@@ -18,6 +18,8 @@ static const char *const metrics_query[] = {"names", "start",   "end",      "per
                                             "stat",  "node_id", "group_by", NULL};
 static const char *const clusters_query[] = {"page_size", "page_token", "status",
                                              "engine",    "tag",        NULL};
+/* Writes that may start an operation: how long to wait for it (api_wait.c). */
+static const char *const wait_query[] = {"wait", NULL};
 
 const struct route api_routes[] = {
     {"GET", "/healthz", SCOPE_NONE, api_healthz, NULL, NULL},
@@ -37,15 +39,15 @@ const struct route api_routes[] = {
     {"GET", "/v1/hosts", SCOPE_ADMIN, api_hosts_list, hosts_query, NULL},
     {"GET", "/v1/hosts/{id}", SCOPE_ADMIN, api_hosts_get, NULL, NULL},
     {"GET", "/v1/clusters", SCOPE_READ, api_clusters_list, clusters_query, NULL},
-    {"POST", "/v1/clusters", SCOPE_ADMIN, api_clusters_create, NULL, cspec_any_object},
+    {"POST", "/v1/clusters", SCOPE_ADMIN, api_clusters_create, wait_query, cspec_any_object},
     {"GET", "/v1/clusters/{id}", SCOPE_READ, api_clusters_get, NULL, NULL},
-    {"PUT", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_put, NULL, cspec_any_object},
-    {"PATCH", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_patch, NULL, cspec_any_object},
-    {"DELETE", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_delete, NULL, NULL},
+    {"PUT", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_put, wait_query, cspec_any_object},
+    {"PATCH", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_patch, wait_query, cspec_any_object},
+    {"DELETE", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_delete, wait_query, NULL},
     {"GET", "/v1/clusters/{id}/auth", SCOPE_ADMIN, api_clusters_auth, NULL, NULL},
-    {"DELETE", "/v1/clusters/{id}/pending-changes", SCOPE_ADMIN, api_clusters_cancel_pending, NULL,
-     NULL},
-    {"POST", "/v1/clusters/{id}/failover", SCOPE_ADMIN, api_clusters_failover, NULL,
+    {"DELETE", "/v1/clusters/{id}/pending-changes", SCOPE_ADMIN, api_clusters_cancel_pending,
+     wait_query, NULL},
+    {"POST", "/v1/clusters/{id}/failover", SCOPE_ADMIN, api_clusters_failover, wait_query,
      api_failover_spec},
     {"POST", "/v1/agent/register", SCOPE_BOOTSTRAP, api_agent_register, NULL,
      api_agent_register_spec},

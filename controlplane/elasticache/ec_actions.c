@@ -374,7 +374,9 @@ static bool create_group(struct ec_call *c)
     struct problem p = {0};
     json_t *spec = cluster_spec_check(c->app, body, &p);
     bool created = false;
-    bool ok = spec != NULL && cluster_create(c->app, spec, cspec_auth_token(body), &created, &p);
+    char op_id[STORE_UUID_SIZE];
+    bool ok =
+        spec != NULL && cluster_create(c->app, spec, cspec_auth_token(body), &created, op_id, &p);
     json_decref(spec);
     json_decref(body);
     if (!ok)
@@ -581,12 +583,12 @@ static bool delete_group(struct ec_call *c)
 {
     static const char *const allowed[] = {"ReplicationGroupId", "RetainPrimaryCluster",
                                           "FinalSnapshotIdentifier", NULL};
-    char id[64];
+    char id[64], op_id[STORE_UUID_SIZE];
     struct problem p = {0};
 
     if (!ec_params_known(c, allowed) || !check_fixed(c) || !group_id(c, id))
         return false;
-    if (!cluster_delete(c->app, id, &p))
+    if (!cluster_delete(c->app, id, op_id, &p))
         return ec_fail_problem(c, &p);
     return answer_group(c, id);
 }

@@ -471,7 +471,8 @@ bool http_suspend(struct http_request *req, const char *key, uint64_t epoch, int
     req->parked = true;
     req->park_next = srv->parked;
     srv->parked = req;
-    MHD_suspend_connection(req->conn);
+    if (!req->on_worker) /* a worker's connection is suspended already (offload()) */
+        MHD_suspend_connection(req->conn);
     pthread_cond_signal(&srv->park_changed);
     pthread_mutex_unlock(&srv->lock);
     return true;
@@ -488,7 +489,8 @@ static void resume_where(struct http_server *srv, bool (*pick)(struct http_reque
         if (pick(req, arg)) {
             *link = req->park_next;
             req->suspended = false;
-            MHD_resume_connection(req->conn);
+            if (!req->on_worker) /* else its worker resumes it once the handler returns */
+                MHD_resume_connection(req->conn);
         } else {
             link = &req->park_next;
         }
@@ -570,7 +572,16 @@ static void run_handler(struct http_server *srv, struct http_request *req)
  * the connection is suspended, a worker runs the handler, and resuming the
  * connection sends the reply from its own thread. Agent routes (whose
  * long-polls park on the connection thread), probes and the console's files
- * stay where they are. */
+ * stay where they are.
+ *
+ * A user route's handler may park its request too (a write that waits for
+ * its operation, Prefer: wait). It parks holding neither thread: its
+ * connection stays suspended as offload() left it, and the worker goes on
+ * to other work. A wake-up resumes the connection, which offloads the
+ * handler's next run to a worker like the first. A wake-up that comes while
+ * the handler that parked is still on its worker finds on_worker set and
+ * leaves the connection to that worker, which resumes it when the handler
+ * returns: a handler never runs twice at once. */
 
 static bool offload(struct http_server *srv, struct http_request *req)
 {
@@ -605,10 +616,20 @@ static void *worker_main(void *arg)
         srv->work_head = req->work_next;
         if (srv->work_head == NULL)
             srv->work_tail = NULL;
+        req->on_worker = true;
+        bool again = req->resumed;
         pthread_mutex_unlock(&srv->lock);
-        run_handler(srv, req);
+        if (again)
+            call_handler(req);
+        else
+            run_handler(srv, req);
         pthread_mutex_lock(&srv->lock);
-        MHD_resume_connection(req->conn); /* on_request sends the reply */
+        req->on_worker = false;
+        /* Replied, or parked and woken meanwhile: on_request sends the
+         * reply or offloads the next run. Parked and waiting: the wake-up
+         * resumes it. */
+        if (!req->suspended)
+            MHD_resume_connection(req->conn);
     }
     pthread_mutex_unlock(&srv->lock);
     return NULL;
@@ -697,10 +718,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->body[req->body_len] = '\0';
         return MHD_YES;
     }
+    if (!req->replied && offload(srv, req))
+        return MHD_YES; /* called again when the worker is done with it */
     if (req->resumed && !req->replied)
         call_handler(req);
-    else if (!req->replied && offload(srv, req))
-        return MHD_YES; /* called again, replied, when the worker resumes it */
     else if (!req->replied)
         run_handler(srv, req);
     if (req->parked)

@@ -63,15 +63,17 @@ struct http_request {
     json_t *json; /* the parsed body, for routes that declare one */
 
     /* Long-polls: see http_suspend(). */
-    bool resumed;   /* the handler runs again after a suspension */
-    bool suspended; /* parked now (under the server's lock) */
-    bool parked;    /* the handler parked it in this call (handler thread only) */
-    char park_key[64];
+    bool resumed;      /* the handler runs again after a suspension */
+    bool suspended;    /* parked now (under the server's lock) */
+    bool parked;       /* the handler parked it in this call (handler thread only) */
+    char park_key[64]; /* the key it was last parked under: a resumed handler may read it */
     int64_t park_deadline_us;
     struct http_request *park_next;
 
-    /* Handlers of the user routes run on a worker (see on_request). */
+    /* Handlers of the user routes run on a worker (see on_request), parked
+     * or not: each run, the first and every one after a wake-up. */
     struct http_request *work_next;
+    bool on_worker; /* a worker runs its handler now (under the server's lock) */
 
     /* The reply, filled by http_reply_*. */
     bool replied;
@@ -126,6 +128,12 @@ void http_reply_empty(struct http_request *req, int status);
 void http_reply_problem(struct http_request *req, enum problem_code code, json_t *errors,
                         const char *detail_fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* As http_reply_problem(), with the members of members (an object, owned
+ * by the call; may be NULL) added to the document: extension members such
+ * as "operation". */
+void http_reply_problem_with(struct http_request *req, enum problem_code code, json_t *members,
+                             const char *detail_fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Reply with what p says (problem.h), and clear it. An INTERNAL_ERROR
  * without a detail names the request, whose log lines say more. */
 void http_reply_error(struct http_request *req, struct problem *p);
@@ -161,6 +169,12 @@ const char *http_query(struct http_request *req, const char *name);
 /* A request header's value (name matched without regard to case), or NULL
  * when absent. */
 const char *http_header(struct http_request *req, const char *name);
+
+/* The first wait preference (RFC 7240) of the request's Prefer headers, in
+ * seconds (prefer.h): false when there is none. A Prefer header that is
+ * not a valid Prefer value is ignored, as is a wait that is not
+ * delta-seconds. */
+bool http_prefer_wait(struct http_request *req, long long *seconds);
 
 /* A path parameter's value (never NULL for a name in the route's pattern). */
 const char *http_param(struct http_request *req, const char *name);

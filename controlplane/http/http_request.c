@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "prefer.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -97,19 +99,18 @@ void http_reply_empty(struct http_request *req, int status)
     set_reply(req, status, NULL, 0, NULL);
 }
 
-void http_reply_problem(struct http_request *req, enum problem_code code, json_t *errors,
-                        const char *detail_fmt, ...)
+/* The problem document for code, with the extension members of members
+ * (an object, taken; NULL for none) added, as the reply. */
+static void reply_problem(struct http_request *req, enum problem_code code, json_t *members,
+                          const char *detail_fmt, va_list ap)
 {
     const struct problem_info *info = problem_info(code);
     char raw[1024], detail[1024], instance[512];
-    va_list ap;
 
     assert(info->status != 0); /* an operation's own code is never a reply */
     /* A detail may quote what the client sent, and vsnprintf may cut a
      * character in two: scrubbed, it is always UTF-8 for jansson. */
-    va_start(ap, detail_fmt);
     vsnprintf(raw, sizeof(raw), detail_fmt, ap);
-    va_end(ap);
     utf8_scrub(raw, detail, sizeof(detail));
     if (req->path != NULL) {
         utf8_scrub(req->path, instance, sizeof(instance));
@@ -121,11 +122,31 @@ void http_reply_problem(struct http_request *req, enum problem_code code, json_t
     json_t *doc = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "type", info->type, "title",
                             info->title, "status", info->status, "detail", detail, "code",
                             info->code, "instance", instance, "request_id", req->request_id);
-    if (errors != NULL)
-        json_object_set_new(doc, "errors", errors);
+    if (members != NULL)
+        json_object_update(doc, members);
+    json_decref(members);
     if (info->status == 401)
         http_add_header(req, "WWW-Authenticate", "Bearer realm=\"cairn\"");
     reply_document(req, info->status, doc, "application/problem+json");
+}
+
+void http_reply_problem(struct http_request *req, enum problem_code code, json_t *errors,
+                        const char *detail_fmt, ...)
+{
+    va_list ap;
+    va_start(ap, detail_fmt);
+    reply_problem(req, code, errors != NULL ? json_pack("{s:o}", "errors", errors) : NULL,
+                  detail_fmt, ap);
+    va_end(ap);
+}
+
+void http_reply_problem_with(struct http_request *req, enum problem_code code, json_t *members,
+                             const char *detail_fmt, ...)
+{
+    va_list ap;
+    va_start(ap, detail_fmt);
+    reply_problem(req, code, members, detail_fmt, ap);
+    va_end(ap);
 }
 
 void http_reply_error(struct http_request *req, struct problem *p)
@@ -161,6 +182,34 @@ const char *http_query(struct http_request *req, const char *name)
 const char *http_header(struct http_request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+struct prefer_scan {
+    bool found;
+    long long seconds;
+};
+
+static enum MHD_Result scan_prefer(void *cls, enum MHD_ValueKind kind, const char *name,
+                                   const char *value)
+{
+    struct prefer_scan *ps = cls;
+    (void)kind;
+
+    /* Several Prefer headers are one list (RFC 9110 §5.3): the first wait
+     * of the first header that has one is the first of the list. */
+    if (strcasecmp(name, "Prefer") == 0 && value != NULL &&
+        prefer_wait(value, &ps->seconds) == PREFER_WAIT)
+        ps->found = true;
+    return ps->found ? MHD_NO : MHD_YES;
+}
+
+bool http_prefer_wait(struct http_request *req, long long *seconds)
+{
+    struct prefer_scan ps = {false, 0};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, scan_prefer, &ps);
+    if (ps.found)
+        *seconds = ps.seconds;
+    return ps.found;
 }
 
 const char *http_param(struct http_request *req, const char *name)

@@ -45,6 +45,17 @@ const struct problem_info *problem_info(enum problem_code code)
     return &infos[code];
 }
 
+bool problem_find(const char *name, enum problem_code *out)
+{
+    for (int i = 0; i < PROBLEM_COUNT; i++) {
+        if (strcmp(registry[i].code, name) == 0) {
+            *out = (enum problem_code)i;
+            return true;
+        }
+    }
+    return false;
+}
+
 bool problem_set(struct problem *p, enum problem_code code, const char *fmt, ...)
 {
     va_list ap;

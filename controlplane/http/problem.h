@@ -41,6 +41,7 @@
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json, plain or gzip")         \
     X(INTERNAL_ERROR, 500, "Internal error")                                                       \
+    X(OPERATION_FAILED, 500, "The operation the request started failed")                           \
     X(UNSUPPORTED_TRANSFER_CODING, 501, "Transfer coding not supported")                           \
     X(DATABASE_UNAVAILABLE, 503, "Database unavailable")                                           \
     X(NOT_READY, 503, "Service not ready")                                                         \
@@ -118,5 +119,10 @@ void problem_clear(struct problem *p);
 
 /* The registry entry for code; never NULL for a valid code. */
 const struct problem_info *problem_info(enum problem_code code);
+
+/* The code whose name is name ("CLUSTER_UNHEALTHY"), as an operation's
+ * stored error carries it. False when the registry has no such code (one
+ * written by a newer cairnd, say). */
+bool problem_find(const char *name, enum problem_code *out);
 
 #endif

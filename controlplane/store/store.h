@@ -184,6 +184,12 @@ struct store_step_record {
     int wait_ms; /* before the next run */
 };
 enum db_status store_operation_record(struct db_conn *conn, const struct store_step_record *r);
+/* Subscribe pg (a connection of its own, as for store_hosts_listen()) to
+ * the ends of operations: store_operation_record() notifies, on commit,
+ * with the operation's id as the payload, when it records one succeeded or
+ * failed. That is how every pending or running operation ends; a scheduled
+ * one that is cancelled has nobody waiting on it. */
+enum db_status store_operations_listen(PGconn *pg);
 
 /* Record an event of the cluster; op_id and detail (a JSON object's text)
  * may be NULL. */

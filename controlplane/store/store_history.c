@@ -161,6 +161,20 @@ static const struct db_stmt record = {
     "   lease_owner = NULL, lease_expires_at = NULL, updated_at = now()"
     " WHERE id = $1::uuid AND lease_owner = $2"};
 
+/* An operation's end, told to every listening cairnd (notify.c) when the
+ * transaction that records it commits: the payload is its id. */
+#define ENDED_CHANNEL "cairn_operation_ended"
+
+static const struct db_stmt notify_ended = {"SELECT pg_notify('" ENDED_CHANNEL "', $1::text)"};
+
+enum db_status store_operations_listen(PGconn *pg)
+{
+    PGresult *res = PQexec(pg, "LISTEN " ENDED_CHANNEL);
+    enum db_status st = db_classify(pg, res);
+    PQclear(res);
+    return st;
+}
+
 enum db_status store_operation_record(struct db_conn *conn, const struct store_step_record *r)
 {
     struct db_params p = {0};
@@ -181,6 +195,8 @@ enum db_status store_operation_record(struct db_conn *conn, const struct store_s
     if (res != NULL && strcmp(PQcmdTuples(res), "1") != 0)
         st = DB_NOT_FOUND;
     PQclear(res);
+    if (st == DB_OK && (strcmp(r->status, "succeeded") == 0 || strcmp(r->status, "failed") == 0))
+        st = store_exec(conn, &notify_ended, r->op_id, NULL);
     return st;
 }
 

@@ -71,6 +71,7 @@ KNOWN_CODES = {
     "PAYLOAD_TOO_LARGE": 413,
     "UNSUPPORTED_MEDIA_TYPE": 415,
     "INTERNAL_ERROR": 500,
+    "OPERATION_FAILED": 500,
     "DATABASE_UNAVAILABLE": 503,
     "NOT_READY": 503,
     "SECRET_KEY_UNAVAILABLE": 503,
@@ -87,7 +88,7 @@ def eq_list(got, want, what):
 @pytest.fixture(scope="module")
 def route_table():
     """The route table as `cairnd routes` prints it: a list of {method, path, scope,
-    console}."""
+    console, query}."""
     table = cairnd_list("routes")
     assert isinstance(table, list), f"`cairnd routes` printed {type(table).__name__}, not an array"
     return table
@@ -268,6 +269,26 @@ def test_operations_are_exactly_the_routes(spec, routes):
         lines.append(f"operations in {SPEC_PATH.name} but not in `cairnd routes`:")
         lines += [f"  {m} {p}" for m, p in missing_from_binary]
     assert not lines, "\n".join(lines)
+
+
+def test_query_parameters_are_the_routes(spec, route_table):
+    """Each operation documents exactly the query parameters its route accepts: cairnd refuses
+    any other with 400 INVALID_QUERY_PARAMETER."""
+    problems = []
+    for entry in route_table:
+        if entry.get("console"):
+            continue
+        item = spec.get("paths", {}).get(entry["path"], {})
+        op = item.get(entry["method"].lower())
+        if op is None:
+            continue  # test_operations_are_exactly_the_routes names it
+        params = [deref(spec, p) for p in item.get("parameters", []) + op.get("parameters", [])]
+        documented = sorted(p["name"] for p in params if p.get("in") == "query")
+        accepted = sorted(entry.get("query", []))
+        if documented != accepted:
+            problems.append(f"{entry['method']} {entry['path']}: documents {documented}, "
+                            f"cairnd accepts {accepted}")
+    assert not problems, "\n".join(problems)
 
 
 def test_console_routes_stay_out_of_the_api(spec, route_table):

@@ -22,6 +22,7 @@ STATUS_OF = {
     "SECRET_KEY_UNAVAILABLE": 503, "COMBINED_CHANGES": 400, "NO_PENDING_CHANGE": 404,
     "ENGINE_NOT_INSTALLED": 409, "CLUSTER_UNHEALTHY": 409, "INSUFFICIENT_MEMORY": 409,
     "MALFORMED_REQUEST": 400, "UNSUPPORTED_TRANSFER_CODING": 501, "TOO_MANY_CONNECTIONS": 503,
+    "OPERATION_FAILED": 500,
 }
 
 
@@ -55,12 +56,13 @@ def json_ok(resp, status=200):
         raise AssertionError(f"body is not JSON ({e}): {describe(resp)}") from None
 
 
-def problem(resp, code, fields=None, instance=None):
+def problem(resp, code, fields=None, instance=None, extra=()):
     """Assert an application/problem+json answer carrying `code`; return it.
 
     fields: when given, the exact set of `field` names expected in `errors`.
     instance: the request path expected in `instance` (defaults to the
     request's path without the query string).
+    extra: extension members the problem must carry (`operation`).
     """
     status = STATUS_OF[code]
     assert resp.status_code == status, f"expected {status} {code}, got {describe(resp)}"
@@ -74,9 +76,11 @@ def problem(resp, code, fields=None, instance=None):
     assert isinstance(body, dict), f"problem body is not an object: {body!r}"
     missing = PROBLEM_KEYS - set(body)
     assert not missing, f"problem lacks {sorted(missing)}: {body!r}"
-    allowed = PROBLEM_KEYS | ({"errors"} if code in VALIDATION_CODES else set())
-    extra = set(body) - allowed
-    assert not extra, f"problem has unexpected members {sorted(extra)}: {body!r}"
+    allowed = PROBLEM_KEYS | ({"errors"} if code in VALIDATION_CODES else set()) | set(extra)
+    unexpected = set(body) - allowed
+    assert not unexpected, f"problem has unexpected members {sorted(unexpected)}: {body!r}"
+    absent = set(extra) - set(body)
+    assert not absent, f"problem lacks {sorted(absent)}: {body!r}"
     assert body["code"] == code, f"code: expected {code!r}, got {body['code']!r}"
     assert body["status"] == status, f"status member: expected {status}, got {body['status']!r}"
     want_type = "urn:cairn:problem:" + code.lower().replace("_", "-")

@@ -32,7 +32,8 @@ def test_routes_lists_the_contract(cairnd_binary):
     routes = json.loads(r.stdout)
     assert isinstance(routes, list), f"routes must be a JSON array: {r.stdout!r}"
     for rt in routes:
-        eq(set(rt), {"method", "path", "scope", "console"}, f"route members {rt}")
+        eq(set(rt), {"method", "path", "scope", "console", "query"}, f"route members {rt}")
+        assert all(isinstance(q, str) for q in rt["query"]), f"query parameters of {rt}"
     got = {(rt["method"], rt["path"], rt["scope"]) for rt in routes}
     missing = ROUTES - got
     assert not missing, f"routes missing from `cairnd routes`: {sorted(missing)}"
