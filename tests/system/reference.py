@@ -41,4 +41,5 @@ ROUTES = {
     ("GET", "/v1/operations/{id}", "read"), ("GET", "/v1/events", "read"),
     ("GET", "/v1/tokens", "admin"), ("POST", "/v1/tokens", "admin"),
     ("DELETE", "/v1/tokens/{id}", "admin"),
+    ("POST", "/", "sigv4"),
 }

@@ -37,13 +37,19 @@ def by_id(tokens):
 def test_create_shows_token_once(cairn):
     r = cairn.api.post("/v1/tokens", json={"name": "ci-bot", "scope": "read"})
     body = expect.json_ok(r, 201)
-    eq(set(body), TOKEN_KEYS | {"token"}, "created token members")
-    check_token_fields({k: v for k, v in body.items() if k != "token"}, "ci-bot", "read")
+    eq(set(body), TOKEN_KEYS | {"token", "access_key_id", "secret_access_key"},
+       "created token members")
+    check_token_fields({k: v for k, v in body.items()
+                        if k not in ("token", "access_key_id", "secret_access_key")},
+                       "ci-bot", "read")
     eq(body["last_used_at"], None, "last_used_at of a new token")
     eq(body["revoked_at"], None, "revoked_at of a new token")
     m = harness.TOKEN_RE.match(body["token"])
     assert m, f"token format: expected cairn_<12 hex>_<43 base64url>, got {body['token']!r}"
     eq(m.group(1), body["id"], "key id embedded in the token")
+    # The same token as AWS credentials (cairnd has its secret key, so it is kept sealed).
+    eq((body["access_key_id"], body["secret_access_key"]), (m.group(1), m.group(2)),
+       "the token's AWS credentials")
 
     listed = by_id(list_tokens(cairn.api))
     assert body["id"] in listed, f"new token {body['id']} missing from list {sorted(listed)}"
