@@ -350,3 +350,48 @@ def test_hostile_requests(stack, ec, admin):
     ec.describe_replication_groups()
     r = requests.get(stack.inst.url + "/", timeout=10)
     assert r.status_code != 405, "GET / stays the console's, not the endpoint's"
+
+
+def test_fuzzed_requests_get_an_answer(stack, admin):
+    """A few hundred signed requests of random actions, names and bytes: each
+    gets a well-formed XML answer (a result or a fault), and cairnd stays up.
+    Nothing is created: the groups named do not exist."""
+    import random
+    import xml.etree.ElementTree as ET
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    rnd = random.Random(15)
+    actions = ["DescribeReplicationGroups", "DescribeCacheClusters", "ModifyReplicationGroup",
+               "DeleteReplicationGroup", "TestFailover", "DescribeEvents",
+               "DescribeCacheEngineVersions", "ListTagsForResource", "AddTagsToResource",
+               "RemoveTagsFromResource", "IncreaseReplicaCount", "Nope", ""]
+    names = ["ReplicationGroupId", "CacheClusterId", "NodeGroupId", "MaxRecords", "Marker",
+             "Engine", "EngineVersion", "ApplyImmediately", "StartTime", "Duration",
+             "ResourceName", "Tags.Tag.1.Key", "Tags.Tag.1.Value", "TagKeys.member.1",
+             "ShowCacheNodeInfo", "NewReplicaCount", "AutomaticFailoverEnabled", "Version"]
+    values = [b"zz-fuzz-" + bytes(rnd.randrange(97, 123) for _ in range(5)), b"", b"0", b"-1",
+              b"99999999999999999999", b"true", b"TRUE", b"%ff%fe", b"%00", b"%e2%82",
+              b"\xf0\x9f\x92\xa9", b"a" * 5000, b"arn:aws:elasticache:x:0:cluster:zz-fuzz-0001-001",
+              b"2026-13-45T99:99:99Z", b"<x>&amp;", b"7.x", b"%2B%20"]
+    auth = SigV4Auth(Credentials(*admin), "elasticache", "us-east-1")
+    for i in range(300):
+        fields = [b"Action=" + rnd.choice(actions).encode(), b"Version=2015-02-02"]
+        for _ in range(rnd.randrange(0, 6)):
+            fields.append(rnd.choice(names).encode() + b"=" + rnd.choice(values))
+        if rnd.random() < 0.2:
+            fields.append(bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 40))))
+        rnd.shuffle(fields)
+        body = b"&".join(fields)
+        req = AWSRequest(method="POST", url=stack.inst.url + "/", data=body,
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+        auth.add_auth(req)
+        p = req.prepare()
+        r = requests.post(p.url, data=p.body, headers=dict(p.headers), timeout=10)
+        assert r.status_code in (200, 400, 403, 404), (body[:200], r.status_code, r.text[:300])
+        root = ET.fromstring(r.content)  # well-formed, whatever the input was
+        if r.status_code != 200:
+            assert root.find(".//{*}Code") is not None, (body[:200], r.text[:300])
+    eq(requests.get(stack.inst.url + "/healthz", timeout=10).status_code, 200, "cairnd is up")
+    eq(stack.api.get("/v1/clusters").json()["clusters"], [], "nothing was created")
