@@ -12,7 +12,7 @@
 
 /* ---- Checks of single fields ------------------------------------------- */
 
-static bool check_id(const json_t *value, char *msg, size_t msgsize)
+bool cspec_check_id(const json_t *value, char *msg, size_t msgsize)
 {
     const char *s = json_string_value(value);
     size_t n = json_string_length(value);
@@ -72,7 +72,7 @@ const struct jspec_field cspec_create_spec[] = {
      .required = true,
      .min_len = 1,
      .max_len = CSPEC_ID_MAX,
-     .check = check_id},
+     .check = cspec_check_id},
     {.name = "description", .type = JSPEC_STRING, .max_len = CSPEC_DESCRIPTION_MAX},
     {.name = "engine", .type = JSPEC_STRING, .required = true, .one_of = engine_kind_names},
     {.name = "engine_version", .type = JSPEC_STRING, .required = true, .check = check_line},

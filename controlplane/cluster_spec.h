@@ -60,6 +60,10 @@
  * the rules between fields. */
 extern const struct jspec_field cspec_create_spec[];
 
+/* The rule of a cluster id (see id above), as a jspec check: for other
+ * bodies that name a cluster to be. */
+bool cspec_check_id(const json_t *value, char *msg, size_t msgsize);
+
 /* Check a cluster body (POST, PUT, or a stored spec with a merge patch
  * applied) and fill in its defaults.
  *

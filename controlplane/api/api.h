@@ -102,6 +102,8 @@ void api_clusters_metrics(struct http_request *req);
 void api_metrics_query(struct http_request *req);
 void api_prometheus(struct http_request *req);
 void api_clusters_slot_stats(struct http_request *req);
+void api_sizing(struct http_request *req);
+extern const struct jspec_field api_sizing_spec[];
 extern const struct jspec_field api_metrics_query_spec[];
 extern const struct jspec_field api_agent_metrics_spec[];
 

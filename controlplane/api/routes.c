@@ -58,6 +58,7 @@ const struct route api_routes[] = {
     {"POST", "/v1/metrics/query", SCOPE_READ, api_metrics_query, NULL, api_metrics_query_spec},
     {"GET", "/v1/clusters/{id}/metrics", SCOPE_READ, api_clusters_metrics, metrics_query, NULL},
     {"GET", "/v1/clusters/{id}/slot-stats", SCOPE_READ, api_clusters_slot_stats, NULL, NULL},
+    {"POST", "/v1/sizing", SCOPE_READ, api_sizing, NULL, api_sizing_spec},
     /* The ElastiCache-compatible endpoint (ec.h): the AWS Query protocol,
      * on the path the console's index also has. */
     {"POST", "/", SCOPE_SIGV4, ec_serve, NULL, NULL},

@@ -115,6 +115,9 @@ enum db_status store_count_rows(struct db_conn *conn, const struct db_stmt *stmt
                                 struct store_counts *out);
 
 /* node_types */
+/* {"node_types": [...as GET /v1/node-types...], "lines": [{version, schedulable}]}
+ * of engine, for sizing. */
+enum db_status store_sizing_catalog(struct db_conn *conn, const char *engine, char **out);
 enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, char **items,
                                      char *next_key);
 enum db_status store_node_type_get(struct db_conn *conn, const char *name, char **out);

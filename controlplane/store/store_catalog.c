@@ -39,6 +39,24 @@ static const struct db_stmt list_engine_versions = {
     " WHERE v.release_order > $1::int AND ($2::text IS NULL OR v.engine = $2)"
     " ORDER BY v.release_order LIMIT $3::int"};
 
+/* What sizing reads, in one round trip: every node type, and the engine's
+ * lines, oldest first, each with whether a healthy host runs it. */
+static const struct db_stmt sizing_catalog = {
+    "SELECT json_build_object("
+    " 'node_types', (SELECT json_agg(" NODE_TYPE_JSON " ORDER BY sort_order) FROM node_types),"
+    " 'lines', (SELECT coalesce(json_agg(json_build_object('version', v.version,"
+    "     'schedulable', EXISTS (SELECT 1 FROM host_engines e JOIN hosts h"
+    "         ON h.id = e.host_id AND h.status = 'healthy'"
+    "       WHERE e.engine = v.engine AND e.version = v.version))"
+    "     ORDER BY v.release_order), '[]'::json)"
+    "   FROM engine_versions v WHERE v.engine = $1))"};
+
+enum db_status store_sizing_catalog(struct db_conn *conn, const char *engine, char **out)
+{
+    const char *params[1] = {engine};
+    return store_get_text(conn, &sizing_catalog, 1, params, out);
+}
+
 enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, char **items,
                                      char *next_key)
 {
