@@ -200,7 +200,8 @@ static bool fits(const struct sizing_input *in, const struct load *l, struct sha
     double reads = l->reads * per, writes = l->writes * per;
     double primary_reads = in->read_from_replicas ? reads / (1 + s->replicas) : reads;
     s->primary_rps = writes + primary_reads;
-    s->replica_rps = writes + (in->read_from_replicas ? reads / (1 + s->replicas) : 0);
+    s->replica_rps =
+        s->replicas == 0 ? 0 : writes + (in->read_from_replicas ? reads / (1 + s->replicas) : 0);
     s->capacity_rps = capacity(s->type) * pipeline_factor(in->pipeline);
     /* Out of the primary: its answers, and every write once to each replica. */
     s->network_gbps = (s->primary_rps + writes * s->replicas) * l->req_bytes * 8 / 1e9;

@@ -15,19 +15,26 @@ static const char *const availabilities[] = {"none", "standard", "production", N
 static const char *const modes[] = {"any", "enabled", "disabled", NULL};
 
 #define NUMBER(field, lo, hi)                                                                      \
-    {.name = field, .type = JSPEC_NUMBER, .has_range = true, .min = lo, .max = hi}
+    {                                                                                              \
+        .name = field, .type = JSPEC_NUMBER, .has_range = true, .min = lo, .max = hi               \
+    }
 #define INTEGER(field, lo, hi)                                                                     \
-    {.name = field, .type = JSPEC_INTEGER, .has_range = true, .min = lo, .max = hi}
+    {                                                                                              \
+        .name = field, .type = JSPEC_INTEGER, .has_range = true, .min = lo, .max = hi              \
+    }
 
 /* The fractions of the keys of each data type (sizing_type_names). */
 static const struct jspec_field type_mix[] = {
-    NUMBER("strings", 0, 1), NUMBER("hashes", 0, 1), NUMBER("sets", 0, 1),
-    NUMBER("sorted_sets", 0, 1), NUMBER("lists", 0, 1), {0},
+    NUMBER("strings", 0, 1),     NUMBER("hashes", 0, 1), NUMBER("sets", 0, 1),
+    NUMBER("sorted_sets", 0, 1), NUMBER("lists", 0, 1),  {0},
 };
 static const struct jspec_field family_item = {.type = JSPEC_STRING, .min_len = 1, .max_len = 16};
 
 const struct jspec_field api_sizing_spec[] = {
-    {.name = "id", .type = JSPEC_STRING, .min_len = 1, .max_len = CSPEC_ID_MAX,
+    {.name = "id",
+     .type = JSPEC_STRING,
+     .min_len = 1,
+     .max_len = CSPEC_ID_MAX,
      .check = cspec_check_id},
     {.name = "engine", .type = JSPEC_STRING, .one_of = engine_kind_names},
     {.name = "engine_version", .type = JSPEC_STRING, .min_len = 1, .max_len = 16},
@@ -47,7 +54,10 @@ const struct jspec_field api_sizing_spec[] = {
     {.name = "availability", .type = JSPEC_STRING, .one_of = availabilities},
     INTEGER("replicas_per_shard", 0, 20),
     {.name = "cluster_mode", .type = JSPEC_STRING, .one_of = modes},
-    {.name = "node_families", .type = JSPEC_ARRAY, .min_len = 1, .max_len = 32,
+    {.name = "node_families",
+     .type = JSPEC_ARRAY,
+     .min_len = 1,
+     .max_len = 32,
      .items = &family_item},
     NUMBER("max_monthly_usd", 0.01, 1e9),
     INTEGER("azs", 1, 16),
@@ -141,7 +151,8 @@ static void check_body(const json_t *body, const struct catalog *cat, const char
         jspec_error(errors, "avg_key_bytes", "is required with keys");
     if (keys && json_object_get(body, "avg_value_bytes") == NULL)
         jspec_error(errors, "avg_value_bytes", "is required with keys");
-    if (!keys && (json_object_get(body, "avg_key_bytes") || json_object_get(body, "avg_value_bytes")))
+    if (!keys &&
+        (json_object_get(body, "avg_key_bytes") || json_object_get(body, "avg_value_bytes")))
         jspec_error(errors, "keys", "is required with avg_key_bytes and avg_value_bytes");
     if (mix != NULL) {
         double sum = 0;
@@ -161,8 +172,9 @@ static void check_body(const json_t *body, const struct catalog *cat, const char
     }
     if (!line) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "is not a line of %s in the catalog (see GET "
-                                   "/v1/engine-versions)",
+        snprintf(msg, sizeof(msg),
+                 "is not a line of %s in the catalog (see GET "
+                 "/v1/engine-versions)",
                  engine);
         jspec_error(errors, "engine_version", msg);
     }
@@ -174,8 +186,9 @@ static void check_body(const json_t *body, const struct catalog *cat, const char
         if (!known) {
             char field[48];
             snprintf(field, sizeof(field), "node_families[%zu]", i);
-            jspec_error(errors, field, "is not a node family of the catalog (see GET "
-                                       "/v1/node-types)");
+            jspec_error(errors, field,
+                        "is not a node family of the catalog (see GET "
+                        "/v1/node-types)");
         }
     }
 }
@@ -208,9 +221,10 @@ static void read_input(const json_t *body, const char *engine, const char *versi
     in->connections = (int)number(body, "connections", 0);
     in->pipeline = (int)number(body, "pipeline", 1);
     in->read_from_replicas = json_is_true(json_object_get(body, "read_from_replicas"));
-    in->availability = avail == NULL || strcmp(avail, "standard") == 0 ? SIZING_AVAILABILITY_STANDARD
-                       : strcmp(avail, "production") == 0           ? SIZING_AVAILABILITY_PRODUCTION
-                                                                    : SIZING_AVAILABILITY_NONE;
+    in->availability = avail == NULL || strcmp(avail, "standard") == 0
+                           ? SIZING_AVAILABILITY_STANDARD
+                       : strcmp(avail, "production") == 0 ? SIZING_AVAILABILITY_PRODUCTION
+                                                          : SIZING_AVAILABILITY_NONE;
     in->replicas = (int)number(body, "replicas_per_shard", -1);
     in->mode = mode == NULL || strcmp(mode, "any") == 0 ? SIZING_MODE_ANY
                : strcmp(mode, "enabled") == 0           ? SIZING_MODE_ENABLED

@@ -37,10 +37,15 @@ static const size_t ncatalog = sizeof(catalog) / sizeof(catalog[0]);
 
 static struct sizing_input base(void)
 {
-    struct sizing_input in = {.id = "sized", .engine = "valkey", .engine_version = "8.0",
-                              .read_ratio = 0.8, .pipeline = 1, .replicas = -1,
+    struct sizing_input in = {.id = "sized",
+                              .engine = "valkey",
+                              .engine_version = "8.0",
+                              .read_ratio = 0.8,
+                              .pipeline = 1,
+                              .replicas = -1,
                               .availability = SIZING_AVAILABILITY_STANDARD,
-                              .mode = SIZING_MODE_ANY, .max_options = 10};
+                              .mode = SIZING_MODE_ANY,
+                              .max_options = 10};
     in.mix[SIZING_STRINGS] = 1.0;
     return in;
 }
@@ -73,6 +78,7 @@ static void check_options(const json_t *out)
         const json_t *m = json_object_get(o, "memory");
         double sum = json_real_value(json_object_get(m, "data_gib")) +
                      json_real_value(json_object_get(m, "engine_overhead_gib")) +
+                     json_real_value(json_object_get(m, "fragmentation_gib")) +
                      json_real_value(json_object_get(m, "reserved_gib")) +
                      json_real_value(json_object_get(m, "headroom_gib")) +
                      json_real_value(json_object_get(m, "free_gib"));
@@ -113,8 +119,8 @@ static void test_key_overhead(void **state)
     double redis_cm = sizing_key_overhead("redis", "7.0", true, false, 14.7e6, 4, 200);
     double valkey = sizing_key_overhead("valkey", "8.0", true, false, 14.7e6, 4, 200);
     assert_true(redis > 60 && redis < 120);
-    assert_true(redis_cm > redis);   /* Redis 7.0's per-key slot links */
-    assert_true(valkey < redis_cm);  /* Valkey 8 embeds the key, dictionaries per slot */
+    assert_true(redis_cm > redis);  /* Redis 7.0's per-key slot links */
+    assert_true(valkey < redis_cm); /* Valkey 8 embeds the key, dictionaries per slot */
     assert_true(sizing_key_overhead("redis", "7.0", false, true, 14.7e6, 4, 200) > redis);
 }
 
@@ -145,8 +151,7 @@ static void test_seed_workload(void **state)
         json_array_foreach (json_object_get(out, "options"), i, o) {
             const char *name = json_string_value(json_object_get(o, "node_type"));
             assert_true(strcmp(name, "cache.m5.large") != 0 && strncmp(name, "cache.t3", 8) != 0);
-            assert_true(json_real_value(json_object_get(json_object_get(o, "memory"),
-                                                        "node_gib")) *
+            assert_true(json_real_value(json_object_get(json_object_get(o, "memory"), "node_gib")) *
                             1.073741824 >=
                         10.5);
             assert_int_equal(json_integer_value(json_object_get(o, "replicas_per_shard")), 0);
