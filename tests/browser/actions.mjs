@@ -34,8 +34,28 @@ await run(async (page, _browser, errors) => {
   await signIn(page, adminToken);
   await page.getByRole('table', { name: 'Clusters' }).waitFor();
 
-  // Create: a bad maintenance window is refused next to its field.
+  // Sizing on the create page: a refusal next to its field, then options,
+  // and Use fills the form with the option's shape.
   await page.getByRole('link', { name: 'Create cluster' }).click();
+  await page.getByText('Size it from your workload').click();
+  const sizing = page.getByRole('form', { name: 'Size from your workload' });
+  await sizing.getByLabel('Reads (share)').fill('2');
+  await sizing.getByRole('button', { name: 'Suggest sizes' }).click();
+  await sizing.locator('[data-field="read_ratio"] .field-error').filter({ hasText: /./ }).waitFor();
+  await sizing.getByLabel('Reads (share)').fill('0.8');
+  await sizing.getByLabel('Dataset (GiB)').fill('0.1');
+  await sizing.getByLabel('Peak requests/s').fill('200');
+  await sizing.getByRole('button', { name: 'Suggest sizes' }).click();
+  const options = sizing.getByRole('table', { name: 'Sizing options' });
+  await options.waitFor();
+  check(await options.getByRole('row').count() > 1, 'no sizing option');
+  await shot(page, 'sizing-options');
+  await options.getByRole('button', { name: 'Use option 1' }).click();
+  check(await page.getByLabel('Node type').inputValue() === 'cache.t3.micro',
+    `the option did not fill the node type: ${await page.getByLabel('Node type').inputValue()}`);
+  check(await page.getByLabel('Replicas per shard').inputValue() === '1', 'replicas not filled');
+
+  // Create: a bad maintenance window is refused next to its field.
   await page.getByLabel('Cluster ID').fill(NEW);
   const price = page.locator('output.price');
   check(/a month/.test(await price.textContent()), `no price estimate: ${await price.textContent()}`);

@@ -37,7 +37,7 @@ def test_forms_and_actions(stack, cleanup):
     after = clusters.get(stack.api, "web-redis")
     eq((after["engine"], after["engine_version_actual"]), ("valkey", "8.0.1"),
        "the group upgraded from the console")
-    for name in ("create-refused", "cluster-created", "modify-preview", "upgrade-preview",
+    for name in ("sizing-options", "create-refused", "cluster-created", "modify-preview", "upgrade-preview",
                  "upgrade-report",
                  "delete-confirm", "fleet", "tokens", "cluster-read-only"):
         assert (SHOTS / f"{name}.png").stat().st_size > 0, f"no screenshot {name}.png"

@@ -7,6 +7,7 @@ import { api, getAll } from './api.js';
 import { h, show } from './dom.js';
 import { checkbox, field, formAlert, input, parsePairs, select, showErrors } from './form.js';
 import { money } from './format.js';
+import { sizingPanel } from './sizing.js';
 
 const HOURS_PER_MONTH = 730;
 
@@ -123,9 +124,31 @@ export async function renderCreate(main) {
       submit.disabled = false;
     }
   });
+  /* An option of the sizing panel fills the form; the user still decides. */
+  const current = () => {
+    const id = f.id.control.value.trim();
+    return { ...(id ? { id } : {}), engine: f.engine.control.value,
+      engine_version: f.engine_version.control.value };
+  };
+  const use = (spec) => {
+    if (!f.id.control.value.trim()) f.id.control.value = spec.id;
+    f.engine.control.value = spec.engine;
+    fillVersions();
+    f.engine_version.control.value = spec.engine_version;
+    fillTypes();
+    for (const k of ['node_type', 'cluster_mode', 'num_shards', 'replicas_per_shard'])
+      f[k].control.value = spec[k];
+    for (const k of ['automatic_failover', 'multi_az']) {
+      f[k].control.checked = spec[k];
+      touched.add(k);
+    }
+    refresh();
+    form.scrollIntoView({ block: 'start' });
+    f.id.control.focus();
+  };
   fillVersions();
   fillTypes();
   refresh();
-  show(main, form);
+  show(main, sizingPanel(current, use), form);
   f.id.control.focus();
 }
