@@ -25,10 +25,10 @@
 /* The share of a node type's request capacity a primary is sized to. */
 #define SIZING_TARGET_UTILIZATION 0.80
 /* Burstable nodes only below both. */
-#define SIZING_BURSTABLE_MAX_RPS  2000.0
-#define SIZING_BURSTABLE_MAX_GIB  (10.0 * 1e9 / (1024.0 * 1024.0 * 1024.0))
-#define SIZING_REPLICAS_MAX       5
-#define SIZING_HOURS_PER_MONTH    730.0
+#define SIZING_BURSTABLE_MAX_RPS 2000.0
+#define SIZING_BURSTABLE_MAX_GIB (10.0 * 1e9 / (1024.0 * 1024.0 * 1024.0))
+#define SIZING_REPLICAS_MAX      5
+#define SIZING_HOURS_PER_MONTH   730.0
 
 /* What of a node of node_gib GiB data may fill: the rest is the reserve
  * and the headroom above. */
