@@ -69,6 +69,13 @@ bool api_wait_requested(struct http_request *req, int *seconds);
 void api_wait_for(struct http_request *req, const char *op_id, int seconds);
 void api_wait_resume(struct http_request *req);
 
+/* The per-slot statistics and hot-slot advice of cluster id, read live
+ * from each shard's primary, as GET /v1/clusters/{id}/slot-stats answers
+ * them (api_slots.c): *out is the caller's. False with p filled:
+ * CLUSTER_NOT_FOUND, NOT_SUPPORTED_BY_ENGINE (not Valkey 8+ in cluster
+ * mode), or a failure to read the database or the engines. */
+bool api_slot_stats_read(struct app *app, const char *id, json_t **out, struct problem *p);
+
 /* Handlers. */
 void api_healthz(struct http_request *req);
 void api_readyz(struct http_request *req);
