@@ -48,6 +48,10 @@ void api_reply_get_status(struct http_request *req,
 bool api_query_one_of(struct http_request *req, const char *name, const char *const *values);
 bool api_query_uuid(struct http_request *req, const char *name);
 bool api_query_cluster_id(struct http_request *req, const char *name);
+/* An optional whole number (decimal digits only) from min to max into
+ * *out, fallback when absent; false after replying 400 otherwise. */
+bool api_query_int(struct http_request *req, const char *name, long long min, long long max,
+                   long long fallback, long long *out);
 
 /* Reply with cluster id and its ETag, with status; created adds its
  * Location. 404 CLUSTER_NOT_FOUND when it does not exist. */
@@ -109,6 +113,7 @@ void api_clusters_metrics(struct http_request *req);
 void api_metrics_query(struct http_request *req);
 void api_prometheus(struct http_request *req);
 void api_clusters_slot_stats(struct http_request *req);
+void api_clusters_recommendations(struct http_request *req);
 extern const struct jspec_field api_metrics_query_spec[];
 extern const struct jspec_field api_agent_metrics_spec[];
 

@@ -18,6 +18,7 @@ static const char *const metrics_query[] = {"names", "start",   "end",      "per
                                             "stat",  "node_id", "group_by", NULL};
 static const char *const clusters_query[] = {"page_size", "page_token", "status",
                                              "engine",    "tag",        NULL};
+static const char *const recommendations_query[] = {"days", NULL};
 /* Writes that may start an operation: how long to wait for it (api_wait.c). */
 static const char *const wait_query[] = {"wait", NULL};
 
@@ -58,6 +59,8 @@ const struct route api_routes[] = {
     {"POST", "/v1/metrics/query", SCOPE_READ, api_metrics_query, NULL, api_metrics_query_spec},
     {"GET", "/v1/clusters/{id}/metrics", SCOPE_READ, api_clusters_metrics, metrics_query, NULL},
     {"GET", "/v1/clusters/{id}/slot-stats", SCOPE_READ, api_clusters_slot_stats, NULL, NULL},
+    {"GET", "/v1/clusters/{id}/recommendations", SCOPE_READ, api_clusters_recommendations,
+     recommendations_query, NULL},
     /* The ElastiCache-compatible endpoint (ec.h): the AWS Query protocol,
      * on the path the console's index also has. */
     {"POST", "/", SCOPE_SIGV4, ec_serve, NULL, NULL},
