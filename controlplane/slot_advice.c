@@ -11,6 +11,11 @@ static int hottest_first(const void *a, const void *b)
     return x->slot - y->slot;
 }
 
+bool slot_advice_hot(double load, double mean, size_t n)
+{
+    return n > 1 && load > 0 && load > SLOT_ADVICE_HOT_FACTOR * mean;
+}
+
 double slot_advise(struct shard_slots *shards, size_t n)
 {
     double total = 0, mean;
@@ -30,7 +35,7 @@ double slot_advise(struct shard_slots *shards, size_t n)
     mean = n > 0 ? total / (double)n : 0;
     for (size_t i = 0; i < n; i++) {
         struct shard_slots *s = &shards[i];
-        s->hot = n > 1 && s->load > 0 && s->load > SLOT_ADVICE_HOT_FACTOR * mean;
+        s->hot = slot_advice_hot(s->load, mean, n);
         s->move_from = 1;
         s->move_count = 0;
         s->to_shard = -1;

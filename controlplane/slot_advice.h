@@ -33,4 +33,10 @@ struct shard_slots {
 /* Fill the results of every shard; returns the mean load. */
 double slot_advise(struct shard_slots *shards, size_t n);
 
+/* Whether a shard of load is hot among n shards whose mean load is mean:
+ * there are others to take load, and it carries more than HOT_FACTOR times
+ * the mean. The rule slot_advise() marks shards by, for any measure of load
+ * (slot CPU or keys here, a shard's metrics for right-sizing). */
+bool slot_advice_hot(double load, double mean, size_t n);
+
 #endif

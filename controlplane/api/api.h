@@ -48,6 +48,10 @@ void api_reply_get_status(struct http_request *req,
 bool api_query_one_of(struct http_request *req, const char *name, const char *const *values);
 bool api_query_uuid(struct http_request *req, const char *name);
 bool api_query_cluster_id(struct http_request *req, const char *name);
+/* An optional whole number (decimal digits only) from min to max into
+ * *out, fallback when absent; false after replying 400 otherwise. */
+bool api_query_int(struct http_request *req, const char *name, long long min, long long max,
+                   long long fallback, long long *out);
 
 /* Reply with cluster id and its ETag, with status; created adds its
  * Location. 404 CLUSTER_NOT_FOUND when it does not exist. */
@@ -68,6 +72,13 @@ bool api_wait_requested(struct http_request *req, int *seconds);
  * when it runs again with req->resumed. */
 void api_wait_for(struct http_request *req, const char *op_id, int seconds);
 void api_wait_resume(struct http_request *req);
+
+/* The per-slot statistics and hot-slot advice of cluster id, read live
+ * from each shard's primary, as GET /v1/clusters/{id}/slot-stats answers
+ * them (api_slots.c): *out is the caller's. False with p filled:
+ * CLUSTER_NOT_FOUND, NOT_SUPPORTED_BY_ENGINE (not Valkey 8+ in cluster
+ * mode), or a failure to read the database or the engines. */
+bool api_slot_stats_read(struct app *app, const char *id, json_t **out, struct problem *p);
 
 /* Handlers. */
 void api_healthz(struct http_request *req);
@@ -104,6 +115,7 @@ void api_prometheus(struct http_request *req);
 void api_clusters_slot_stats(struct http_request *req);
 void api_sizing(struct http_request *req);
 extern const struct jspec_field api_sizing_spec[];
+void api_clusters_recommendations(struct http_request *req);
 extern const struct jspec_field api_metrics_query_spec[];
 extern const struct jspec_field api_agent_metrics_spec[];
 

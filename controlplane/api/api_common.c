@@ -136,6 +136,26 @@ bool api_query_cluster_id(struct http_request *req, const char *name)
     return false;
 }
 
+bool api_query_int(struct http_request *req, const char *name, long long min, long long max,
+                   long long fallback, long long *out)
+{
+    const char *v = http_query(req, name);
+    size_t n = v != NULL ? strlen(v) : 0;
+    char msg[96];
+
+    *out = fallback;
+    if (v == NULL)
+        return true;
+    if (n >= 1 && n <= 18 && strspn(v, "0123456789") == n) {
+        *out = strtoll(v, NULL, 10);
+        if (*out >= min && *out <= max)
+            return true;
+    }
+    snprintf(msg, sizeof(msg), "must be a whole number from %lld to %lld", min, max);
+    reject_query(req, name, msg);
+    return false;
+}
+
 bool api_query_uuid(struct http_request *req, const char *name)
 {
     const char *v = http_query(req, name);

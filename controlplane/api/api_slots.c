@@ -133,35 +133,26 @@ static json_t *answer(const char *id, struct shard_stats *sh, size_t nshards)
                      by_cpu ? "cpu-usec" : "key-count", "mean_load", mean, "shards", shards);
 }
 
-void api_clusters_slot_stats(struct http_request *req)
+bool api_slot_stats_read(struct app *app, const char *id, json_t **out, struct problem *p)
 {
-    const char *id = http_param(req, "id");
     struct engine_call call = {.id = id};
     const struct store_cluster_engine *e = &call.e;
     struct cluster_nodes nodes = {0};
     char *password = NULL, err[256];
     bool cluster_mode;
-    enum db_status st = db_run(req->app->db, engine_fn, &call);
+    enum db_status st = db_run(app->db, engine_fn, &call);
 
-    if (st == DB_NOT_FOUND) {
-        http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
-        return;
-    }
-    if (st != DB_OK) {
-        http_reply_db_error(req, st);
-        return;
-    }
-    if (strcmp(e->engine, "valkey") != 0 || !e->cluster_mode || strncmp(e->version, "7.", 2) == 0) {
-        http_reply_problem(req, PROBLEM_NOT_SUPPORTED_BY_ENGINE, NULL,
+    if (st == DB_NOT_FOUND)
+        return problem_set(p, PROBLEM_CLUSTER_NOT_FOUND, "cluster %s does not exist", id);
+    if (!problem_db(p, st))
+        return false;
+    if (strcmp(e->engine, "valkey") != 0 || !e->cluster_mode || strncmp(e->version, "7.", 2) == 0)
+        return problem_set(p, PROBLEM_NOT_SUPPORTED_BY_ENGINE,
                            "per-slot statistics need Valkey 8 or later in cluster mode; cluster %s "
                            "runs %s %s with cluster mode %s",
                            id, e->engine, e->version, e->cluster_mode ? "enabled" : "disabled");
-        return;
-    }
-    if (!cluster_nodes_load(req->app, id, &nodes, &password, &cluster_mode, err, sizeof(err))) {
-        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL, "%s", err);
-        return;
-    }
+    if (!cluster_nodes_load(app, id, &nodes, &password, &cluster_mode, err, sizeof(err)))
+        return problem_set(p, PROBLEM_INTERNAL_ERROR, "%s", err);
     struct shard_stats *sh = xcalloc(nodes.count + 1, sizeof(*sh));
     size_t n = 0;
     bool ok = true;
@@ -172,14 +163,25 @@ void api_clusters_slot_stats(struct http_request *req)
             continue;
         ok = read_slot_stats(node, password, &sh[n++], err, sizeof(err));
     }
-    if (!ok)
-        http_reply_problem(req, PROBLEM_INTERNAL_ERROR, NULL, "could not read slot statistics: %s",
-                           err);
+    if (ok)
+        *out = answer(id, sh, n);
     else
-        http_reply_json(req, 200, answer(id, sh, n));
+        problem_set(p, PROBLEM_INTERNAL_ERROR, "could not read slot statistics: %s", err);
     for (size_t i = 0; i < n; i++)
         engine_slot_stats_free(&sh[i].slots);
     free(sh);
     cluster_nodes_free(&nodes);
     free(password);
+    return ok;
+}
+
+void api_clusters_slot_stats(struct http_request *req)
+{
+    struct problem p = {0};
+    json_t *out = NULL;
+
+    if (api_slot_stats_read(req->app, http_param(req, "id"), &out, &p))
+        http_reply_json(req, 200, out);
+    else
+        http_reply_error(req, &p);
 }

@@ -18,6 +18,7 @@ static const char *const metrics_query[] = {"names", "start",   "end",      "per
                                             "stat",  "node_id", "group_by", NULL};
 static const char *const clusters_query[] = {"page_size", "page_token", "status",
                                              "engine",    "tag",        NULL};
+static const char *const recommendations_query[] = {"days", NULL};
 /* Writes that may start an operation: how long to wait for it (api_wait.c). */
 static const char *const wait_query[] = {"wait", NULL};
 
@@ -59,6 +60,8 @@ const struct route api_routes[] = {
     {"GET", "/v1/clusters/{id}/metrics", SCOPE_READ, api_clusters_metrics, metrics_query, NULL},
     {"GET", "/v1/clusters/{id}/slot-stats", SCOPE_READ, api_clusters_slot_stats, NULL, NULL},
     {"POST", "/v1/sizing", SCOPE_READ, api_sizing, NULL, api_sizing_spec},
+    {"GET", "/v1/clusters/{id}/recommendations", SCOPE_READ, api_clusters_recommendations,
+     recommendations_query, NULL},
     /* The ElastiCache-compatible endpoint (ec.h): the AWS Query protocol,
      * on the path the console's index also has. */
     {"POST", "/", SCOPE_SIGV4, ec_serve, NULL, NULL},
