@@ -114,6 +114,10 @@ void api_metrics_query(struct http_request *req);
 void api_prometheus(struct http_request *req);
 void api_clusters_slot_stats(struct http_request *req);
 void api_sizing(struct http_request *req);
+/* The node types of a catalog list (GET /v1/node-types' items) as the
+ * sizing model takes them, priced for engine; strings borrowed from types,
+ * the array (one spare zeroed entry) the caller's to free. */
+struct sizing_node_type *api_node_types(const json_t *types, const char *engine);
 extern const struct jspec_field api_sizing_spec[];
 void api_clusters_recommendations(struct http_request *req);
 extern const struct jspec_field api_metrics_query_spec[];

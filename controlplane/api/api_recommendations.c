@@ -148,25 +148,6 @@ static enum db_status gather_fn(struct db_conn *conn, void *arg)
 
 /* ---- from the documents to rightsize's input ---------------------------------------- */
 
-/* The node types as rightsize takes them, priced for engine; borrowed from
- * types. */
-static struct sizing_node_type *node_types(const json_t *types, const char *engine)
-{
-    struct sizing_node_type *out = xcalloc(json_array_size(types) + 1, sizeof(*out));
-    size_t i;
-    json_t *t;
-
-    json_array_foreach (types, i, t) {
-        out[i].name = json_string_value(json_object_get(t, "name"));
-        out[i].family = json_string_value(json_object_get(t, "family"));
-        out[i].memory_gib = json_number_value(json_object_get(t, "memory_gib"));
-        out[i].burstable = json_is_true(json_object_get(t, "burstable"));
-        out[i].price_usd_hour =
-            json_number_value(json_object_get(json_object_get(t, "price_usd_per_hour"), engine));
-    }
-    return out;
-}
-
 /* Set figure f of r to v (NAN: none). */
 static void set_figure(struct rightsize_node *r, const struct figure *f, double v)
 {
@@ -349,7 +330,7 @@ static json_t *recommend(const struct gather *g, int days)
             names[s] = fallback[s];
         }
     }
-    struct sizing_node_type *types = node_types(g->types, engine != NULL ? engine : "");
+    struct sizing_node_type *types = api_node_types(g->types, engine != NULL ? engine : "");
     struct rightsize_node *nodes = cluster_nodes(shards, &nnodes);
     fold_figures(g, nodes, nnodes);
     const char *mode = json_string_value(json_object_get(c, "cluster_mode"));

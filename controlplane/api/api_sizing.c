@@ -67,6 +67,28 @@ const struct jspec_field api_sizing_spec[] = {
 
 /* ---- the catalog ------------------------------------------------------- */
 
+struct sizing_node_type *api_node_types(const json_t *types, const char *engine)
+{
+    struct sizing_node_type *out = xcalloc(json_array_size(types) + 1, sizeof(*out));
+    size_t i;
+    json_t *t;
+
+    json_array_foreach (types, i, t) {
+        struct sizing_node_type *n = &out[i];
+        n->name = json_string_value(json_object_get(t, "name"));
+        n->family = json_string_value(json_object_get(t, "family"));
+        n->size = json_string_value(json_object_get(t, "size"));
+        n->vcpus = (int)json_integer_value(json_object_get(t, "vcpus"));
+        n->memory_gib = json_number_value(json_object_get(t, "memory_gib"));
+        n->network_gbps =
+            json_number_value(json_object_get(json_object_get(t, "network_gbps"), "baseline"));
+        n->burstable = json_is_true(json_object_get(t, "burstable"));
+        n->price_usd_hour =
+            json_number_value(json_object_get(json_object_get(t, "price_usd_per_hour"), engine));
+    }
+    return out;
+}
+
 struct catalog {
     json_t *doc;                 /* store_sizing_catalog()'s */
     const json_t *types, *lines; /* in doc */
@@ -101,22 +123,7 @@ static enum db_status catalog_load(struct app *app, const char *engine, struct c
     cat->types = json_object_get(cat->doc, "node_types");
     cat->lines = json_object_get(cat->doc, "lines");
     cat->n = json_array_size(cat->types);
-    cat->nodes = xcalloc(cat->n + 1, sizeof(*cat->nodes));
-    size_t i;
-    json_t *t;
-    json_array_foreach (cat->types, i, t) {
-        struct sizing_node_type *n = &cat->nodes[i];
-        n->name = json_string_value(json_object_get(t, "name"));
-        n->family = json_string_value(json_object_get(t, "family"));
-        n->size = json_string_value(json_object_get(t, "size"));
-        n->vcpus = (int)json_integer_value(json_object_get(t, "vcpus"));
-        n->memory_gib = json_number_value(json_object_get(t, "memory_gib"));
-        n->network_gbps =
-            json_number_value(json_object_get(json_object_get(t, "network_gbps"), "baseline"));
-        n->burstable = json_is_true(json_object_get(t, "burstable"));
-        n->price_usd_hour =
-            json_number_value(json_object_get(json_object_get(t, "price_usd_per_hour"), engine));
-    }
+    cat->nodes = api_node_types(cat->types, engine);
     return DB_OK;
 }
 
