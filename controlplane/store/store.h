@@ -143,6 +143,10 @@ enum db_status store_calibration_record(struct db_conn *conn, const char *op_id,
 enum db_status store_calibrations_list(struct db_conn *conn, const struct page *page, char **items,
                                        char *next_key);
 enum db_status store_calibration_get(struct db_conn *conn, const char *id, char **out);
+/* {node_type: {id, requests_per_second, pipeline, read_ratio, value_bytes,
+ * clients, host_name, engine_version, finished_at}}: per node type, the
+ * latest calibration of engine that succeeded, for sizing. */
+enum db_status store_sizing_calibrations(struct db_conn *conn, const char *engine, char **out);
 
 /* engine_versions; engine (NULL for all) filters by engine. */
 enum db_status store_engine_versions_list(struct db_conn *conn, const char *engine,

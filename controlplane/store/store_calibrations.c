@@ -1,6 +1,6 @@
 /* store_calibrations.c -- calibrations of the sizing model (migration
  * 0014): what a new one chooses from, its row, its figures, the API's
- * reads. */
+ * reads, and the latest figures per node type that sizing uses. */
 #include "store.h"
 
 /* Every host with what it has free (placement_hosts, asked for no engine)
@@ -85,4 +85,23 @@ enum db_status store_calibration_get(struct db_conn *conn, const char *id, char 
 {
     const char *params[1] = {id};
     return store_get_text(conn, &get_calibration, 1, params, out);
+}
+
+/* Per node type, the calibration of engine that ended last among those
+ * that succeeded. */
+static const struct db_stmt sizing_calibrations = {
+    "SELECT coalesce(json_object_agg(node_type, doc), '{}'::json) FROM ("
+    " SELECT DISTINCT ON (c.node_type) c.node_type, json_build_object('id', c.id,"
+    "     'requests_per_second', (c.results ->> 'requests_per_second')::float8,"
+    "     'pipeline', c.pipeline, 'read_ratio', c.read_ratio, 'value_bytes', c.value_bytes,"
+    "     'clients', c.clients, 'host_name', c.host_name, 'engine_version', c.engine_version,"
+    "     'finished_at', api_time(o.finished_at)) AS doc"
+    " FROM calibrations c JOIN operations o ON o.id = c.operation_id"
+    " WHERE c.engine = $1 AND o.status = 'succeeded' AND c.results IS NOT NULL"
+    " ORDER BY c.node_type, o.finished_at DESC, c.id) latest"};
+
+enum db_status store_sizing_calibrations(struct db_conn *conn, const char *engine, char **out)
+{
+    const char *params[1] = {engine};
+    return store_get_text(conn, &sizing_calibrations, 1, params, out);
 }

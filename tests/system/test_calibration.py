@@ -1,7 +1,7 @@
 """test_calibration.py -- POST /v1/sizing/calibrations on real cairnd, agents
 and engines: a calibration on a demo host runs the engine's own benchmark
-against a temporary one-node cluster, records its figures and removes the
-node; one whose
+against a temporary one-node cluster, records its figures, removes the node,
+and the next sizing takes its figure for that node type; one whose
 benchmark cannot run ends failed with the node removed all the same; one
 whose cairnd is killed mid-benchmark is finished by the cairnd that comes
 back, with no benchmark left behind; the refusals (400, 403, 404, 409)
@@ -132,6 +132,25 @@ def test_calibration_on_a_demo_host(stack, cleanup):
     listed = expect.json_ok(stack.inst.read.get("/v1/sizing/calibrations"))["calibrations"]
     eq(listed[0], done, "the newest calibration, listed first (read scope)")
 
+    # Sizing takes the calibrated figure for cache.m5.large, and says so.
+    out = expect.json_ok(stack.inst.read.post("/v1/sizing", json={
+        "data_gib": 1, "requests_per_second": 1000, "node_families": ["m5"],
+        "availability": "none", "cluster_mode": "disabled"}))
+    first = out["options"][0]
+    eq(first["node_type"], "cache.m5.large", "first option")
+    eq(first["throughput"]["capacity_per_node_rps"], round(res["requests_per_second"]),
+       "capacity per node")
+    capacity = next(a for a in out["assumptions"] if a["name"] == "capacity_rps.cache.m5.large")
+    eq((capacity["value"], capacity["source"]), (res["requests_per_second"], "calibration"),
+       "the calibrated assumption")
+    assert f"calibration {cal['id']}" in capacity["note"], capacity
+    # Another engine's sizing keeps the published figure.
+    out = expect.json_ok(stack.inst.read.post("/v1/sizing", json={
+        "engine": "redis", "data_gib": 1, "requests_per_second": 1000, "node_families": ["m5"],
+        "availability": "none", "cluster_mode": "disabled"}))
+    capacity = next(a for a in out["assumptions"] if a["name"] == "capacity_rps.cache.m5.large")
+    eq(capacity["source"], "published", "redis's capacity of cache.m5.large")
+
 
 def test_failed_benchmark_removes_the_node(stack, cleanup):
     """A cairnd whose benchmark program is missing: the calibration fails
@@ -151,6 +170,13 @@ def test_failed_benchmark_removes_the_node(stack, cleanup):
         op = expect.json_ok(stack.api.get(f"/v1/operations/{done['operation_id']}"))
         eq(op["step_name"], "finish", "the step that failed it")
         assert_removed(stack, cal, before)
+        # A failed calibration is not sizing's.
+        out = expect.json_ok(stack.api.post("/v1/sizing", json={
+            "data_gib": 1, "requests_per_second": 1000, "node_families": ["m5"],
+            "availability": "none", "cluster_mode": "disabled", "engine_version": "8.0"}))
+        capacity = next(a for a in out["assumptions"]
+                        if a["name"] == "capacity_rps.cache.m5.large")
+        assert cal["id"] not in capacity["note"], capacity
     finally:
         stack.cairnd.stop(timeout=10)
         stack.cairnd_args = stack.cairnd_args[:-2]
