@@ -4,7 +4,8 @@ against a temporary one-node cluster, records its figures, removes the node,
 and the next sizing takes its figure for that node type; one whose
 benchmark cannot run ends failed with the node removed all the same; one
 whose cairnd is killed mid-benchmark is finished by the cairnd that comes
-back, with no benchmark left behind; the refusals (400, 403, 404, 409)
+back, with no benchmark left behind; two cairnds on one database never run
+its benchmark twice at once; the refusals (400, 403, 404, 409)
 leave nothing allocated.
 
 A failed test prints what cairnd, the agents and the engines logged during
@@ -16,8 +17,10 @@ import os
 import time
 import uuid
 
+import agents
 import clusters
 import expect
+import harness
 from expect import eq
 
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures("calibration")
@@ -201,6 +204,32 @@ def test_cairnd_killed_mid_benchmark(stack, cleanup):
     eq(done["status"], "succeeded", f"status ({done['error']})")
     assert done["results"]["requests_per_second"] > 0, done
     assert_removed(stack, cal, before)
+
+
+def test_two_cairnds_take_turns(stack, cleanup):
+    """Two cairnds on one database, either of which may claim the
+    calibration's steps: its benchmark never runs twice at once, and the
+    calibration ends as it does with one."""
+    before = stack.allocations()
+    other = harness.start_cairnd(stack.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP],
+                                 label="cairnd-calibration-other", workdir=stack.cairnd.dir)
+    try:
+        cal = start(stack.api, cleanup, {"duration_s": 3})
+        port, most, deadline = None, 0, time.monotonic() + DEADLINE_S + 30
+        while get(stack.api, cal["id"])["status"] not in ("succeeded", "failed"):
+            assert time.monotonic() < deadline, "the calibration did not end"
+            body = clusters.get(stack.api, cal["cluster_id"]) if port is None else None
+            if body is not None and clusters.nodes(body) and clusters.nodes(body)[0]["port"]:
+                port = clusters.nodes(body)[0]["port"]
+            if port is not None:
+                most = max(most, len(benchmarks_against(port)))
+            time.sleep(0.02)
+        done = get(stack.api, cal["id"])
+        eq(done["status"], "succeeded", f"status ({done['error']})")
+        eq(most, 1, "benchmarks running at once, at most")
+        assert_removed(stack, cal, before)
+    finally:
+        other.cleanup()
 
 
 def test_refusals(stack, cleanup):
