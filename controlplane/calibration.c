@@ -317,27 +317,29 @@ bool calib_combine(const struct engine_bench_csv *csv, double read_ratio, struct
     return true;
 }
 
-static double round_to(double v, double unit)
+/* v to places decimals, as near as a double gets to what is printed. */
+static double round_to(double v, int places)
 {
-    return round(v / unit) * unit;
+    double scale = pow(10, places);
+    return round(v * scale) / scale;
 }
 
 static json_t *command_json(const struct engine_bench_test *t)
 {
     if (t == NULL)
         return json_null();
-    return json_pack("{s:f, s:f, s:f}", "requests_per_second", round_to(t->rps, 0.01),
-                     "p50_latency_ms", round_to(t->p50_ms, 0.001), "p99_latency_ms",
-                     round_to(t->p99_ms, 0.001));
+    return json_pack("{s:f, s:f, s:f}", "requests_per_second", round_to(t->rps, 2),
+                     "p50_latency_ms", round_to(t->p50_ms, 3), "p99_latency_ms",
+                     round_to(t->p99_ms, 3));
 }
 
 json_t *calib_results_json(const struct engine_bench_csv *csv, const struct calib_figures *mix,
                            int host_vcpus)
 {
     return json_pack("{s:f, s:f, s:f, s:f, s:i, s:o, s:o}", "requests_per_second",
-                     round_to(mix->rps, 0.01), "p50_latency_ms", round_to(mix->p50_ms, 0.001),
-                     "p99_latency_ms", round_to(mix->p99_ms, 0.001), "requests_per_second_per_vcpu",
-                     round_to(mix->rps / (host_vcpus > 0 ? host_vcpus : 1), 0.01), "host_vcpus",
+                     round_to(mix->rps, 2), "p50_latency_ms", round_to(mix->p50_ms, 3),
+                     "p99_latency_ms", round_to(mix->p99_ms, 3), "requests_per_second_per_vcpu",
+                     round_to(mix->rps / (host_vcpus > 0 ? host_vcpus : 1), 2), "host_vcpus",
                      host_vcpus, "get", command_json(engine_bench_find(csv, "GET")), "set",
                      command_json(engine_bench_find(csv, "SET")));
 }
