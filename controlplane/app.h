@@ -20,6 +20,7 @@ struct config {
     const char *agent_bootstrap_token; /* NULL: agent registration disabled */
     const char *secret_key_file;       /* seals engine passwords; NULL: clusters refused */
     const char *web_root;              /* the console's files (web.h); NULL or "": none */
+    const char *calibration_benchmark; /* the load generator calibrations run; NULL: found */
     char sentinel_host[64];            /* Sentinel-compatible discovery; "" when off */
     int sentinel_port;
     int sentinel_max_clients;    /* Sentinel connections at once */

@@ -24,6 +24,7 @@ struct create_call {
     struct app *app;
     const json_t *spec;
     const char *spec_text, *password;
+    const struct cluster_create_how *how;
     bool created;
     char op_id[STORE_UUID_SIZE];
     struct problem *p;
@@ -77,10 +78,12 @@ static enum db_status store_layout(struct db_conn *conn, const json_t *spec,
     return st;
 }
 
-/* The cluster's rows, its create operation and its events. */
+/* The cluster's rows, its operation (create, unless how names another),
+ * its events and how's own rows. */
 static enum db_status store_cluster(struct db_conn *conn, struct create_call *c,
                                     const struct store_placement *pl, const int *host_of)
 {
+    const struct op_kind *kind = c->how->kind != NULL ? c->how->kind : &op_cluster_create;
     const char *id = spec_str(c->spec, "id");
     char *sealed = cluster_seal_secret(c->app, id, c->password);
     enum db_status st = store_cluster_insert(conn, id, c->spec_text, sealed);
@@ -91,7 +94,7 @@ static enum db_status store_cluster(struct db_conn *conn, struct create_call *c,
         return DB_REFUSED;
     }
     if (st != DB_OK || (st = store_layout(conn, c->spec, pl, host_of)) != DB_OK ||
-        (st = store_operation_queue(conn, id, op_cluster_create.name, NULL, c->op_id)) != DB_OK)
+        (st = store_operation_queue(conn, id, kind->name, c->how->context, c->op_id)) != DB_OK)
         return st;
     char detail[160];
     snprintf(detail, sizeof(detail), "{\"shards\": %d, \"replicas_per_shard\": %d}",
@@ -100,6 +103,8 @@ static enum db_status store_cluster(struct db_conn *conn, struct create_call *c,
                          detail);
     if (st == DB_OK)
         st = store_events_nodes_placed(conn, id, c->op_id);
+    if (st == DB_OK && c->how->also != NULL)
+        st = c->how->also(conn, c->op_id, c->how->arg);
     c->created = st == DB_OK;
     return st;
 }
@@ -132,7 +137,8 @@ static enum db_status create_fn(struct db_conn *conn, void *arg)
                                 .replicas = spec_int(spec, "replicas_per_shard"),
                                 .vcpus = pl.vcpus,
                                 .memory_mib = pl.memory_mib,
-                                .multi_az = json_is_true(json_object_get(spec, "multi_az"))};
+                                .multi_az = json_is_true(json_object_get(spec, "multi_az")),
+                                .only_host = c->how->host_id};
     int *host_of = xcalloc((size_t)req.shards * (size_t)(1 + req.replicas), sizeof(int));
     if (!sched_place(pl.hosts, pl.nhosts, &req, host_of, err, sizeof(err))) {
         problem_set(c->p, PROBLEM_INSUFFICIENT_CAPACITY, "%s", err);
@@ -148,8 +154,16 @@ static enum db_status create_fn(struct db_conn *conn, void *arg)
 bool cluster_create(struct app *app, const json_t *spec, const char *auth_token, bool *created,
                     char *op_id, struct problem *p)
 {
+    static const struct cluster_create_how plain = {0};
+    return cluster_create_with(app, spec, auth_token, &plain, created, op_id, p);
+}
+
+bool cluster_create_with(struct app *app, const json_t *spec, const char *auth_token,
+                         const struct cluster_create_how *how, bool *created, char *op_id,
+                         struct problem *p)
+{
     char generated[64];
-    struct create_call c = {.app = app, .spec = spec, .p = p};
+    struct create_call c = {.app = app, .spec = spec, .how = how, .p = p};
 
     if (!app->have_secret_key)
         return problem_set(p, PROBLEM_SECRET_KEY_UNAVAILABLE,

@@ -29,6 +29,25 @@ json_t *cluster_spec_check(struct app *app, const json_t *body, struct problem *
 bool cluster_create(struct app *app, const json_t *spec, const char *auth_token, bool *created,
                     char *op_id, struct problem *p);
 
+/* A cluster cairnd makes for a purpose of its own (a calibration's
+ * temporary node): where it goes, which operation carries it out, and rows
+ * stored with it. Zeroed: as cluster_create(). */
+struct op_kind;
+struct cluster_create_how {
+    const char *host_id;        /* NULL: where the placement rules say; else only this host */
+    const struct op_kind *kind; /* the operation queued; NULL: create */
+    const json_t *context;      /* the operation's context; NULL: {} */
+    /* Called in the same transaction once the cluster and its operation
+     * (op_id) are stored; anything but DB_OK rolls it all back. NULL: none. */
+    enum db_status (*also)(struct db_conn *conn, const char *op_id, void *arg);
+    void *arg;
+};
+
+/* cluster_create() as how says. */
+bool cluster_create_with(struct app *app, const json_t *spec, const char *auth_token,
+                         const struct cluster_create_how *how, bool *created, char *op_id,
+                         struct problem *p);
+
 /* What a modification did beyond storing the spec. */
 struct cluster_modify_out {
     char op_id[40];  /* the operation queued or scheduled, or "" */

@@ -55,6 +55,8 @@ static const struct setting settings[] = {
     {"upgrade-parallel-shards", "CAIRN_UPGRADE_PARALLEL_SHARDS", "N", SET_INT, 1, 500,
      AT(upgrade_parallel_shards)},
     {"max-wait", "CAIRN_MAX_WAIT", "SECONDS", SET_INT, 0, 3600, AT(max_wait_s)},
+    {"calibration-benchmark", "CAIRN_CALIBRATION_BENCHMARK", "PATH", SET_STRING, 0, 0,
+     AT(calibration_benchmark)},
     {"test-clock-offset", "CAIRN_TEST_CLOCK_OFFSET", "SECONDS", SET_INT, -31622400, 31622400,
      AT(test_clock_offset_s)},
 };

@@ -62,6 +62,8 @@ static void check_request(const struct sched_request *req)
  * per shard, so room is capped at the number of shards. */
 static int host_room(const struct sched_host *h, const struct sched_request *req)
 {
+    if (req->only_host != NULL && strcmp(h->id, req->only_host) != 0)
+        return 0;
     if (!h->eligible || h->free_vcpus < req->vcpus || h->free_memory_mib < req->memory_mib)
         return 0;
     long long n = h->free_vcpus / req->vcpus;
@@ -577,7 +579,8 @@ bool sched_place(const struct sched_host *hosts, size_t nhosts, const struct sch
 
 /* ---- sched_check ---- */
 
-/* Rule "capacity": every node on an eligible host, no host beyond its room. */
+/* Rule "capacity": every node on an eligible host (the one asked, with
+ * only_host), no host beyond its room. */
 static bool check_hosts(const struct sched_host *hosts, size_t nhosts,
                         const struct sched_request *req, const int *host_of, char *err,
                         size_t errsize)
@@ -595,6 +598,9 @@ static bool check_hosts(const struct sched_host *hosts, size_t nhosts,
         else if (!hosts[h].eligible)
             ok = fail(err, errsize, "node %d of shard %d is on host %s, which is not eligible", k,
                       s, hosts[h].id);
+        else if (req->only_host != NULL && strcmp(hosts[h].id, req->only_host) != 0)
+            ok = fail(err, errsize, "node %d of shard %d is on host %s, not on host %s as asked", k,
+                      s, hosts[h].id, req->only_host);
         else
             used[h]++;
     }

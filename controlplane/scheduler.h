@@ -26,6 +26,7 @@ struct sched_request {
     int vcpus;            /* per node, >= 1 */
     long long memory_mib; /* per node, >= 1 */
     bool multi_az;
+    const char *only_host; /* NULL: any host; else the id of the one host the nodes may go to */
 };
 
 /* The placement rules (ARCHITECTURE.md §4), as sched_place() follows them and
@@ -34,8 +35,9 @@ struct sched_request {
  * 0 when it is not eligible. "The AZs" are those with at least one host with
  * room; A is their number. Node 0 of a shard is its primary.
  *
- *   capacity       a node goes only to an eligible host, and no host takes
- *                  more nodes than its room;
+ *   capacity       a node goes only to an eligible host (with only_host,
+ *                  to that host alone: every other host's room is 0), and
+ *                  no host takes more nodes than its room;
  *   anti-affinity  no two nodes of one shard on the same host;
  *   primaries      no AZ holds more than ceil(shards / A) primaries, with or
  *                  without multi_az;

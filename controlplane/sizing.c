@@ -70,7 +70,7 @@ static double capacity(const struct sizing_node_type *t)
     return t->capacity_rps > 0 ? t->capacity_rps : sizing_published_rps(t->family, t->size);
 }
 
-static double pipeline_factor(int depth)
+double sizing_pipeline_factor(int depth)
 {
     int d = depth < 1 ? 1 : depth > PIPELINE_MAX ? PIPELINE_MAX : depth;
     return pow(d, PIPELINE_EXPONENT);
@@ -202,7 +202,7 @@ static bool fits(const struct sizing_input *in, const struct load *l, struct sha
     s->primary_rps = writes + primary_reads;
     s->replica_rps =
         s->replicas == 0 ? 0 : writes + (in->read_from_replicas ? reads / (1 + s->replicas) : 0);
-    s->capacity_rps = capacity(s->type) * pipeline_factor(in->pipeline);
+    s->capacity_rps = capacity(s->type) * sizing_pipeline_factor(in->pipeline);
     /* Out of the primary: its answers, and every write once to each replica. */
     s->network_gbps = (s->primary_rps + writes * s->replicas) * l->req_bytes * 8 / 1e9;
     return s->used_gib <= s->usable_gib &&
@@ -397,8 +397,8 @@ static json_t *assumptions(const struct sizing_input *in, const struct load *l,
     ASSUME("request_framing_bytes", json_real(REQUEST_FRAMING), "default",
            "RESP framing and the command around each key and value on the wire");
     if (in->pipeline > 1)
-        ASSUME("pipeline_factor", json_real(round2(pipeline_factor(in->pipeline))), "default",
-               "throughput multiplies by depth^0.7, up to a depth of 16");
+        ASSUME("pipeline_factor", json_real(round2(sizing_pipeline_factor(in->pipeline))),
+               "default", "throughput multiplies by depth^0.7, up to a depth of 16");
     for (size_t i = 0; i < n; i++) {
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++)
@@ -412,7 +412,8 @@ static json_t *assumptions(const struct sizing_input *in, const struct load *l,
                t->capacity_rps > 0 && t->capacity_source != NULL ? t->capacity_source
                : t->burstable                                    ? "rule"
                                                                  : "published",
-               t->capacity_rps > 0 ? "measured on this fleet's hosts"
+               t->capacity_rps > 0 ? (t->capacity_note != NULL ? t->capacity_note
+                                                               : "measured on this fleet's hosts")
                : t->burstable      ? "burstable nodes are for workloads under 2,000 requests/s"
                               : "r5 of the same size: 200-byte values, 80% GET, no pipelining, 20 "
                                 "clients");

@@ -62,12 +62,18 @@ struct sizing_node_type {
     double price_usd_hour;       /* for the engine sized */
     double capacity_rps;         /* requests/s of one node; 0: the published table's */
     const char *capacity_source; /* where capacity_rps comes from, when set */
+    const char *capacity_note;   /* how it was measured, when set; NULL: not said */
 };
 
 /* The published capacity of one node of family and size (requests/s, 80%
  * GET / 20% SET of 200-byte values, no pipelining, 20 clients), or 0 when
  * the table has nothing for it. */
 double sizing_published_rps(const char *family, const char *size);
+
+/* What pipelining depth multiplies a node's capacity by in the model
+ * (depth^0.7, up to a depth of 16): a figure measured at depth divided by
+ * it is the model's capacity without pipelining. */
+double sizing_pipeline_factor(int depth);
 
 enum sizing_availability {
     SIZING_AVAILABILITY_NONE,

@@ -118,6 +118,9 @@ void api_sizing(struct http_request *req);
  * sizing model takes them, priced for engine; strings borrowed from types,
  * the array (one spare zeroed entry) the caller's to free. */
 struct sizing_node_type *api_node_types(const json_t *types, const char *engine);
+void api_calibrations_list(struct http_request *req);
+void api_calibrations_create(struct http_request *req);
+void api_calibrations_get(struct http_request *req);
 extern const struct jspec_field api_sizing_spec[];
 void api_clusters_recommendations(struct http_request *req);
 extern const struct jspec_field api_metrics_query_spec[];

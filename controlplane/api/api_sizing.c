@@ -91,6 +91,7 @@ struct sizing_node_type *api_node_types(const json_t *types, const char *engine)
 
 struct catalog {
     json_t *doc;                 /* store_sizing_catalog()'s */
+    json_t *calibrations;        /* store_sizing_calibrations()'s */
     const json_t *types, *lines; /* in doc */
     struct sizing_node_type *nodes;
     size_t n;
@@ -98,38 +99,76 @@ struct catalog {
 
 struct catalog_call {
     const char *engine;
-    char *text;
+    char *text, *calibrations;
 };
 
 static enum db_status catalog_fn(struct db_conn *conn, void *arg)
 {
     struct catalog_call *c = arg;
     free(c->text);
-    c->text = NULL;
-    return store_sizing_catalog(conn, c->engine, &c->text);
+    free(c->calibrations);
+    c->text = c->calibrations = NULL;
+    enum db_status st = store_sizing_catalog(conn, c->engine, &c->text);
+    return st == DB_OK ? store_sizing_calibrations(conn, c->engine, &c->calibrations) : st;
+}
+
+/* A node type's capacity from its latest calibration on this fleet (cal,
+ * one of store_sizing_calibrations()'s), in the model's terms: without
+ * pipelining. The note, naming the calibration, lives in cal. */
+static void calibrated(struct sizing_node_type *n, const char *engine, json_t *cal)
+{
+    int pipeline = (int)json_integer_value(json_object_get(cal, "pipeline"));
+    char note[320];
+
+    n->capacity_rps = json_number_value(json_object_get(cal, "requests_per_second")) /
+                      sizing_pipeline_factor(pipeline);
+    snprintf(note, sizeof(note),
+             "calibration %s, on host %s with %s %s: %lld-byte values, %.0f%% GET, pipeline %d, "
+             "%lld clients, ended %s%s",
+             json_string_value(json_object_get(cal, "id")),
+             json_string_value(json_object_get(cal, "host_name")), engine,
+             json_string_value(json_object_get(cal, "engine_version")),
+             json_integer_value(json_object_get(cal, "value_bytes")),
+             json_number_value(json_object_get(cal, "read_ratio")) * 100, pipeline,
+             json_integer_value(json_object_get(cal, "clients")),
+             json_string_value(json_object_get(cal, "finished_at")),
+             pipeline > 1 ? " (divided by the pipeline factor)" : "");
+    json_object_set_new(cal, "note", json_string(note));
+    n->capacity_source = "calibration";
+    n->capacity_note = json_string_value(json_object_get(cal, "note"));
 }
 
 static enum db_status catalog_load(struct app *app, const char *engine, struct catalog *cat)
 {
-    struct catalog_call call = {engine, NULL};
+    struct catalog_call call = {engine, NULL, NULL};
     enum db_status st = db_run(app->db, catalog_fn, &call);
 
     memset(cat, 0, sizeof(*cat));
-    if (st == DB_OK && (cat->doc = json_loads(call.text, 0, NULL)) == NULL)
+    if (st == DB_OK && ((cat->doc = json_loads(call.text, 0, NULL)) == NULL ||
+                        (cat->calibrations = json_loads(call.calibrations, 0, NULL)) == NULL))
         st = DB_ERROR;
     free(call.text);
-    if (st != DB_OK)
+    free(call.calibrations);
+    if (st != DB_OK) {
+        json_decref(cat->doc);
         return st;
+    }
     cat->types = json_object_get(cat->doc, "node_types");
     cat->lines = json_object_get(cat->doc, "lines");
     cat->n = json_array_size(cat->types);
     cat->nodes = api_node_types(cat->types, engine);
+    for (size_t i = 0; i < cat->n; i++) {
+        json_t *cal = json_object_get(cat->calibrations, cat->nodes[i].name);
+        if (cal != NULL)
+            calibrated(&cat->nodes[i], engine, cal);
+    }
     return DB_OK;
 }
 
 static void catalog_free(struct catalog *cat)
 {
     json_decref(cat->doc);
+    json_decref(cat->calibrations);
     free(cat->nodes);
 }
 

@@ -2,6 +2,7 @@
  * describes the same set but the console's; a contract test compares the
  * two. */
 #include "api.h"
+#include "calibration.h"
 #include "cluster_spec.h"
 #include "ec.h"
 #include "tokens.h"
@@ -62,6 +63,10 @@ const struct route api_routes[] = {
     {"POST", "/v1/sizing", SCOPE_READ, api_sizing, NULL, api_sizing_spec},
     {"GET", "/v1/clusters/{id}/recommendations", SCOPE_READ, api_clusters_recommendations,
      recommendations_query, NULL},
+    {"GET", "/v1/sizing/calibrations", SCOPE_READ, api_calibrations_list, paged, NULL},
+    {"POST", "/v1/sizing/calibrations", SCOPE_ADMIN, api_calibrations_create, NULL,
+     calib_request_spec},
+    {"GET", "/v1/sizing/calibrations/{id}", SCOPE_READ, api_calibrations_get, NULL, NULL},
     /* The ElastiCache-compatible endpoint (ec.h): the AWS Query protocol,
      * on the path the console's index also has. */
     {"POST", "/", SCOPE_SIGV4, ec_serve, NULL, NULL},

@@ -26,6 +26,7 @@
     X(TOKEN_NOT_FOUND, 404, "Token not found")                                                     \
     X(HOST_NOT_FOUND, 404, "Host not found")                                                       \
     X(CLUSTER_NOT_FOUND, 404, "Cluster not found")                                                 \
+    X(CALIBRATION_NOT_FOUND, 404, "Calibration not found")                                         \
     X(NO_PENDING_CHANGE, 404, "Nothing is pending")                                                \
     X(METHOD_NOT_ALLOWED, 405, "Method not allowed on this route")                                 \
     X(CLUSTER_ALREADY_EXISTS, 409, "A cluster with this id exists with another spec")              \
@@ -63,6 +64,7 @@
     X(FORGET_BLOCKED, "A dead node could not be forgotten")                                        \
     X(NODE_UPGRADE_FAILED, "A node did not come back on the new engine")                           \
     X(ENGINE_UPGRADE_ROLLED_BACK, "The upgrade was rolled back")                                   \
+    X(BENCHMARK_FAILED, "The benchmark did not run to its end")                                    \
     X(UNKNOWN_OPERATION, "This cairnd cannot run the operation")
 
 enum problem_code {

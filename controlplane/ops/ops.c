@@ -25,6 +25,7 @@ const struct op_kind *const op_kinds[] = {
     &op_cluster_failover,
     &op_cluster_replace_node,
     &op_cluster_apply_parameters,
+    &op_calibrate,
     NULL,
 };
 

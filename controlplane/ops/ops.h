@@ -1,7 +1,8 @@
 /* ops.h -- the operations that move a cluster toward its spec, one file
  * each (ops_create.c, ops_delete.c, ops_parameters.c, ops_failover.c,
- * ops_replace.c, ops_upgrade.c), the one list of their kinds, and what
- * their steps share. The runner (runner.h) runs them.
+ * ops_replace.c, ops_upgrade.c; ops_calibrate.c, which benchmarks a
+ * temporary cluster), the one list of their kinds, and what their steps
+ * share. The runner (runner.h) runs them.
  *
  * op_kinds lists every kind, in the order the API documents them. cairnd
  * hands it to the runner; the API's ?kind= filter takes its names from it;
@@ -30,6 +31,7 @@ extern const struct op_kind op_cluster_apply_parameters;
 extern const struct op_kind op_cluster_failover;
 extern const struct op_kind op_cluster_replace_node;
 extern const struct op_kind op_cluster_upgrade_engine;
+extern const struct op_kind op_calibrate;
 
 /* Every kind, NULL-terminated. */
 extern const struct op_kind *const op_kinds[];

@@ -122,6 +122,32 @@ enum db_status store_node_types_list(struct db_conn *conn, const struct page *pa
                                      char *next_key);
 enum db_status store_node_type_get(struct db_conn *conn, const char *name, char **out);
 
+/* calibrations (store_calibrations.c, migration 0014) */
+/* What a new calibration chooses its host, node type and engine line from,
+ * as calibration.h's calib_choose() reads it (JSON text). */
+enum db_status store_calibration_choices(struct db_conn *conn, char **out);
+/* A calibration's row, stored with its temporary cluster and operation. */
+struct store_calibration {
+    const char *id, *op_id, *cluster_id;
+    const char *host_id, *host_name;
+    int host_vcpus;
+    const char *node_type, *engine, *engine_version;
+    int value_bytes;
+    double read_ratio;
+    int pipeline, clients, duration_s;
+};
+enum db_status store_calibration_insert(struct db_conn *conn, const struct store_calibration *c);
+/* The figures (a JSON object's text) of the calibration op_id runs. */
+enum db_status store_calibration_record(struct db_conn *conn, const char *op_id,
+                                        const char *results);
+enum db_status store_calibrations_list(struct db_conn *conn, const struct page *page, char **items,
+                                       char *next_key);
+enum db_status store_calibration_get(struct db_conn *conn, const char *id, char **out);
+/* {node_type: {id, requests_per_second, pipeline, read_ratio, value_bytes,
+ * clients, host_name, engine_version, finished_at}}: per node type, the
+ * latest calibration of engine that succeeded, for sizing. */
+enum db_status store_sizing_calibrations(struct db_conn *conn, const char *engine, char **out);
+
 /* engine_versions; engine (NULL for all) filters by engine. */
 enum db_status store_engine_versions_list(struct db_conn *conn, const char *engine,
                                           const struct page *page, char **items, char *next_key);

@@ -621,6 +621,35 @@ static void test_check_finds_each_broken_rule(void **state)
                   "/ 32768 MiB free");
 }
 
+/* only_host: every node on the host asked, whatever room the others have;
+ * none when that host cannot take them. */
+static void test_place_only_on_the_host_asked(void **state)
+{
+    const struct sched_host hosts[] = {
+        {"big", "az-a", 64, 262144, true},
+        {"small", "az-b", 2, 2048, true},
+        {"down", "az-c", 64, 262144, false},
+    };
+    struct sched_request req = {
+        .shards = 1, .replicas = 0, .vcpus = 2, .memory_mib = 1024, .only_host = "small"};
+    int host_of[1], elsewhere[1] = {0};
+
+    (void)state;
+    place(hosts, LEN(hosts), &req, host_of);
+    assert_int_equal(host_of[0], 1);
+    check_rejects(hosts, LEN(hosts), &req, elsewhere,
+                  "node 0 of shard 0 is on host big, not on host small as asked");
+    req.memory_mib = 4096;
+    refuse(hosts, LEN(hosts), &req,
+           "not enough capacity: 1 nodes of 2 vCPU / 4096 MiB requested, eligible hosts can "
+           "take 0");
+    req.memory_mib = 1024;
+    req.only_host = "down";
+    refuse(hosts, LEN(hosts), &req,
+           "not enough capacity: 1 nodes of 2 vCPU / 1024 MiB requested, eligible hosts can "
+           "take 0");
+}
+
 static void test_check_spreads_replicas_over_other_azs(void **state)
 {
     const struct sched_request req = {
@@ -690,6 +719,7 @@ int main(void)
         cmocka_unit_test(test_place_without_multi_az_still_spreads_replicas),
         cmocka_unit_test(test_place_refuses_without_capacity),
         cmocka_unit_test(test_place_skips_ineligible_hosts),
+        cmocka_unit_test(test_place_only_on_the_host_asked),
         cmocka_unit_test(test_place_multi_az_needs_two_azs),
         cmocka_unit_test(test_place_two_azs_one_primary_two_replicas),
         cmocka_unit_test(test_place_multi_az_names_the_full_az),

@@ -5,10 +5,12 @@
  * too small leaves no option and says why; every option's memory budget
  * adds up to its node and holds the data with the reserve and headroom, and
  * options come cheapest first. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,6 +285,66 @@ static void test_families_and_replicas_cap(void **state)
 
 /* Random workloads: every option holds the data with the reserve and the
  * headroom, and they come cheapest first. */
+/* The capacity_rps.<type> assumption of out. */
+static const json_t *capacity_assumption(const json_t *out, const char *type)
+{
+    char name[96];
+    size_t i;
+    json_t *a;
+    snprintf(name, sizeof(name), "capacity_rps.%s", type);
+    json_array_foreach (json_object_get(out, "assumptions"), i, a) {
+        if (strcmp(json_string_value(json_object_get(a, "name")), name) == 0)
+            return a;
+    }
+    fail_msg("no assumption %s", name);
+    return NULL;
+}
+
+/* A node type calibrated on the fleet: the measured capacity replaces the
+ * published one, pipelining multiplies it as it does the published one, and
+ * the assumption says where it comes from; the others keep theirs. */
+static void test_calibrated_capacity(void **state)
+{
+    (void)state;
+    struct sizing_node_type types[2] = {catalog[3], catalog[6]}; /* m5.large, r5.large */
+    types[0].capacity_rps = 40000;
+    types[0].capacity_source = "calibration";
+    types[0].capacity_note = "calibration 1234, on host vm-a";
+    struct sizing_input in = base();
+    in.data_bytes = 1e9;
+    in.rps = 30000; /* within 80% of 40,000 */
+    in.availability = SIZING_AVAILABILITY_NONE;
+    in.mode = SIZING_MODE_DISABLED;
+    json_t *out = sizing_recommend(&in, types, 2);
+    const json_t *first = json_array_get(json_object_get(out, "options"), 0);
+    assert_string_equal(first_type(out), "cache.m5.large");
+    assert_float_equal(json_number_value(json_object_get(json_object_get(first, "throughput"),
+                                                         "capacity_per_node_rps")),
+                       40000, 0);
+    const json_t *a = capacity_assumption(out, "cache.m5.large");
+    assert_float_equal(json_number_value(json_object_get(a, "value")), 40000, 0);
+    assert_string_equal(json_string_value(json_object_get(a, "source")), "calibration");
+    assert_string_equal(json_string_value(json_object_get(a, "note")),
+                        "calibration 1234, on host vm-a");
+    a = capacity_assumption(out, "cache.r5.large");
+    assert_string_equal(json_string_value(json_object_get(a, "source")), "published");
+    json_decref(out);
+
+    in.rps = 40000; /* past 80% of the calibrated m5.large: only the r5 holds it */
+    out = sizing_recommend(&in, types, 2);
+    assert_string_equal(first_type(out), "cache.r5.large");
+    json_decref(out);
+    in.pipeline = 4; /* 40,000 x 4^0.7 */
+    out = sizing_recommend(&in, types, 2);
+    assert_string_equal(first_type(out), "cache.m5.large");
+    json_decref(out);
+
+    assert_float_equal(sizing_pipeline_factor(1), 1, 0);
+    assert_float_equal(sizing_pipeline_factor(0), 1, 0);
+    assert_float_equal(sizing_pipeline_factor(4), pow(4, 0.7), 1e-12);
+    assert_float_equal(sizing_pipeline_factor(64), pow(16, 0.7), 1e-12);
+}
+
 static void test_property_options_hold_and_sort(void **state)
 {
     (void)state;
@@ -324,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_large_dataset_shards),
         cmocka_unit_test(test_budget_too_small),
         cmocka_unit_test(test_families_and_replicas_cap),
+        cmocka_unit_test(test_calibrated_capacity),
         cmocka_unit_test(test_property_options_hold_and_sort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
