@@ -76,8 +76,8 @@ bool reshard_plan(const struct reshard_input *in, struct reshard_plan *out)
             if (in->owner[s] != k)
                 continue;
             double left = out->after[k] - w[s];
-            if (!leave && (out->after[k] <= out->share ||
-                           out->share - left > out->after[k] - out->share))
+            if (!leave &&
+                (out->after[k] <= out->share || out->share - left > out->after[k] - out->share))
                 break;
             given[s] = true;
             out->after[k] = left;

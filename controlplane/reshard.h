@@ -24,11 +24,11 @@
 
 /* The cluster as it is and as it is to be. */
 struct reshard_input {
-    int nshards;                   /* shards before and after: 0..nshards-1 */
-    const int *owner;              /* [RESHARD_SLOTS]: the shard that serves each slot now */
-    const double *weight;          /* [RESHARD_SLOTS], >= 0; NULL: every slot the same */
-    const bool *leaving;           /* [nshards]: gives all its slots away; NULL: none */
-    double tolerance;              /* a shard within share * (1 + tolerance) is left alone */
+    int nshards;          /* shards before and after: 0..nshards-1 */
+    const int *owner;     /* [RESHARD_SLOTS]: the shard that serves each slot now */
+    const double *weight; /* [RESHARD_SLOTS], >= 0; NULL: every slot the same */
+    const bool *leaving;  /* [nshards]: gives all its slots away; NULL: none */
+    double tolerance;     /* a shard within share * (1 + tolerance) is left alone */
 };
 
 struct reshard_move {
@@ -38,7 +38,7 @@ struct reshard_move {
 struct reshard_plan {
     struct reshard_move *moves; /* in slot order */
     size_t nmoves;
-    double share;         /* the fair weight of a shard that stays */
+    double share;           /* the fair weight of a shard that stays */
     double *before, *after; /* [nshards]: each shard's weight */
 };
 

@@ -159,8 +159,10 @@ static void test_property(void **state)
                 staying--;
             }
         }
-        struct reshard_input in = {.nshards = n + extra, .owner = owner,
-                                   .weight = rand() % 2 ? weight : NULL, .leaving = leaving,
+        struct reshard_input in = {.nshards = n + extra,
+                                   .owner = owner,
+                                   .weight = rand() % 2 ? weight : NULL,
+                                   .leaving = leaving,
                                    .tolerance = (rand() % 10) / 100.0};
         struct reshard_plan p;
         assert_true(reshard_plan(&in, &p));
