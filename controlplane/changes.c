@@ -40,7 +40,7 @@ static const struct change_row rows[] = {
     {"engine", CHANGE_BY_OPERATION, &change_op_upgrade_engine, false, NULL},
     {"engine_version", CHANGE_BY_OPERATION, &change_op_upgrade_engine, false, NULL},
     {"node_type", CHANGE_NOT_YET, NULL, false, NULL},
-    {"num_shards", CHANGE_NOT_YET, NULL, false, NULL},
+    {"num_shards", CHANGE_BY_OPERATION, &change_op_scale_shards, false, NULL},
     {"replicas_per_shard", CHANGE_NOT_YET, NULL, false, NULL},
     {"auth_token", CHANGE_NOT_YET, NULL, true, NULL},
     {"id", CHANGE_IMMUTABLE, NULL, true, NULL},
@@ -78,7 +78,7 @@ bool change_not_yet(const char *fields, struct problem *p)
 }
 
 static bool refuse_combined(const struct change_plan *plan, const struct change_op *alone,
-                            struct problem *p)
+                            bool allowable, struct problem *p)
 {
     char apart[256] = "";
     for (int i = 0; i < plan->nrows; i++)
@@ -88,8 +88,9 @@ static bool refuse_combined(const struct change_plan *plan, const struct change_
         return true;
     return problem_set(p, PROBLEM_COMBINED_CHANGES,
                        "%s is not combined with changes to %s: make them one at a time so that "
-                       "cause and effect stay apart, or say \"allow_combined_changes\": true",
-                       alone->what, apart);
+                       "cause and effect stay apart%s",
+                       alone->what, apart,
+                       allowable ? ", or say \"allow_combined_changes\": true" : "");
 }
 
 static void add_op(struct change_plan *plan, const struct change_op *op)
@@ -108,16 +109,22 @@ bool change_plan(const json_t *changed, bool allow_combined, struct change_plan 
     char not_yet[256] = "";
     size_t i;
     json_t *name;
+    bool two_alone = false;
 
     memset(plan, 0, sizeof(*plan));
     json_array_foreach (changed, i, name) {
         const struct change_row *row = change_row(json_string_value(name));
         if (plan->nrows < (int)(sizeof(plan->rows) / sizeof(plan->rows[0])))
             plan->rows[plan->nrows++] = row;
-        if (row->op != NULL && row->op->alone)
+        if (row->op != NULL && row->op->alone) {
+            two_alone |= alone != NULL && alone != row->op;
             alone = row->op;
+        }
     }
-    if (alone != NULL && !allow_combined && !refuse_combined(plan, alone, p))
+    /* Two operations that each run alone cannot carry each other: one of
+     * them would not run. */
+    if (alone != NULL && (!allow_combined || two_alone) &&
+        !refuse_combined(plan, alone, !two_alone, p))
         return false;
     for (int k = 0; k < plan->nrows; k++) {
         const char *field = json_string_value(json_array_get(changed, (size_t)k));

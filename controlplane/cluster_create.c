@@ -40,22 +40,21 @@ static int spec_int(const json_t *spec, const char *key)
     return (int)json_integer_value(json_object_get(spec, key));
 }
 
-/* Store shards and nodes as placed (host_of as sched_place() filled it),
- * then give each host used its nodes' ports. */
-static enum db_status store_layout(struct db_conn *conn, const json_t *spec,
-                                   const struct store_placement *pl, const int *host_of)
+enum db_status cluster_store_shards(struct db_conn *conn, const json_t *spec, int first_shard,
+                                    int shards, const struct store_placement *pl,
+                                    const int *host_of)
 {
     const char *id = spec_str(spec, "id");
-    int shards = spec_int(spec, "num_shards"), per = 1 + spec_int(spec, "replicas_per_shard");
-    bool cluster_mode = strcmp(spec_str(spec, "cluster_mode"), "enabled") == 0;
+    int per = 1 + spec_int(spec, "replicas_per_shard");
+    bool split = first_shard == 0 && strcmp(spec_str(spec, "cluster_mode"), "enabled") == 0;
     enum db_status st = DB_OK;
 
     for (int s = 0; s < shards && st == DB_OK; s++) {
         char shard_id[STORE_UUID_SIZE];
         int first = -1, last = -1;
-        if (cluster_mode)
+        if (split)
             cspec_split_slots(shards, s, &first, &last);
-        if ((st = store_shard_insert(conn, id, s, first, last, shard_id)) != DB_OK)
+        if ((st = store_shard_insert(conn, id, first_shard + s, first, last, shard_id)) != DB_OK)
             break;
         for (int k = 0; k < per && st == DB_OK; k++) {
             struct store_node_placed n = {id,
@@ -93,7 +92,9 @@ static enum db_status store_cluster(struct db_conn *conn, struct create_call *c,
                     "cluster %s exists with another spec; change it with PATCH", id);
         return DB_REFUSED;
     }
-    if (st != DB_OK || (st = store_layout(conn, c->spec, pl, host_of)) != DB_OK ||
+    if (st != DB_OK ||
+        (st = cluster_store_shards(conn, c->spec, 0, spec_int(c->spec, "num_shards"), pl,
+                                   host_of)) != DB_OK ||
         (st = store_operation_queue(conn, id, kind->name, c->how->context, c->op_id)) != DB_OK)
         return st;
     char detail[160];
@@ -102,7 +103,7 @@ static enum db_status store_cluster(struct db_conn *conn, struct create_call *c,
     st = store_event_add(conn, id, c->op_id, "ClusterCreating", "info", "creating the cluster",
                          detail);
     if (st == DB_OK)
-        st = store_events_nodes_placed(conn, id, c->op_id);
+        st = store_events_nodes_placed(conn, id, c->op_id, 0);
     if (st == DB_OK && c->how->also != NULL)
         st = c->how->also(conn, c->op_id, c->how->arg);
     c->created = st == DB_OK;

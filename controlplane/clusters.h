@@ -48,6 +48,18 @@ bool cluster_create_with(struct app *app, const json_t *spec, const char *auth_t
                          const struct cluster_create_how *how, bool *created, char *op_id,
                          struct problem *p);
 
+/* Store shards first_shard .. first_shard + shards - 1 of the cluster of
+ * spec (its normalized spec) and their nodes as placed (host_of as
+ * sched_place() filled it for shards of 1 + replicas_per_shard nodes), and
+ * give each host used its nodes' ports; in the caller's transaction. A
+ * create (first_shard 0, cluster mode) splits the slots among them; shards
+ * that scaling adds start with none. */
+struct db_conn;
+struct store_placement;
+enum db_status cluster_store_shards(struct db_conn *conn, const json_t *spec, int first_shard,
+                                    int shards, const struct store_placement *pl,
+                                    const int *host_of);
+
 /* What a modification did beyond storing the spec. */
 struct cluster_modify_out {
     char op_id[40];  /* the operation queued or scheduled, or "" */
@@ -80,5 +92,24 @@ bool cluster_delete(struct app *app, const char *cluster_id, char *op_id, struct
  * OPERATION_IN_PROGRESS, or the database's failure. */
 bool cluster_failover(struct app *app, const char *cluster_id, const char *shard, char *op_id,
                       struct problem *p);
+
+/* A rebalance leaves a shard alone within this percent above its share. */
+#define REBALANCE_TOLERANCE_PERCENT 5
+
+/* POST /v1/clusters/{id}/rebalance (cluster_rebalance.c): with dry_run,
+ * *out gets what a rebalance would move now, read live (the caller's);
+ * else the rebalance operation is queued, op_id (40 bytes) naming it. A
+ * shard within its fair share * (1 + tolerance) gives nothing. False with p
+ * filled: CLUSTER_NOT_FOUND, NOT_SUPPORTED_BY_ENGINE (cluster mode
+ * disabled), OPERATION_IN_PROGRESS, CLUSTER_UNHEALTHY (the slots cannot be
+ * read), or the database's failure. */
+bool cluster_rebalance(struct app *app, const char *cluster_id, double tolerance, bool dry_run,
+                       json_t **out, char *op_id, struct problem *p);
+
+/* POST /v1/operations/{id}/cancel (operation_cancel.c): ask the operation
+ * to stop at its next safe point. False with p filled:
+ * OPERATION_NOT_FOUND, OPERATION_NOT_CANCELLABLE (its kind cannot stop
+ * half way, or it has ended), or the database's failure. */
+bool operation_cancel(struct app *app, const char *op_id, struct problem *p);
 
 #endif

@@ -261,7 +261,7 @@ bool engine_migrate(struct resp_conn *c, const struct resp_options *to,
                     const struct engine_keys *keys, char *err, size_t errsize)
 {
     char port[16], timeout[16];
-    size_t max = 10 + keys->count; /* MIGRATE h p "" 0 t AUTH2 u p KEYS, then the keys */
+    size_t max = 11 + keys->count; /* MIGRATE h p "" 0 t REPLACE AUTH2 u p KEYS, keys */
     struct words w = {xcalloc(max, sizeof(*w.argv)), xcalloc(max, sizeof(*w.lens)), 0};
 
     assert(keys->count > 0);
@@ -274,6 +274,7 @@ bool engine_migrate(struct resp_conn *c, const struct resp_options *to,
     add_str(&w, "");  /* no single key: they follow KEYS */
     add_str(&w, "0"); /* database 0, a cluster's only one */
     add_str(&w, timeout);
+    add_str(&w, "REPLACE"); /* the source's copy is the live one: see slot_move.h */
     if (to->password != NULL) {
         add_str(&w, to->username != NULL ? "AUTH2" : "AUTH");
         if (to->username != NULL)

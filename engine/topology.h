@@ -160,16 +160,17 @@ bool engine_cluster_getkeysinslot(struct resp_conn *c, int slot, int count, stru
 /* Free what engine_cluster_getkeysinslot() stored in keys and zero it. */
 void engine_keys_free(struct engine_keys *keys);
 
-/* MIGRATE to->host to->port "" 0 timeout [AUTH password | AUTH2 username
- * password] KEYS key...: c's node moves keys (all in one slot) to the node
+/* MIGRATE to->host to->port "" 0 timeout REPLACE [AUTH password | AUTH2
+ * username password] KEYS key...: c's node moves keys (all in one slot) to the node
  * to describes, in database 0, authenticating with to->username and
  * to->password as resp_connect() would. The timeout, to->command_timeout_ms
  * (<= 0: RESP_DEFAULT_TIMEOUT_MS), is the longest the target may stay
  * silent; c's own command timeout must allow for the whole batch. True when
  * none of keys is left on c's node: moved (+OK), or already gone (+NOKEY).
+ * A key the target holds already is replaced: see slot_move.h for why.
  * Refused, among others, when the target does not import the slot ("ERR
- * Target instance replied with error: MOVED ...") or holds one of the keys
- * already ("BUSYKEY ..."). keys->count must be at least 1. */
+ * Target instance replied with error: MOVED ..."). keys->count must be at
+ * least 1. */
 bool engine_migrate(struct resp_conn *c, const struct resp_options *to,
                     const struct engine_keys *keys, char *err, size_t errsize);
 

@@ -310,3 +310,33 @@ void api_clusters_cancel_pending(struct http_request *req)
     else
         http_reply_error(req, &p);
 }
+
+/* POST /v1/clusters/{id}/rebalance: ?dry_run=true answers what would move;
+ * otherwise the rebalance operation, as every operation-starting write. */
+void api_clusters_rebalance(struct http_request *req)
+{
+    static const char *const booleans[] = {"true", "false", NULL};
+    const char *id = http_param(req, "id");
+    char op_id[STORE_UUID_SIZE];
+    struct problem p = {0};
+    long long tolerance;
+    json_t *preview = NULL;
+    int wait;
+
+    if (req->resumed) {
+        api_wait_resume(req);
+        return;
+    }
+    if (!api_query_one_of(req, "dry_run", booleans) ||
+        !api_query_int(req, "tolerance_percent", 0, 100, REBALANCE_TOLERANCE_PERCENT, &tolerance) ||
+        !api_wait_requested(req, &wait))
+        return;
+    const char *dry = http_query(req, "dry_run");
+    bool dry_run = dry != NULL && strcmp(dry, "true") == 0;
+    if (!cluster_rebalance(req->app, id, (double)tolerance / 100.0, dry_run, &preview, op_id, &p))
+        http_reply_error(req, &p);
+    else if (dry_run)
+        http_reply_json(req, 200, preview);
+    else
+        api_wait_for(req, op_id, wait);
+}

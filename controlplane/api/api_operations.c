@@ -1,6 +1,8 @@
 /* api_operations.c -- GET /v1/operations and /v1/operations/{id}: the
- * durable workflows that move clusters toward their spec, newest first. */
+ * durable workflows that move clusters toward their spec, newest first;
+ * POST /v1/operations/{id}/cancel. */
 #include "api.h"
+#include "clusters.h"
 #include "ops.h"
 #include "upgrades.h"
 
@@ -34,4 +36,20 @@ void api_operations_get(struct http_request *req)
         return;
     }
     api_reply_get(req, upgrade_operation_get, id, PROBLEM_OPERATION_NOT_FOUND);
+}
+
+/* POST /v1/operations/{id}/cancel: 202 with the operation, which ends
+ * cancelled at its next safe point. */
+void api_operations_cancel(struct http_request *req)
+{
+    const char *id = http_param(req, "id");
+    struct problem p = {0};
+    if (!page_is_uuid(id)) {
+        http_reply_problem(req, PROBLEM_OPERATION_NOT_FOUND, NULL, "%s does not exist", id);
+        return;
+    }
+    if (operation_cancel(req->app, id, &p))
+        api_reply_get_status(req, upgrade_operation_get, id, PROBLEM_OPERATION_NOT_FOUND, 202);
+    else
+        http_reply_error(req, &p);
 }

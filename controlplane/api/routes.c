@@ -22,6 +22,7 @@ static const char *const clusters_query[] = {"page_size", "page_token", "status"
 static const char *const recommendations_query[] = {"days", NULL};
 /* Writes that may start an operation: how long to wait for it (api_wait.c). */
 static const char *const wait_query[] = {"wait", NULL};
+static const char *const rebalance_query[] = {"dry_run", "tolerance_percent", "wait", NULL};
 
 const struct route api_routes[] = {
     {"GET", "/healthz", SCOPE_NONE, api_healthz, NULL, NULL},
@@ -33,6 +34,7 @@ const struct route api_routes[] = {
      NULL},
     {"GET", "/v1/operations", SCOPE_READ, api_operations_list, operations_query, NULL},
     {"GET", "/v1/operations/{id}", SCOPE_READ, api_operations_get, NULL, NULL},
+    {"POST", "/v1/operations/{id}/cancel", SCOPE_ADMIN, api_operations_cancel, NULL, NULL},
     {"GET", "/v1/events", SCOPE_READ, api_events_list, events_query, NULL},
     {"GET", "/v1/tokens", SCOPE_ADMIN, api_tokens_list, paged, NULL},
     {"POST", "/v1/tokens", SCOPE_ADMIN, api_tokens_create, NULL, tokens_create_spec},
@@ -51,6 +53,8 @@ const struct route api_routes[] = {
      wait_query, NULL},
     {"POST", "/v1/clusters/{id}/failover", SCOPE_ADMIN, api_clusters_failover, wait_query,
      api_failover_spec},
+    {"POST", "/v1/clusters/{id}/rebalance", SCOPE_ADMIN, api_clusters_rebalance, rebalance_query,
+     NULL},
     {"POST", "/v1/agent/register", SCOPE_BOOTSTRAP, api_agent_register, NULL,
      api_agent_register_spec},
     {"POST", "/v1/agent/sync", SCOPE_AGENT, api_agent_sync, NULL, api_agent_sync_spec},

@@ -37,7 +37,8 @@
     X(NOT_SUPPORTED_BY_ENGINE, 409, "The cluster's engine cannot do this")                         \
     X(ENGINE_NOT_INSTALLED, 409, "The engine is not installed on every host")                      \
     X(CLUSTER_UNHEALTHY, 409, "The cluster is not healthy enough for this")                        \
-    X(INSUFFICIENT_MEMORY, 409, "Too little free memory for a full sync")                          \
+    X(INSUFFICIENT_MEMORY, 409, "Too little memory for the cluster's data")                        \
+    X(OPERATION_NOT_CANCELLABLE, 409, "This operation cannot be cancelled")                        \
     X(PRECONDITION_FAILED, 412, "The resource changed since it was read")                          \
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json, plain or gzip")         \
@@ -65,6 +66,7 @@
     X(NODE_UPGRADE_FAILED, "A node did not come back on the new engine")                           \
     X(ENGINE_UPGRADE_ROLLED_BACK, "The upgrade was rolled back")                                   \
     X(BENCHMARK_FAILED, "The benchmark did not run to its end")                                    \
+    X(SLOT_MIGRATION_FAILED, "A hash slot could not be moved")                                     \
     X(UNKNOWN_OPERATION, "This cairnd cannot run the operation")
 
 enum problem_code {

@@ -11,22 +11,14 @@
 #include "timeutil.h"
 
 /* Reserved kinds: names without steps (see ops.h). */
-static const struct op_kind op_scale_shards = {"scale_shards"};
 static const struct op_kind op_scale_replicas = {"scale_replicas"};
 static const struct op_kind op_change_node_type = {"change_node_type"};
 
 const struct op_kind *const op_kinds[] = {
-    &op_cluster_create,
-    &op_cluster_delete,
-    &op_scale_shards,
-    &op_scale_replicas,
-    &op_change_node_type,
-    &op_cluster_upgrade_engine,
-    &op_cluster_failover,
-    &op_cluster_replace_node,
-    &op_cluster_apply_parameters,
-    &op_calibrate,
-    NULL,
+    &op_cluster_create,   &op_cluster_delete,       &op_cluster_scale_shards,
+    &op_scale_replicas,   &op_change_node_type,     &op_cluster_upgrade_engine,
+    &op_cluster_failover, &op_cluster_replace_node, &op_cluster_apply_parameters,
+    &op_calibrate,        &op_cluster_rebalance,    NULL,
 };
 
 #define NKINDS (sizeof(op_kinds) / sizeof(op_kinds[0]) - 1)

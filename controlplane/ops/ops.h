@@ -1,8 +1,8 @@
 /* ops.h -- the operations that move a cluster toward its spec, one file
  * each (ops_create.c, ops_delete.c, ops_parameters.c, ops_failover.c,
- * ops_replace.c, ops_upgrade.c; ops_calibrate.c, which benchmarks a
- * temporary cluster), the one list of their kinds, and what their steps
- * share. The runner (runner.h) runs them.
+ * ops_replace.c, ops_upgrade.c, ops_reshard.c: scale_shards and rebalance;
+ * ops_calibrate.c, which benchmarks a temporary cluster), the one list of their kinds, and what
+ * their steps share. The runner (runner.h) runs them.
  *
  * op_kinds lists every kind, in the order the API documents them. cairnd
  * hands it to the runner; the API's ?kind= filter takes its names from it;
@@ -32,6 +32,8 @@ extern const struct op_kind op_cluster_failover;
 extern const struct op_kind op_cluster_replace_node;
 extern const struct op_kind op_cluster_upgrade_engine;
 extern const struct op_kind op_calibrate;
+extern const struct op_kind op_cluster_scale_shards;
+extern const struct op_kind op_cluster_rebalance;
 
 /* Every kind, NULL-terminated. */
 extern const struct op_kind *const op_kinds[];
@@ -47,6 +49,9 @@ const char *const *op_kind_names(void);
 struct change_op;
 extern const struct change_op change_op_apply_parameters;
 extern const struct change_op change_op_upgrade_engine;
+/* PATCH of num_shards (cluster mode): scale_shards, placed in the request
+ * (ops_reshard.c). */
+extern const struct change_op change_op_scale_shards;
 
 /* What an operation's steps work on: the cluster's nodes (placement and
  * last reported state), its engine password (NULL without AUTH) and
@@ -85,6 +90,18 @@ enum db_status ops_failed_event(struct db_conn *conn, const struct op_ctx *ctx, 
 
 /* A kind's failed(): the cluster serves on as before and is available. */
 enum db_status ops_back_to_available(struct db_conn *conn, const struct op_ctx *ctx);
+
+/* The steps of forming a cluster (ops_create.c) that scaling out takes
+ * too, for the shards it adds: every node runs and answers PING; every node
+ * knows every other (CLUSTER MEET); each replica of a shard from the
+ * context's "first_new_shard" on (0, or absent, for a create) follows its
+ * shard's placed primary; those shards are ready, their roles recorded.
+ * Shards before first_new_shard serve already, in whatever roles failovers
+ * have left them, and are not touched. */
+enum op_result ops_wait_engines(struct op_ctx *ctx);
+enum op_result ops_meet(struct op_ctx *ctx);
+enum op_result ops_replicate(struct op_ctx *ctx);
+enum op_result ops_wait_ready(struct op_ctx *ctx);
 
 /* A planned failover of one shard as a part of another operation (an
  * engine upgrade): the failover's steps, run on sub -- a JSON object in

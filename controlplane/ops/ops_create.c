@@ -28,7 +28,7 @@
 /* Every engine reported running by its agent and answering PING here. A
  * node on a lost host fails the create, once this cairnd trusts the loss
  * (monitor.h); until then the host may still report, and is waited for. */
-static enum op_result wait_engines(struct op_ctx *ctx)
+enum op_result ops_wait_engines(struct op_ctx *ctx)
 {
     struct ops_topo t;
     enum op_result res = OP_NEXT;
@@ -56,7 +56,7 @@ static enum op_result wait_engines(struct op_ctx *ctx)
 }
 
 /* Cluster mode: every node meets the first; done when each knows them all. */
-static enum op_result meet(struct op_ctx *ctx)
+enum op_result ops_meet(struct op_ctx *ctx)
 {
     struct ops_topo t;
     char err[256];
@@ -156,18 +156,19 @@ static const struct cluster_node *placed_primary(const struct ops_topo *t, int s
 
 /* Every replica follows its shard's primary (CLUSTER REPLICATE in cluster
  * mode, REPLICAOF otherwise), unless it already does. */
-static enum op_result replicate(struct op_ctx *ctx)
+enum op_result ops_replicate(struct op_ctx *ctx)
 {
     struct ops_topo t;
     char err[256];
     enum op_result res = OP_NEXT;
+    int first = (int)ops_context_int(ctx, "first_new_shard");
 
     if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, OPS_POLL_MS);
     for (size_t i = 0; i < t.nodes.count && res == OP_NEXT; i++) {
         const struct cluster_node *n = &t.nodes.items[i];
         const struct cluster_node *p = placed_primary(&t, n->shard);
-        if (n->ordinal == 0 || p == NULL)
+        if (n->ordinal == 0 || p == NULL || n->shard < first)
             continue;
         if (t.cluster_mode) {
             char pid[ENGINE_CLUSTER_ID_LEN + 1];
@@ -196,29 +197,39 @@ static enum op_result replicate(struct op_ctx *ctx)
 /* Record what cairnd itself read from the engines when it found them
  * ready: each node's role as placed (primary or replica, the engines having
  * confirmed it), replicas linked, nothing loading or syncing. */
+struct roles_call {
+    const struct cluster_nodes *nodes;
+    int first; /* the first shard formed */
+};
+
 static enum db_status roles_observed(struct db_conn *conn, void *arg)
 {
-    const struct cluster_nodes *nodes = arg;
+    const struct roles_call *c = arg;
     enum db_status st = DB_OK;
-    for (size_t i = 0; i < nodes->count && st == DB_OK; i++)
-        st = store_node_set_role(conn, nodes->items[i].id,
-                                 nodes->items[i].ordinal == 0 ? "primary" : "replica");
+    for (size_t i = 0; i < c->nodes->count && st == DB_OK; i++) {
+        const struct cluster_node *n = &c->nodes->items[i];
+        if (n->shard >= c->first)
+            st = store_node_set_role(conn, n->id, n->ordinal == 0 ? "primary" : "replica");
+    }
     return st;
 }
 
 /* Ready: cluster_state:ok everywhere (cluster mode) and every replica's link
  * up with its initial sync done. */
-static enum op_result wait_ready(struct op_ctx *ctx)
+enum op_result ops_wait_ready(struct op_ctx *ctx)
 {
     struct ops_topo t;
     char err[256];
     bool ready = true;
+    struct roles_call roles = {&t.nodes, (int)ops_context_int(ctx, "first_new_shard")};
 
     if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, OPS_POLL_MS);
     for (size_t i = 0; i < t.nodes.count && ready; i++) {
         const struct cluster_node *n = &t.nodes.items[i];
         struct nodeio_repl repl;
+        if (n->shard < roles.first)
+            continue; /* serving already, in whatever roles failovers left it */
         ready = nodeio_replication(n, t.password, NODEIO_PATIENT, &repl, err, sizeof(err)) &&
                 (n->ordinal == 0 ? repl.primary : repl.in_sync) &&
                 (!t.cluster_mode || nodeio_cluster_state_ok(n, t.password, NODEIO_PATIENT));
@@ -226,7 +237,7 @@ static enum op_result wait_ready(struct op_ctx *ctx)
     /* What cairnd just read from the engines is observed state too: record
      * it, so "available" comes with its readers listed at once rather than
      * at the agents' next report. */
-    if (ready && db_tx(ctx->app->db, DB_READ_COMMITTED, roles_observed, &t.nodes) != DB_OK)
+    if (ready && db_tx(ctx->app->db, DB_READ_COMMITTED, roles_observed, &roles) != DB_OK)
         ready = false;
     ops_topo_free(&t);
     if (ready)
@@ -255,11 +266,11 @@ static enum db_status create_failed(struct db_conn *conn, const struct op_ctx *c
  * never start the rejoin delay (up to the node timeout) that a primary waits
  * out after it has been in a minority. */
 static const struct op_step create_steps[] = {
-    {"wait_engines", wait_engines},
+    {"wait_engines", ops_wait_engines},
     {"assign_slots", assign_slots},
-    {"meet", meet},
-    {"replicate", replicate},
-    {"wait_ready", wait_ready},
+    {"meet", ops_meet},
+    {"replicate", ops_replicate},
+    {"wait_ready", ops_wait_ready},
     {"mark_available", NULL, mark_available},
 };
 

@@ -173,6 +173,8 @@ static enum op_result run_current(const struct op_kind *kind, const struct store
         *effect = s->commit;
     else if (result == OP_FAILED)
         *effect = kind->failed;
+    else if (result == OP_CANCELLED)
+        *effect = kind->cancelled;
     return result;
 }
 
@@ -202,10 +204,15 @@ static void describe(const struct op_kind *kind, const struct store_claimed *c,
         rec->code = ctx->code;
         log_warn("operation failed", "operation=%s kind=%s step=%s code=%s error=\"%s\"", c->id,
                  c->kind, name ? name : "-", ctx->code, ctx->error);
+    } else if (result == OP_CANCELLED) {
+        rec->status = "cancelled";
+        log_info("operation cancelled", "operation=%s kind=%s step=%s cluster=%s", c->id, c->kind,
+                 name ? name : "-", c->cluster_id);
     } else {
         rec->wait_ms = ctx->wait_ms;
     }
     rec->progress = strcmp(rec->status, "succeeded") == 0 ? 100
+                    : ctx->progress >= 0                  ? ctx->progress
                     : kind != NULL && kind->nsteps > 0    ? rec->step * 100 / kind->nsteps
                                                           : 0;
 }
@@ -218,7 +225,8 @@ static void run_step(struct runner *r, struct store_claimed *c)
                          .op_id = c->id,
                          .cluster_id = c->cluster_id,
                          .context = c->context,
-                         .step = c->step};
+                         .step = c->step,
+                         .progress = -1};
     struct store_step_record record = {.owner = r->owner};
     op_commit_fn effect;
     char started[80];

@@ -29,9 +29,11 @@
 #include "problem.h"
 
 enum op_result {
-    OP_NEXT,   /* the step is done: go on to the next one */
-    OP_WAIT,   /* not yet: run this step again after wait_ms */
-    OP_FAILED, /* give up: the operation fails with error */
+    OP_NEXT,      /* the step is done: go on to the next one */
+    OP_WAIT,      /* not yet: run this step again after wait_ms */
+    OP_FAILED,    /* give up: the operation fails with error */
+    OP_CANCELLED, /* stop here, as asked (POST /v1/operations/{id}/cancel): the
+                     operation ends cancelled, with its kind's cancelled() */
 };
 
 /* What a step works with. context is the operation's JSON context: a step
@@ -47,6 +49,7 @@ struct op_ctx {
     char code[64];                /* OP_FAILED: a stable code, e.g. ENGINE_START_FAILED */
     struct op_deferred *deferred; /* what op_defer() noted, written with the record */
     size_t ndeferred;
+    int progress; /* percent, when the step knows better than its index (-1: it does not) */
 };
 
 /* A step's store half: DB_OK to record the step, anything else rolls the
@@ -65,7 +68,8 @@ struct op_kind {
     const char *name; /* operations.kind */
     const struct op_step *steps;
     int nsteps;
-    op_commit_fn failed; /* after OP_FAILED, may be NULL */
+    op_commit_fn failed;    /* after OP_FAILED, may be NULL */
+    op_commit_fn cancelled; /* after OP_CANCELLED; NULL: the kind cannot be cancelled */
 };
 
 struct runner;

@@ -207,7 +207,7 @@ struct store_step_record {
     const char *started_at; /* when it began (RFC 3339) */
     const char *step_name;  /* of the step to run next */
     int progress;           /* percent */
-    const char *status;     /* running, succeeded or failed */
+    const char *status;     /* running, succeeded, failed or cancelled */
     const char *code;       /* NULL: no error */
     const char *error;
     int wait_ms; /* before the next run */
@@ -215,9 +215,9 @@ struct store_step_record {
 enum db_status store_operation_record(struct db_conn *conn, const struct store_step_record *r);
 /* Subscribe pg (a connection of its own, as for store_hosts_listen()) to
  * the ends of operations: store_operation_record() notifies, on commit,
- * with the operation's id as the payload, when it records one succeeded or
- * failed. That is how every pending or running operation ends; a scheduled
- * one that is cancelled has nobody waiting on it. */
+ * with the operation's id as the payload, when it records one succeeded,
+ * failed or cancelled. That is how every pending or running operation ends;
+ * a scheduled one that is cancelled before it runs has nobody waiting on it. */
 enum db_status store_operations_listen(PGconn *pg);
 
 /* Record an event of the cluster; op_id and detail (a JSON object's text)
@@ -423,9 +423,10 @@ struct store_node_placed {
     int ordinal; /* 0: placed as the shard's primary */
 };
 enum db_status store_node_insert(struct db_conn *conn, const struct store_node_placed *n);
-/* A NodePlaced event for each node of the cluster. */
+/* A NodePlaced event for each node of the cluster's shards of index
+ * first_shard and up. */
 enum db_status store_events_nodes_placed(struct db_conn *conn, const char *cluster_id,
-                                         const char *op_id);
+                                         const char *op_id, int first_shard);
 
 /* nodes as operations see them (store_nodes.c) */
 /* One node as the operations see it: placement and last reported state. */
@@ -746,5 +747,52 @@ struct store_metric_query {
  * the caller may recast the code). */
 enum db_status store_metric_query(struct db_conn *conn, const struct store_metric_query *q,
                                   json_t **out, struct problem *p);
+
+/* scaling shards: slot moves, shards, the change's end, cancel requests
+ * (store_scaling.c) */
+/* One journalled move of an operation: begun, it may be half done. */
+struct store_slot_move {
+    int slot, from, to; /* shard indexes */
+    bool begun;
+};
+/* How many moves the operation has journalled (0: not planned yet). */
+enum db_status store_slot_moves_count(struct db_conn *conn, const char *op_id, long long *count);
+/* Journal the moves, a JSON array of {slot, from_shard, to_shard, keys,
+ * bytes} (keys and bytes: what the plan expects to move). */
+enum db_status store_slot_moves_plan(struct db_conn *conn, const char *op_id, const char *moves);
+/* Up to max moves not yet done, those begun first, then by slot. */
+enum db_status store_slot_moves_next(struct db_conn *conn, const char *op_id,
+                                     struct store_slot_move *out, size_t max, size_t *n);
+/* The slots (a JSON array of numbers) are about to be moved: recorded
+ * before the engines are touched. */
+enum db_status store_slot_moves_begin(struct db_conn *conn, const char *op_id, const char *slots);
+/* Moves done: a JSON array of {slot, keys}. */
+enum db_status store_slot_moves_done(struct db_conn *conn, const char *op_id, const char *done);
+/* {slots_moved, slots_left, keys_moved, bytes_moved_estimate, seconds}. */
+enum db_status store_slot_moves_summary(struct db_conn *conn, const char *op_id, json_t **out);
+/* The shard of index now serves ranges (an int4range[] literal, "{}" for
+ * none), as its primary says. */
+enum db_status store_shard_set_slots(struct db_conn *conn, const char *cluster_id, int index,
+                                     const char *ranges);
+/* The shards of index first and up are removed, their nodes deleted (their
+ * agents stop them); the rows go with the nodes' (store_host_sync()). */
+enum db_status store_shards_remove(struct db_conn *conn, const char *cluster_id, int first);
+/* The change pending_changes[key] announced is done: the cluster is
+ * available at its generation, without the key. */
+enum db_status store_cluster_change_done(struct db_conn *conn, const char *id, const char *key);
+/* spec[field] = value (JSON text), as a new generation. */
+enum db_status store_cluster_spec_put(struct db_conn *conn, const char *id, const char *field,
+                                      const char *value);
+/* An operation's kind and status, its row locked; DB_NOT_FOUND. */
+struct store_operation_state {
+    char kind[32], status[16];
+};
+enum db_status store_operation_state(struct db_conn *conn, const char *op_id,
+                                     struct store_operation_state *out);
+/* Ask a pending or running operation to stop at its next safe point. */
+enum db_status store_operation_request_cancel(struct db_conn *conn, const char *op_id);
+/* Whether it was asked to. */
+enum db_status store_operation_cancel_requested(struct db_conn *conn, const char *op_id,
+                                                bool *requested);
 
 #endif

@@ -143,7 +143,8 @@ static const struct db_stmt shard_pick = {
     "    AND n.process_state = 'running' AND n.master_link_status = 'up'"
     "    AND NOT coalesce(n.loading, false) AND NOT coalesce(n.sync_in_progress, false))"
     " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
-    " WHERE c.id = $1 AND ($2::text IS NULL OR s.name = $2) ORDER BY s.index"};
+    " WHERE c.id = $1 AND ($2::text IS NULL OR s.name = $2) AND s.removed_at IS NULL"
+    " ORDER BY s.index"};
 
 enum db_status store_shard_pick(struct db_conn *conn, const char *cluster_id, const char *name,
                                 struct store_shard_pick *out)

@@ -58,7 +58,7 @@ static const struct db_stmt leaderless_shards = {
     "      ELSE n.state_since END) FROM nodes n JOIN hosts h ON h.id = n.host_id"
     "    WHERE n.shard_id = s.id AND n.role = 'primary'), now())) * 1000)::bigint,"
     "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $2::int)"
-    " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
+    " FROM clusters c JOIN shards s ON s.cluster_id = c.id AND s.removed_at IS NULL"
     " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled' AND " HA_CLUSTER_IDLE
     "   AND NOT EXISTS (SELECT 1 FROM nodes n JOIN hosts h ON h.id = n.host_id"
     "     WHERE n.shard_id = s.id AND n.role = 'primary' AND n.process_state = 'running'"
@@ -117,7 +117,8 @@ static const struct db_stmt unbalanced = {
     " per_az AS (SELECT cluster_id, az, count(*) FILTER (WHERE role = 'primary') AS primaries"
     "   FROM live GROUP BY cluster_id, az),"
     " lim AS (SELECT p.cluster_id, ceil((SELECT count(*) FROM shards s"
-    "     WHERE s.cluster_id = p.cluster_id)::numeric / count(*))::int AS most"
+    "     WHERE s.cluster_id = p.cluster_id AND s.removed_at IS NULL)::numeric / count(*))::int"
+    "   AS most"
     "   FROM per_az p GROUP BY p.cluster_id)"
     " SELECT DISTINCT ON (p.cluster_id) p.cluster_id, s.index, r.az, p.az, pa.primaries"
     " FROM live p JOIN per_az pa ON pa.cluster_id = p.cluster_id AND pa.az = p.az"

@@ -157,7 +157,7 @@ static const struct db_stmt record = {
     "   error = CASE WHEN $10::text IS NULL THEN NULL"
     "           ELSE jsonb_build_object('code', $10::text, 'message', $11::text) END,"
     "   wake_at = now() + make_interval(secs => $12::int / 1000.0),"
-    "   finished_at = CASE WHEN $9 IN ('succeeded', 'failed') THEN now() END,"
+    "   finished_at = CASE WHEN $9 IN ('succeeded', 'failed', 'cancelled') THEN now() END,"
     "   lease_owner = NULL, lease_expires_at = NULL, updated_at = now()"
     " WHERE id = $1::uuid AND lease_owner = $2"};
 
@@ -195,7 +195,7 @@ enum db_status store_operation_record(struct db_conn *conn, const struct store_s
     if (res != NULL && strcmp(PQcmdTuples(res), "1") != 0)
         st = DB_NOT_FOUND;
     PQclear(res);
-    if (st == DB_OK && (strcmp(r->status, "succeeded") == 0 || strcmp(r->status, "failed") == 0))
+    if (st == DB_OK && strcmp(r->status, "running") != 0)
         st = store_exec(conn, &notify_ended, r->op_id, NULL);
     return st;
 }

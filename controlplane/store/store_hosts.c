@@ -186,6 +186,11 @@ static const struct db_stmt purge_deleted = {
     "DELETE FROM nodes WHERE host_id = $1::uuid AND desired_state = 'deleted'"
     " AND id NOT IN (SELECT r.node_id FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid))"};
 
+/* And a removed shard's row with its last node's. */
+static const struct db_stmt purge_removed_shards = {
+    "DELETE FROM shards s WHERE s.removed_at IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.shard_id = s.id)"};
+
 static const struct db_stmt host_ports = {
     "SELECT h.port_min, h.port_max, n.port, n.id FROM hosts h"
     " LEFT JOIN nodes n ON n.host_id = h.id WHERE h.id = $1::uuid FOR UPDATE OF h"};
@@ -246,7 +251,8 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
      * generation), so the two cannot deadlock. */
     if ((st = exec_stmt(conn, &record_elections, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
-        (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK)
+        (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK ||
+        (st = exec_stmt(conn, &purge_removed_shards, 0, NULL)) != DB_OK)
         return st;
     PGresult *res = db_query(conn, &heartbeat, 1, params, &st);
     if (res == NULL)

@@ -144,13 +144,16 @@ static const struct db_stmt placed_events = {
     "                     'port', n.port, 'placed_as', CASE WHEN n.ordinal = 0 THEN 'primary'"
     "                     ELSE 'replica' END)"
     " FROM nodes n JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
-    " WHERE n.cluster_id = $1 ORDER BY s.index, n.ordinal"};
+    " WHERE n.cluster_id = $1 AND s.index >= $3::int AND s.removed_at IS NULL"
+    "   AND n.desired_state <> 'deleted'"
+    " ORDER BY s.index, n.ordinal"};
 
 enum db_status store_events_nodes_placed(struct db_conn *conn, const char *cluster_id,
-                                         const char *op_id)
+                                         const char *op_id, int first_shard)
 {
     struct db_params p = {0};
     db_param_text(&p, cluster_id);
     db_param_text(&p, op_id);
+    db_param_int(&p, first_shard);
     return db_exec_params(conn, &placed_events, &p);
 }

@@ -462,8 +462,8 @@ static void test_slot_move(void **state)
         answer_fixture(p, engines[e], "migrate_moved.resp");
         assert_false(engine_migrate(p->c, &to, &keys, err, sizeof(err)));
         assert_non_null(strstr(err, "ERR Target instance replied with error: MOVED 1584 "));
-        expect_words(p, "MIGRATE", "127.0.0.1", "7002", "", "0", "5000", "KEYS", "{3}:3", "{3}:2",
-                     "{3}:1", NULL);
+        expect_words(p, "MIGRATE", "127.0.0.1", "7002", "", "0", "5000", "REPLACE", "KEYS", "{3}:3",
+                     "{3}:2", "{3}:1", NULL);
 
         answer_fixture(p, engines[e], "migrate_ok.resp");
         assert_true(engine_migrate(p->c, &to, &keys, err, sizeof(err)));
@@ -489,19 +489,19 @@ static void test_migrate_auth_and_bytes(void **state)
 
     answer(p, "+OK\r\n");
     assert_true(engine_migrate(p->c, &to, &keys, err, sizeof(err)));
-    const char *argv[] = {"MIGRATE", "10.0.0.2", "7002", "", "0", "1000",
-                          "AUTH",    "s3cret",   "KEYS", k0, k1};
-    size_t argvlen[] = {7, 8, 4, 0, 1, 4, 4, 6, 4, 3, 10};
-    expect_argv(p, 11, argv, argvlen);
+    const char *argv[] = {"MIGRATE", "10.0.0.2", "7002",   "",     "0", "1000",
+                          "REPLACE", "AUTH",     "s3cret", "KEYS", k0,  k1};
+    size_t argvlen[] = {7, 8, 4, 0, 1, 4, 7, 4, 6, 4, 3, 10};
+    expect_argv(p, 12, argv, argvlen);
 
     to.username = "mover";
     to.command_timeout_ms = 250;
     answer(p, "+NOKEY\r\n");
     assert_true(engine_migrate(p->c, &to, &keys, err, sizeof(err)));
-    const char *argv2[] = {"MIGRATE", "10.0.0.2", "7002",   "",     "0", "250",
+    const char *argv2[] = {"MIGRATE", "10.0.0.2", "7002",   "",     "0", "250", "REPLACE",
                            "AUTH2",   "mover",    "s3cret", "KEYS", k0,  k1};
-    size_t argvlen2[] = {7, 8, 4, 0, 1, 3, 5, 5, 6, 4, 3, 10};
-    expect_argv(p, 12, argv2, argvlen2);
+    size_t argvlen2[] = {7, 8, 4, 0, 1, 3, 7, 5, 5, 6, 4, 3, 10};
+    expect_argv(p, 13, argv2, argvlen2);
 
     answer(p, "+NOKEYS\r\n");
     assert_false(engine_migrate(p->c, &to, &keys, err, sizeof(err)));
