@@ -39,9 +39,9 @@ static const struct change_row rows[] = {
     {"parameters", CHANGE_BY_OPERATION, &change_op_apply_parameters, false, NULL},
     {"engine", CHANGE_BY_OPERATION, &change_op_upgrade_engine, false, NULL},
     {"engine_version", CHANGE_BY_OPERATION, &change_op_upgrade_engine, false, NULL},
-    {"node_type", CHANGE_NOT_YET, NULL, false, NULL},
+    {"node_type", CHANGE_BY_OPERATION, &change_op_change_node_type, false, NULL},
     {"num_shards", CHANGE_NOT_YET, NULL, false, NULL},
-    {"replicas_per_shard", CHANGE_NOT_YET, NULL, false, NULL},
+    {"replicas_per_shard", CHANGE_BY_OPERATION, &change_op_scale_replicas, false, NULL},
     {"auth_token", CHANGE_NOT_YET, NULL, true, NULL},
     {"id", CHANGE_IMMUTABLE, NULL, true, NULL},
     {"cluster_mode", CHANGE_IMMUTABLE, NULL, true, NULL},
@@ -77,15 +77,27 @@ bool change_not_yet(const char *fields, struct problem *p)
                        fields, can);
 }
 
+/* Another operation that runs alone is never carried by this one's run,
+ * whatever the request allows. */
 static bool refuse_combined(const struct change_plan *plan, const struct change_op *alone,
-                            struct problem *p)
+                            bool allow_combined, struct problem *p)
 {
     char apart[256] = "";
-    for (int i = 0; i < plan->nrows; i++)
-        if (!plan->rows[i]->combines && plan->rows[i]->op != alone)
-            list_add(apart, sizeof(apart), plan->rows[i]->field);
-    if (apart[0] == '\0')
+    bool other_alone = false;
+    for (int i = 0; i < plan->nrows; i++) {
+        const struct change_row *row = plan->rows[i];
+        if (row->combines || row->op == alone)
+            continue;
+        list_add(apart, sizeof(apart), row->field);
+        other_alone |= row->op != NULL && row->op->alone;
+    }
+    if (apart[0] == '\0' || (allow_combined && !other_alone))
         return true;
+    if (other_alone)
+        return problem_set(p, PROBLEM_COMBINED_CHANGES,
+                           "%s is not combined with changes to %s, which run an operation of "
+                           "their own: make them one at a time",
+                           alone->what, apart);
     return problem_set(p, PROBLEM_COMBINED_CHANGES,
                        "%s is not combined with changes to %s: make them one at a time so that "
                        "cause and effect stay apart, or say \"allow_combined_changes\": true",
@@ -117,7 +129,7 @@ bool change_plan(const json_t *changed, bool allow_combined, struct change_plan 
         if (row->op != NULL && row->op->alone)
             alone = row->op;
     }
-    if (alone != NULL && !allow_combined && !refuse_combined(plan, alone, p))
+    if (alone != NULL && !refuse_combined(plan, alone, allow_combined, p))
         return false;
     for (int k = 0; k < plan->nrows; k++) {
         const char *field = json_string_value(json_array_get(changed, (size_t)k));
