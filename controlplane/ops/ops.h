@@ -153,7 +153,8 @@ enum db_status ops_place_replica(struct db_conn *conn, struct ops_placer *pl,
 enum op_result ops_node_started(struct op_ctx *ctx, const struct ops_topo *t, const char *node_id);
 
 /* One pass at making node n a replica of its shard's primary: true once it
- * is in sync (linked, loaded, not in a full sync); otherwise sends what
+ * is in sync (linked, loaded, not in a full sync) and, in cluster mode,
+ * every primary knows it as its shard primary's replica; otherwise sends what
  * gets it there -- REPLICAOF, or CLUSTER MEET and CLUSTER REPLICATE in
  * cluster mode -- and returns false. Blocks for at most a few round trips. */
 bool ops_node_join(const struct ops_topo *t, const struct cluster_node *n);

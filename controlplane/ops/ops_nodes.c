@@ -129,6 +129,39 @@ static void cluster_join(const struct ops_topo *t, const struct cluster_node *n,
     engine_cluster_nodes_free(&view);
 }
 
+/* Cluster mode: every primary lists n, out of its handshake, as a replica
+ * of p. Until then a primary that does not know n would not vote for it in
+ * a failover. (Replicas learn it by gossip too; new nodes still joining do
+ * not know anyone yet, so only the voters are asked.) */
+static bool known_everywhere(const struct ops_topo *t, const struct cluster_node *n,
+                             const struct cluster_node *p)
+{
+    char err[256], id[ENGINE_CLUSTER_ID_LEN + 1], pid[ENGINE_CLUSTER_ID_LEN + 1];
+    if (!nodeio_cluster_myid(n, t->password, NODEIO_PATIENT, id, err, sizeof(err)) ||
+        !nodeio_cluster_myid(p, t->password, NODEIO_PATIENT, pid, err, sizeof(err)))
+        return false;
+    for (size_t i = 0; i < t->nodes.count; i++) {
+        const struct cluster_node *m = &t->nodes.items[i];
+        struct engine_cluster_nodes view = {0};
+        bool known = false;
+        if (m == n || m->host_lost || strcmp(m->process_state, "running") != 0 ||
+            strcmp(m->role, "primary") != 0)
+            continue;
+        if (!nodeio_cluster_view(m, t->password, NODEIO_PATIENT, &view, err, sizeof(err)))
+            return false;
+        for (size_t k = 0; k < view.count; k++) {
+            const struct engine_cluster_node *v = &view.nodes[k];
+            if (strcmp(v->id, id) == 0 && strcmp(v->primary_id, pid) == 0 &&
+                !(v->flags & (ENGINE_CLUSTER_HANDSHAKE | ENGINE_CLUSTER_NOADDR)))
+                known = true;
+        }
+        engine_cluster_nodes_free(&view);
+        if (!known)
+            return false;
+    }
+    return true;
+}
+
 bool ops_node_join(const struct ops_topo *t, const struct cluster_node *n)
 {
     char err[256];
@@ -140,7 +173,7 @@ bool ops_node_join(const struct ops_topo *t, const struct cluster_node *n)
     if (!nodeio_replication(n, t->password, NODEIO_PATIENT, &repl, err, sizeof(err)))
         return false;
     if (repl.in_sync)
-        return true;
+        return !t->cluster_mode || known_everywhere(t, n, p);
     if (!repl.primary) {
         /* linked or linking: the sync runs */
     } else if (!t->cluster_mode) {
