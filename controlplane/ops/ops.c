@@ -126,6 +126,32 @@ enum db_status ops_event_json(struct db_conn *conn, const struct op_ctx *ctx, co
     return st;
 }
 
+enum db_status ops_retire_nodes(struct db_conn *conn, const json_t *entries)
+{
+    enum db_status st = DB_OK;
+    size_t i;
+    json_t *entry;
+    json_array_foreach (entries, i, entry) {
+        if (st == DB_OK)
+            st = store_node_retire(conn, json_string_value(json_object_get(entry, "node")));
+    }
+    return st;
+}
+
+enum db_status ops_change_failed(struct db_conn *conn, const struct op_ctx *ctx, const char *key,
+                                 bool revert)
+{
+    enum db_status st = DB_OK;
+    if (revert) {
+        char *from = json_dumps(json_object_get(ctx->context, "from"), JSON_ENCODE_ANY);
+        st = store_cluster_spec_revert(conn, ctx->cluster_id, key, from);
+        free(from);
+    }
+    if (st == DB_OK)
+        st = store_cluster_change_ended(conn, ctx->cluster_id, key, false);
+    return st == DB_OK ? ops_failed_event(conn, ctx, NULL) : st;
+}
+
 enum db_status ops_failed_event(struct db_conn *conn, const struct op_ctx *ctx, const char *status)
 {
     enum db_status st = DB_OK;

@@ -97,6 +97,16 @@ bool ops_listed(const json_t *ids, const char *id);
 enum db_status ops_event_json(struct db_conn *conn, const struct op_ctx *ctx, const char *type,
                               const char *message, const json_t *detail);
 
+/* Retire (store_node_retire()) every node a list of entries names by its
+ * "node", in the caller's transaction. */
+enum db_status ops_retire_nodes(struct db_conn *conn, const json_t *entries);
+
+/* The end of a failed() of a change of the spec's field key: with revert,
+ * the spec's key goes back to the context's "from"; the change ends
+ * (store_cluster_change_ended()) and OperationFailed is recorded. */
+enum db_status ops_change_failed(struct db_conn *conn, const struct op_ctx *ctx, const char *key,
+                                 bool revert);
+
 /* A failed operation's OperationFailed event (in the transaction that
  * records the failure); status becomes the cluster's status unless NULL. */
 enum db_status ops_failed_event(struct db_conn *conn, const struct op_ctx *ctx, const char *status);

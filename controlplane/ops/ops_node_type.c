@@ -75,15 +75,8 @@ static enum db_status node_joined(struct db_conn *conn, const struct op_ctx *ctx
 static enum db_status retire_old(struct db_conn *conn, const struct op_ctx *ctx,
                                  const json_t *shard)
 {
-    enum db_status st = DB_OK;
-    size_t i;
-    json_t *old;
     (void)ctx;
-    json_array_foreach (json_object_get(shard, "old"), i, old) {
-        if (st == DB_OK)
-            st = store_node_retire(conn, str(old, "node"));
-    }
-    return st;
+    return ops_retire_nodes(conn, json_object_get(shard, "old"));
 }
 
 /* The lane's phase is done: the next one starts afresh (its own limits). */
@@ -221,38 +214,16 @@ static enum db_status finish(struct db_conn *conn, const struct op_ctx *ctx)
 static enum db_status failed(struct db_conn *conn, const struct op_ctx *ctx)
 {
     const json_t *lane = json_object_get(ctx->context, "lane");
-    const json_t *sub = json_object_get(lane, "failover");
-    const json_t *shard = current_shard(ctx);
-    bool sent = json_object_get(sub, "target") != NULL ||
+    const json_t *shards = json_object_get(ctx->context, "shards");
+    size_t next = (size_t)ops_context_int(ctx, "next");
+    bool sent = json_object_get(json_object_get(lane, "failover"), "target") != NULL ||
                 (lane != NULL && strcmp(str(lane, "phase"), "forget") == 0);
     enum db_status st = DB_OK;
-    size_t i;
-    json_t *entry;
 
-    if (shard != NULL && !sent) {
-        json_array_foreach (json_object_get(shard, "new"), i, entry) {
-            if (st == DB_OK)
-                st = store_node_retire(conn, str(entry, "node"));
-        }
-    }
-    /* Shards not begun keep their old nodes; their new ones go too. */
-    for (i = (size_t)ops_context_int(ctx, "next") + 1;
-         i < json_array_size(json_object_get(ctx->context, "shards")); i++) {
-        const json_t *later = json_array_get(json_object_get(ctx->context, "shards"), i);
-        size_t k;
-        json_array_foreach (json_object_get(later, "new"), k, entry) {
-            if (st == DB_OK)
-                st = store_node_retire(conn, str(entry, "node"));
-        }
-    }
-    if (st == DB_OK && ops_context_int(ctx, "next") == 0 && !sent) {
-        char *from = json_dumps(json_object_get(ctx->context, "from"), JSON_ENCODE_ANY);
-        st = store_cluster_spec_revert(conn, ctx->cluster_id, SPEC_KEY, from);
-        free(from);
-    }
-    if (st == DB_OK)
-        st = store_cluster_change_ended(conn, ctx->cluster_id, SPEC_KEY, false);
-    return st == DB_OK ? ops_failed_event(conn, ctx, NULL) : st;
+    /* The shards not begun keep their old nodes too; their new ones go. */
+    for (size_t i = sent ? next + 1 : next; i < json_array_size(shards) && st == DB_OK; i++)
+        st = ops_retire_nodes(conn, json_object_get(json_array_get(shards, i), "new"));
+    return st == DB_OK ? ops_change_failed(conn, ctx, SPEC_KEY, next == 0 && !sent) : st;
 }
 
 static const struct op_step node_type_steps[] = {

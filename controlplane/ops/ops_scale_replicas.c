@@ -133,21 +133,8 @@ static enum db_status finish(struct db_conn *conn, const struct op_ctx *ctx)
 static enum db_status failed(struct db_conn *conn, const struct op_ctx *ctx)
 {
     const json_t *added = json_object_get(ctx->context, "added");
-    enum db_status st = DB_OK;
-    size_t i;
-    json_t *entry;
-    json_array_foreach (added, i, entry) {
-        if (st == DB_OK)
-            st = store_node_retire(conn, str(entry, "node"));
-    }
-    if (st == DB_OK && json_array_size(added) > 0) {
-        char *from = json_dumps(json_object_get(ctx->context, "from"), JSON_ENCODE_ANY);
-        st = store_cluster_spec_revert(conn, ctx->cluster_id, SPEC_KEY, from);
-        free(from);
-    }
-    if (st == DB_OK)
-        st = store_cluster_change_ended(conn, ctx->cluster_id, SPEC_KEY, false);
-    return st == DB_OK ? ops_failed_event(conn, ctx, NULL) : st;
+    enum db_status st = ops_retire_nodes(conn, added);
+    return st == DB_OK ? ops_change_failed(conn, ctx, SPEC_KEY, json_array_size(added) > 0) : st;
 }
 
 static const struct op_step scale_steps[] = {
