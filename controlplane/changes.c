@@ -39,9 +39,9 @@ static const struct change_row rows[] = {
     {"parameters", CHANGE_BY_OPERATION, &change_op_apply_parameters, false, NULL},
     {"engine", CHANGE_BY_OPERATION, &change_op_upgrade_engine, false, NULL},
     {"engine_version", CHANGE_BY_OPERATION, &change_op_upgrade_engine, false, NULL},
-    {"node_type", CHANGE_NOT_YET, NULL, false, NULL},
+    {"node_type", CHANGE_BY_OPERATION, &change_op_change_node_type, false, NULL},
     {"num_shards", CHANGE_BY_OPERATION, &change_op_scale_shards, false, NULL},
-    {"replicas_per_shard", CHANGE_NOT_YET, NULL, false, NULL},
+    {"replicas_per_shard", CHANGE_BY_OPERATION, &change_op_scale_replicas, false, NULL},
     {"auth_token", CHANGE_NOT_YET, NULL, true, NULL},
     {"id", CHANGE_IMMUTABLE, NULL, true, NULL},
     {"cluster_mode", CHANGE_IMMUTABLE, NULL, true, NULL},
@@ -77,20 +77,31 @@ bool change_not_yet(const char *fields, struct problem *p)
                        fields, can);
 }
 
+/* Another operation that runs alone is never carried by this one's run,
+ * whatever the request allows. */
 static bool refuse_combined(const struct change_plan *plan, const struct change_op *alone,
-                            bool allowable, struct problem *p)
+                            bool allow_combined, struct problem *p)
 {
     char apart[256] = "";
-    for (int i = 0; i < plan->nrows; i++)
-        if (!plan->rows[i]->combines && plan->rows[i]->op != alone)
-            list_add(apart, sizeof(apart), plan->rows[i]->field);
-    if (apart[0] == '\0')
+    bool other_alone = false;
+    for (int i = 0; i < plan->nrows; i++) {
+        const struct change_row *row = plan->rows[i];
+        if (row->combines || row->op == alone)
+            continue;
+        list_add(apart, sizeof(apart), row->field);
+        other_alone |= row->op != NULL && row->op->alone;
+    }
+    if (apart[0] == '\0' || (allow_combined && !other_alone))
         return true;
+    if (other_alone)
+        return problem_set(p, PROBLEM_COMBINED_CHANGES,
+                           "%s is not combined with changes to %s, which run an operation of "
+                           "their own: make them one at a time",
+                           alone->what, apart);
     return problem_set(p, PROBLEM_COMBINED_CHANGES,
                        "%s is not combined with changes to %s: make them one at a time so that "
-                       "cause and effect stay apart%s",
-                       alone->what, apart,
-                       allowable ? ", or say \"allow_combined_changes\": true" : "");
+                       "cause and effect stay apart, or say \"allow_combined_changes\": true",
+                       alone->what, apart);
 }
 
 static void add_op(struct change_plan *plan, const struct change_op *op)
@@ -109,22 +120,16 @@ bool change_plan(const json_t *changed, bool allow_combined, struct change_plan 
     char not_yet[256] = "";
     size_t i;
     json_t *name;
-    bool two_alone = false;
 
     memset(plan, 0, sizeof(*plan));
     json_array_foreach (changed, i, name) {
         const struct change_row *row = change_row(json_string_value(name));
         if (plan->nrows < (int)(sizeof(plan->rows) / sizeof(plan->rows[0])))
             plan->rows[plan->nrows++] = row;
-        if (row->op != NULL && row->op->alone) {
-            two_alone |= alone != NULL && alone != row->op;
+        if (row->op != NULL && row->op->alone)
             alone = row->op;
-        }
     }
-    /* Two operations that each run alone cannot carry each other: one of
-     * them would not run. */
-    if (alone != NULL && (!allow_combined || two_alone) &&
-        !refuse_combined(plan, alone, !two_alone, p))
+    if (alone != NULL && !refuse_combined(plan, alone, allow_combined, p))
         return false;
     for (int k = 0; k < plan->nrows; k++) {
         const char *field = json_string_value(json_array_get(changed, (size_t)k));

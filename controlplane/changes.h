@@ -12,7 +12,8 @@
  * An operation that runs alone (an engine upgrade restarts every node) is
  * not combined with changes whose rows say they do not combine unless the
  * request says "allow_combined_changes": true; then its restart carries
- * them, and their own operations are not queued.
+ * them, and their own operations are not queued. Two operations that run
+ * alone are never combined.
  *
  * To add a change that runs an operation: define a struct change_op beside
  * the operation's steps (ops_*.c), with its precheck and its queue function,

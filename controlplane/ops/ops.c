@@ -10,15 +10,19 @@
 #include "store.h"
 #include "timeutil.h"
 
-/* Reserved kinds: names without steps (see ops.h). */
-static const struct op_kind op_scale_replicas = {"scale_replicas"};
-static const struct op_kind op_change_node_type = {"change_node_type"};
-
 const struct op_kind *const op_kinds[] = {
-    &op_cluster_create,   &op_cluster_delete,       &op_cluster_scale_shards,
-    &op_scale_replicas,   &op_change_node_type,     &op_cluster_upgrade_engine,
-    &op_cluster_failover, &op_cluster_replace_node, &op_cluster_apply_parameters,
-    &op_calibrate,        &op_cluster_rebalance,    NULL,
+    &op_cluster_create,
+    &op_cluster_delete,
+    &op_cluster_scale_shards,
+    &op_cluster_scale_replicas,
+    &op_cluster_change_node_type,
+    &op_cluster_upgrade_engine,
+    &op_cluster_failover,
+    &op_cluster_replace_node,
+    &op_cluster_apply_parameters,
+    &op_calibrate,
+    &op_cluster_rebalance,
+    NULL,
 };
 
 #define NKINDS (sizeof(op_kinds) / sizeof(op_kinds[0]) - 1)
@@ -88,6 +92,62 @@ const char *ops_context_str(const struct op_ctx *ctx, const char *key)
 long long ops_context_int(const struct op_ctx *ctx, const char *key)
 {
     return json_integer_value(json_object_get(ctx->context, key));
+}
+
+json_t *ops_context_array(struct op_ctx *ctx, const char *key)
+{
+    json_t *a = json_object_get(ctx->context, key);
+    if (a == NULL) {
+        a = json_array();
+        json_object_set_new(ctx->context, key, a);
+    }
+    return a;
+}
+
+bool ops_listed(const json_t *ids, const char *id)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach (ids, i, v) {
+        if (strcmp(json_string_value(v), id) == 0)
+            return true;
+    }
+    return false;
+}
+
+enum db_status ops_event_json(struct db_conn *conn, const struct op_ctx *ctx, const char *type,
+                              const char *message, const json_t *detail)
+{
+    char *text = json_dumps(detail, JSON_COMPACT);
+    enum db_status st = ops_event(conn, ctx, type, "info", message, text);
+    free(text);
+    return st;
+}
+
+enum db_status ops_retire_nodes(struct db_conn *conn, const json_t *entries)
+{
+    enum db_status st = DB_OK;
+    size_t i;
+    json_t *entry;
+    json_array_foreach (entries, i, entry) {
+        if (st == DB_OK)
+            st = store_node_retire(conn, json_string_value(json_object_get(entry, "node")));
+    }
+    return st;
+}
+
+enum db_status ops_change_failed(struct db_conn *conn, const struct op_ctx *ctx, const char *key,
+                                 bool revert)
+{
+    enum db_status st = DB_OK;
+    if (revert) {
+        char *from = json_dumps(json_object_get(ctx->context, "from"), JSON_ENCODE_ANY);
+        st = store_cluster_spec_revert(conn, ctx->cluster_id, key, from);
+        free(from);
+    }
+    if (st == DB_OK)
+        st = store_cluster_change_ended(conn, ctx->cluster_id, key, false);
+    return st == DB_OK ? ops_failed_event(conn, ctx, NULL) : st;
 }
 
 enum db_status ops_failed_event(struct db_conn *conn, const struct op_ctx *ctx, const char *status)

@@ -22,8 +22,9 @@
 #include "xalloc.h"
 
 /* What one node of the shard says about itself right now. A shard has at
- * most 6 nodes (1 + 5 replicas), and one more while one is replaced. */
-#define OBSERVE_MAX 8
+ * most 6 nodes (1 + 5 replicas), twice that while a node type change has
+ * new nodes beside the old. */
+#define OBSERVE_MAX 12
 
 #define FAILOVER_ENGINE_TIMEOUT_MS 5000
 #define FAILOVER_RETRY_S           10
@@ -78,9 +79,25 @@ static void hurry_failover(const struct ops_topo *t, const struct cluster_node *
     }
 }
 
+/* Whether the context's "candidates" (when it names some) include node. */
+static bool candidate(const struct op_ctx *ctx, const struct cluster_node *node)
+{
+    const json_t *candidates = json_object_get(ctx->context, "candidates");
+    size_t i;
+    json_t *id;
+    if (candidates == NULL)
+        return true;
+    json_array_foreach (candidates, i, id) {
+        if (strcmp(json_string_value(id), node->id) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* The shard's primary and the replica to take over: in sync, on the
- * version an upgrade moves to (when it names one), in the AZ a rebalance
- * moves the primary to (when it names one), with the most data. */
+ * version an upgrade moves to (when it names one), one of the candidates
+ * of a node type change (when it names them), in the AZ a rebalance moves
+ * the primary to (when it names one), with the most data. */
 static void choose(const struct op_ctx *ctx, const struct observed *seen, size_t n,
                    const struct observed **primary, const struct observed **best)
 {
@@ -92,6 +109,8 @@ static void choose(const struct op_ctx *ctx, const struct observed *seen, size_t
             (strcmp(seen[i].node->engine, engine) != 0 ||
              strcmp(seen[i].node->engine_version, version) != 0))
             continue; /* an upgrade fails over only to a replica on the new version */
+        if (!seen[i].repl.primary && !candidate(ctx, seen[i].node))
+            continue;
         bool there = target_az == NULL || strcmp(seen[i].node->az, target_az) == 0;
         bool best_there =
             *best != NULL && (target_az == NULL || strcmp((*best)->node->az, target_az) == 0);

@@ -6,20 +6,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#include "cluster.h"
-#include "info.h"
-#include "log.h"
-#include "monitor.h"
-#include "nodeio.h"
-#include "resp.h"
 #include "store.h"
-#include "timeutil.h"
-#include "topology.h"
 #include "xalloc.h"
-#include "scheduler.h"
 
 /* Where the new node went, and what the steps need of the dead one. */
 struct replacement {
@@ -39,12 +28,13 @@ struct replace_call {
 
 /* The replacement's NodeReplacing event. */
 static enum db_status replacing_event(struct db_conn *conn, const struct replace_call *c,
-                                      const struct sched_host *host)
+                                      const struct ops_placed *host)
 {
-    char *message = xasprintf("shard %04d: replacing node %s with node %s on host %s in %s",
-                              c->out->shard + 1, c->dead_id, c->out->new_id, host->id, host->az);
+    char *message =
+        xasprintf("shard %04d: replacing node %s with node %s on host %s in %s", c->out->shard + 1,
+                  c->dead_id, c->out->new_id, host->host_id, host->az);
     json_t *detail = json_pack("{s:s, s:s, s:s, s:s}", "replaced", c->dead_id, "node_id",
-                               c->out->new_id, "host_id", host->id, "az", host->az);
+                               c->out->new_id, "host_id", host->host_id, "az", host->az);
     char *text = json_dumps(detail, JSON_COMPACT);
     enum db_status st =
         store_event_add(conn, c->cluster_id, c->op_id, "NodeReplacing", "warning", message, text);
@@ -54,31 +44,12 @@ static enum db_status replacing_event(struct db_conn *conn, const struct replace
     return st;
 }
 
-/* Pick a host by the scheduler's rules for a replica of dead's shard. */
-static int pick_host(struct db_conn *conn, struct replace_call *c,
-                     const struct store_node_to_replace *dead, const struct store_placement *p,
-                     enum db_status *st)
-{
-    struct store_shard_mates mates = {0};
-    if ((*st = store_shard_mates(conn, dead->shard_id, c->dead_id, &mates)) != DB_OK)
-        return -1;
-    struct sched_replacement r = {.vcpus = p->vcpus,
-                                  .memory_mib = p->memory_mib,
-                                  .multi_az = dead->multi_az,
-                                  .shard_hosts = (const char **)mates.hosts,
-                                  .shard_azs = (const char **)mates.azs,
-                                  .n_shard = mates.n,
-                                  .primary_az = mates.primary_az};
-    int pick = sched_pick_replacement(p->hosts, p->nhosts, &r, c->err, c->errsize);
-    store_shard_mates_free(&mates);
-    return pick;
-}
-
 static enum db_status replace_fn(struct db_conn *conn, void *arg)
 {
     struct replace_call *c = arg;
     struct store_node_to_replace dead;
-    struct store_placement p = {0};
+    struct ops_placer pl;
+    struct ops_placed placed;
 
     c->placed = false;
     enum db_status st = store_node_to_replace(conn, c->cluster_id, c->dead_id, &dead);
@@ -90,21 +61,18 @@ static enum db_status replace_fn(struct db_conn *conn, void *arg)
     snprintf(c->out->dead_address, sizeof(c->out->dead_address), "%s", dead.address);
     c->out->dead_port = dead.port;
     c->out->shard = dead.shard;
-    st = store_placement_read(conn, dead.engine, dead.engine_version, dead.node_type, &p);
-    if (st != DB_OK)
-        return st;
-    int pick = pick_host(conn, c, &dead, &p, &st);
-    if (pick < 0 && st == DB_OK)
-        st = DB_REFUSED;
+    st = ops_placer_open(conn, dead.engine, dead.engine_version, dead.node_type, &pl);
+    struct ops_placing where = {c->cluster_id, dead.shard_id, c->dead_id, dead.multi_az, false};
     if (st == DB_OK)
-        st = store_node_replace(conn, c->cluster_id, c->dead_id, &dead, p.hosts[pick].id,
-                                c->out->new_id);
+        st = ops_place_replica(conn, &pl, &where, &placed, c->err, c->errsize);
+    if (st == DB_OK) {
+        snprintf(c->out->new_id, sizeof(c->out->new_id), "%s", placed.node_id);
+        st = store_node_retire(conn, c->dead_id);
+    }
     if (st == DB_OK)
-        st = store_host_assign_ports(conn, p.hosts[pick].id);
-    if (st == DB_OK)
-        st = replacing_event(conn, c, &p.hosts[pick]);
+        st = replacing_event(conn, c, &placed);
     c->placed = st == DB_OK;
-    store_placement_free(&p);
+    ops_placer_close(&pl);
     return st;
 }
 
@@ -122,18 +90,6 @@ static bool place(struct app *app, const char *cluster_id, const char *op_id, co
     if (err[0] == '\0')
         snprintf(err, errsize, "could not store the replacement");
     return false;
-}
-
-/* The shard's primary as cairnd knows it, running on a healthy host. */
-static const struct cluster_node *shard_primary(const struct ops_topo *t, int shard)
-{
-    for (size_t i = 0; i < t->nodes.count; i++) {
-        const struct cluster_node *n = &t->nodes.items[i];
-        if (n->shard == shard && strcmp(n->role, "primary") == 0 && !n->host_lost &&
-            strcmp(n->process_state, "running") == 0)
-            return n;
-    }
-    return NULL;
 }
 
 /* Place the new node once (a resumed runner finds it in the context). */
@@ -158,19 +114,10 @@ static enum op_result place_replacement(struct op_ctx *ctx)
 static enum op_result wait_new_engine(struct op_ctx *ctx)
 {
     struct ops_topo t;
-    enum op_result res = OP_WAIT;
-    bool trust_losses = monitor_trusts_losses(ctx->app->monitor);
 
     if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, OPS_POLL_MS);
-    const struct cluster_node *n = cluster_nodes_find(&t.nodes, ops_context_str(ctx, "new"));
-    if (n != NULL && n->host_lost && trust_losses) {
-        res = op_fail(ctx, PROBLEM_HOST_LOST, "the replacement's host %s was lost", n->host_id);
-    } else if (n != NULL && !n->host_lost && n->port > 0 &&
-               strcmp(n->process_state, "running") == 0 &&
-               nodeio_ping(n, t.password, NODEIO_PATIENT)) {
-        res = OP_NEXT;
-    }
+    enum op_result res = ops_node_started(ctx, &t, ops_context_str(ctx, "new"));
     ops_topo_free(&t);
     if (res != OP_WAIT)
         return res;
@@ -179,113 +126,46 @@ static enum op_result wait_new_engine(struct op_ctx *ctx)
                            OPS_ENGINE_WAIT_LIMIT_S);
 }
 
-/* The new node follows the shard's primary: CLUSTER MEET and CLUSTER
- * REPLICATE in cluster mode, REPLICAOF otherwise (its config names the
- * primary already; this covers a primary that changed since). Done when it
- * is in sync. */
+/* The new node follows the shard's primary (its config names the primary
+ * already; this covers a primary that changed since). Done when it is in
+ * sync. */
 static enum op_result join_replacement(struct op_ctx *ctx)
 {
     struct ops_topo t;
-    char err[256], primary_id[ENGINE_CLUSTER_ID_LEN + 1];
-    struct nodeio_repl repl;
-    enum op_result res = OP_WAIT;
+    bool in_sync = false;
 
     if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, OPS_POLL_MS);
     const struct cluster_node *n = cluster_nodes_find(&t.nodes, ops_context_str(ctx, "new"));
-    const struct cluster_node *p = shard_primary(&t, (int)ops_context_int(ctx, "shard"));
-    if (n == NULL || p == NULL) {
-        /* no primary yet (a failover under way): wait for one */
-    } else if (nodeio_replication(n, t.password, NODEIO_PATIENT, &repl, err, sizeof(err)) &&
-               repl.in_sync) {
-        res = OP_NEXT;
-    } else if (!t.cluster_mode) {
-        if (repl.primary && !nodeio_follow(n, t.password, NODEIO_PATIENT, p, err, sizeof(err)))
-            log_warn("REPLICAOF failed", "node=%s error=\"%s\"", n->id, err);
-    } else if (repl.primary) {
-        struct engine_cluster_nodes view = {0};
-        bool knows =
-            nodeio_cluster_view(n, t.password, NODEIO_PATIENT, &view, err, sizeof(err)) &&
-            nodeio_cluster_myid(p, t.password, NODEIO_PATIENT, primary_id, err, sizeof(err));
-        const struct engine_cluster_node *known = NULL;
-        for (size_t i = 0; knows && i < view.count; i++) {
-            if (strcmp(view.nodes[i].id, primary_id) == 0 &&
-                !(view.nodes[i].flags & (ENGINE_CLUSTER_HANDSHAKE | ENGINE_CLUSTER_NOADDR)))
-                known = &view.nodes[i];
-        }
-        if (knows && known == NULL)
-            (void)nodeio_cluster_meet(n, t.password, NODEIO_PATIENT, p, err, sizeof(err));
-        else if (known != NULL && !nodeio_cluster_replicate(n, t.password, NODEIO_PATIENT,
-                                                            primary_id, err, sizeof(err)))
-            log_warn("CLUSTER REPLICATE failed", "node=%s error=\"%s\"", n->id, err);
-        engine_cluster_nodes_free(&view);
-    }
+    if (n != NULL)
+        in_sync = ops_node_join(&t, n);
     ops_topo_free(&t);
-    if (res != OP_WAIT)
-        return res;
+    if (in_sync)
+        return OP_NEXT;
     return ops_wait_within(
         ctx, "join_since", OPS_FORM_WAIT_LIMIT_S, OPS_POLL_MS, PROBLEM_REPLICATION_FAILED,
         "the replacement was not in sync with its primary within %d s", OPS_FORM_WAIT_LIMIT_S);
 }
 
 /* Cluster mode: every live node forgets the dead one, once none replicates
- * from it (it serves no slots and has no replicas, so nobody waits for its
- * vote either). Until then it stays, and the step waits. */
+ * from it (ops_node_forget()). Until then it stays, and the step waits. */
 static enum op_result forget_dead(struct op_ctx *ctx)
 {
     const char *address = ops_context_str(ctx, "dead_address");
-    int port = (int)json_integer_value(json_object_get(ctx->context, "dead_port"));
-    char dead[ENGINE_CLUSTER_ID_LEN + 1] = "", err[256];
-    bool blocked = false, ok = true;
+    int port = (int)ops_context_int(ctx, "dead_port");
     struct ops_topo t;
 
     if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, OPS_POLL_MS);
-    if (!t.cluster_mode || address == NULL || port <= 0) {
-        ops_topo_free(&t);
-        return OP_NEXT;
-    }
-    for (size_t i = 0; i < t.nodes.count && ok; i++) {
-        const struct cluster_node *n = &t.nodes.items[i];
-        struct engine_cluster_nodes view = {0};
-        if (n->host_lost || strcmp(n->process_state, "running") != 0)
-            continue;
-        if (!nodeio_cluster_view(n, t.password, NODEIO_PATIENT, &view, err, sizeof(err))) {
-            ok = false;
-            break;
-        }
-        for (size_t k = 0; k < view.count; k++) {
-            const struct engine_cluster_node *v = &view.nodes[k];
-            if (!(v->flags & ENGINE_CLUSTER_MYSELF) && v->port == port &&
-                strcmp(v->ip, address) == 0)
-                snprintf(dead, sizeof(dead), "%s", v->id);
-        }
-        for (size_t k = 0; dead[0] != '\0' && k < view.count; k++) {
-            const struct engine_cluster_node *v = &view.nodes[k];
-            if (strcmp(v->primary_id, dead) == 0 && !(v->flags & ENGINE_CLUSTER_FAIL))
-                blocked = true; /* a live replica follows it */
-            if (strcmp(v->id, dead) == 0 && v->nranges > 0)
-                blocked = true; /* it still owns slots: no failover yet */
-        }
-        engine_cluster_nodes_free(&view);
-    }
-    for (size_t i = 0; ok && !blocked && dead[0] != '\0' && i < t.nodes.count; i++) {
-        const struct cluster_node *n = &t.nodes.items[i];
-        if (n->host_lost || strcmp(n->process_state, "running") != 0)
-            continue;
-        /* "Unknown node" from one that forgot it already is fine. */
-        struct resp_conn *c = nodeio_connect(n, t.password, NODEIO_PATIENT, err, sizeof(err));
-        if (c != NULL)
-            (void)engine_cluster_forget(c, dead, err, sizeof(err));
-        resp_close(c);
-    }
+    enum ops_forget f = ops_node_forget(&t, address, port);
     ops_topo_free(&t);
-    if (ok && !blocked && dead[0] == '\0')
-        return OP_NEXT; /* nobody knows it any more */
+    if (f == OPS_FORGOTTEN)
+        return OP_NEXT;
     return ops_wait_within(
         ctx, "forget_since", OPS_FORM_WAIT_LIMIT_S, 200, PROBLEM_FORGET_BLOCKED,
         "the dead node %s:%d was still %s after %d s; it stays in the cluster", address, port,
-        blocked ? "followed by a replica or owning slots" : "known", OPS_FORM_WAIT_LIMIT_S);
+        f == OPS_FORGET_BLOCKED ? "followed by a replica or owning slots" : "known",
+        OPS_FORM_WAIT_LIMIT_S);
 }
 
 /* The new node is in sync: its role and a NodeReplaced event. */

@@ -354,6 +354,26 @@ enum db_status store_cluster_drop(struct db_conn *conn, const char *id);
 enum db_status store_cluster_secret(struct db_conn *conn, const char *id, char **hex);
 enum db_status store_cluster_parameters_applied(struct db_conn *conn, const char *id,
                                                 const char *restart_needed);
+/* A change carried out by an operation ended: the cluster is available,
+ * pending_changes[key] is gone and, when it succeeded, its observed
+ * generation is its generation. */
+enum db_status store_cluster_change_ended(struct db_conn *conn, const char *id, const char *key,
+                                          bool succeeded);
+/* The spec's field goes back to value (what runs; a JSON value's text); the
+ * generation moves on. */
+enum db_status store_cluster_spec_revert(struct db_conn *conn, const char *id, const char *field,
+                                         const char *value);
+/* The shard whose primary holds the most data by its newest sample of the
+ * last quarter hour (used_at: BytesUsedForCache's catalog position from
+ * 1), and what node_type's memory is in bytes. found false when no primary
+ * has a sample; DB_NOT_FOUND: no such node type. */
+struct store_data_peak {
+    bool found;
+    char shard[16];
+    long long used_bytes, type_bytes;
+};
+enum db_status store_cluster_data_peak(struct db_conn *conn, const char *id, int used_at,
+                                       const char *node_type, struct store_data_peak *out);
 /* Whether a shard has a replica in its primary's AZ (the first such: its
  * name and the AZ). */
 enum db_status store_cluster_multi_az_breach(struct db_conn *conn, const char *id, bool *breach,
@@ -480,21 +500,41 @@ struct store_node_to_replace {
 };
 enum db_status store_node_to_replace(struct db_conn *conn, const char *cluster_id,
                                      const char *node_id, struct store_node_to_replace *out);
-/* The other live nodes of its shard: their hosts and AZs, and the AZ of the
- * primary among them (NULL: none). Free with store_shard_mates_free(). */
+/* The live nodes of its shard other than node_id (NULL: every one), and
+ * only those of node_type (NULL: any): their hosts and AZs, and the AZ of
+ * the primary among them (NULL: none). Free with store_shard_mates_free(). */
 struct store_shard_mates {
     char **hosts, **azs;
     const char *primary_az;
     size_t n;
 };
 enum db_status store_shard_mates(struct db_conn *conn, const char *shard_id, const char *node_id,
-                                 struct store_shard_mates *out);
+                                 const char *node_type, struct store_shard_mates *out);
 void store_shard_mates_free(struct store_shard_mates *m);
-/* A new replica of dead's shard on host_id (its id in new_id,
- * STORE_UUID_SIZE bytes), and dead_id marked deleted. */
-enum db_status store_node_replace(struct db_conn *conn, const char *cluster_id, const char *dead_id,
-                                  const struct store_node_to_replace *dead, const char *host_id,
-                                  char *new_id);
+/* A new replica of n's shard on n's host (n->ordinal unused: it comes after
+ * the shard's others); its id in new_id (STORE_UUID_SIZE bytes). It is not
+ * offered to readers until store_node_joined() says it is in sync. */
+enum db_status store_node_add_replica(struct db_conn *conn, const struct store_node_placed *n,
+                                      char *new_id);
+/* The node is to be deleted: its agent stops it and removes its data. */
+enum db_status store_node_retire(struct db_conn *conn, const char *node_id);
+/* The cluster's live nodes by shard: in each shard the primary first, then
+ * the replicas from the most to the least in sync (in_sync: running, linked,
+ * loaded and not in a full sync; then by the offset last reported, -1 when
+ * none was). The caller free()s items. */
+struct store_shard_node {
+    char id[STORE_UUID_SIZE], shard_id[STORE_UUID_SIZE], shard_name[16];
+    char address[256]; /* of its host */
+    int shard, port;
+    bool primary, in_sync;
+    long long offset;
+};
+struct store_shard_nodes {
+    struct store_shard_node *items;
+    size_t n;
+};
+enum db_status store_shard_nodes(struct db_conn *conn, const char *cluster_id,
+                                 struct store_shard_nodes *out);
 /* The replacement is a replica in sync with its primary. */
 enum db_status store_node_joined(struct db_conn *conn, const char *node_id);
 /* The engine and version the node is to run: its agent restarts it on them. */

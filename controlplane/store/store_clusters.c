@@ -220,6 +220,68 @@ enum db_status store_cluster_parameters_applied(struct db_conn *conn, const char
     return st;
 }
 
+static const struct db_stmt change_ended = {
+    "UPDATE clusters SET status = 'available', updated_at = now(),"
+    "  observed_generation = CASE WHEN $3::boolean THEN generation ELSE observed_generation END,"
+    "  pending_changes = pending_changes - $2::text WHERE id = $1"};
+
+enum db_status store_cluster_change_ended(struct db_conn *conn, const char *id, const char *key,
+                                          bool succeeded)
+{
+    struct db_params p = {0};
+    db_param_text(&p, id);
+    db_param_text(&p, key);
+    db_param_bool(&p, succeeded);
+    return db_exec_params(conn, &change_ended, &p);
+}
+
+static const struct db_stmt spec_revert = {
+    "UPDATE clusters SET spec = spec || jsonb_build_object($2::text, $3::jsonb),"
+    "  generation = generation + 1, updated_at = now() WHERE id = $1"};
+
+enum db_status store_cluster_spec_revert(struct db_conn *conn, const char *id, const char *field,
+                                         const char *value)
+{
+    struct db_params p = {0};
+    db_param_text(&p, id);
+    db_param_text(&p, field);
+    db_param_text(&p, value);
+    return db_exec_params(conn, &spec_revert, &p);
+}
+
+/* Samples are per node and minute (metric_samples); a primary's newest is
+ * what its shard holds now. */
+static const struct db_stmt data_peak = {
+    "SELECT x.name, x.used::bigint, round(t.memory_gib * 1073741824)::bigint"
+    " FROM node_types t LEFT JOIN LATERAL ("
+    "   SELECT DISTINCT ON (n.id) s.name, m.vals[$2::int] AS used"
+    "   FROM nodes n JOIN shards s ON s.id = n.shard_id"
+    "   JOIN metric_samples m ON m.cluster_id = n.cluster_id AND m.node_id = n.id"
+    "   WHERE n.cluster_id = $1 AND n.role = 'primary' AND n.desired_state <> 'deleted'"
+    "     AND m.at > now() - interval '15 minutes' AND m.vals[$2::int] IS NOT NULL"
+    "   ORDER BY n.id, m.at DESC) x ON true"
+    " WHERE t.name = $3 ORDER BY x.used DESC NULLS LAST LIMIT 1"};
+
+static void read_peak(const PGresult *res, int row, void *item)
+{
+    struct store_data_peak *out = item;
+    out->found = !PQgetisnull(res, row, 0);
+    store_copy_text(out->shard, sizeof(out->shard), res, row, 0);
+    out->used_bytes = out->found ? db_int(res, row, 1) : 0;
+    out->type_bytes = db_int(res, row, 2);
+}
+
+enum db_status store_cluster_data_peak(struct db_conn *conn, const char *id, int used_at,
+                                       const char *node_type, struct store_data_peak *out)
+{
+    struct db_params p = {0};
+    db_param_text(&p, id);
+    db_param_int(&p, used_at);
+    db_param_text(&p, node_type);
+    memset(out, 0, sizeof(*out));
+    return store_read_row(conn, &data_peak, &p, read_peak, out);
+}
+
 /* ---- what other readers ask ------------------------------------------------------ */
 
 static const struct db_stmt cluster_live = {

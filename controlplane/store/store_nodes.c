@@ -154,15 +154,17 @@ enum db_status store_node_to_replace(struct db_conn *conn, const char *cluster_i
 
 static const struct db_stmt shard_mates = {
     "SELECT n.host_id, h.az, n.role = 'primary' FROM nodes n JOIN hosts h ON h.id = n.host_id"
-    " WHERE n.shard_id = $1::uuid AND n.id <> $2::uuid AND n.desired_state <> 'deleted'"};
+    " WHERE n.shard_id = $1::uuid AND n.id IS DISTINCT FROM $2::uuid"
+    "   AND n.desired_state <> 'deleted' AND ($3::text IS NULL OR n.node_type = $3)"};
 
 enum db_status store_shard_mates(struct db_conn *conn, const char *shard_id, const char *node_id,
-                                 struct store_shard_mates *out)
+                                 const char *node_type, struct store_shard_mates *out)
 {
     struct db_params p = {0};
     enum db_status st;
     db_param_text(&p, shard_id);
     db_param_text(&p, node_id);
+    db_param_text(&p, node_type);
     PGresult *res = db_query_params(conn, &shard_mates, &p, &st);
     if (res == NULL)
         return st;
@@ -191,35 +193,73 @@ void store_shard_mates_free(struct store_shard_mates *m)
     memset(m, 0, sizeof(*m));
 }
 
-/* The new node is a replica from the start; while cairnd joins it (the
- * operation's limits add up to under 5 minutes), its own reading of the role
+/* A new node is a replica from the start; while cairnd joins it (the
+ * operations' limits add up to under 5 minutes), its own reading of the role
  * wins over reports: role_observed_at is in the future until the join
- * records it. The node it replaces is marked deleted. */
-static const struct db_stmt insert_replacement = {
+ * records it, so its link stays unknown and no reader is offered it. */
+static const struct db_stmt insert_replica = {
     "INSERT INTO nodes (cluster_id, shard_id, host_id, engine, engine_version, node_type, ordinal,"
     "  role, role_observed_at)"
     " SELECT $1, $2::uuid, $3::uuid, $4, $5, $6, max(ordinal) + 1, 'replica',"
     "  now() + interval '5 minutes'"
     " FROM nodes WHERE shard_id = $2::uuid RETURNING id"};
 
-static const struct db_stmt retire_node = {
-    "UPDATE nodes SET desired_state = 'deleted' WHERE id = $1::uuid"};
-
-enum db_status store_node_replace(struct db_conn *conn, const char *cluster_id, const char *dead_id,
-                                  const struct store_node_to_replace *dead, const char *host_id,
-                                  char *new_id)
+enum db_status store_node_add_replica(struct db_conn *conn, const struct store_node_placed *n,
+                                      char *new_id)
 {
     struct db_params p = {0};
+    db_param_text(&p, n->cluster_id);
+    db_param_text(&p, n->shard_id);
+    db_param_text(&p, n->host_id);
+    db_param_text(&p, n->engine);
+    db_param_text(&p, n->engine_version);
+    db_param_text(&p, n->node_type);
+    return store_insert_id(conn, &insert_replica, &p, new_id);
+}
+
+static const struct db_stmt retire_node = {
+    "UPDATE nodes SET desired_state = 'deleted', updated_at = now() WHERE id = $1::uuid"};
+
+enum db_status store_node_retire(struct db_conn *conn, const char *node_id)
+{
+    return store_exec(conn, &retire_node, node_id, NULL);
+}
+
+/* The most lagging replicas of a shard come last: not running or not in
+ * sync first, then by the offset their agents last reported. */
+static const struct db_stmt shard_nodes = {
+    "SELECT n.id, s.id, s.index, s.name, coalesce(h.address, ''), coalesce(n.port, 0),"
+    "  n.role = 'primary',"
+    "  coalesce(n.process_state = 'running' AND n.master_link_status = 'up'"
+    "    AND NOT coalesce(n.loading, false) AND NOT coalesce(n.sync_in_progress, false), false),"
+    "  coalesce(n.replication_offset, -1)"
+    " FROM nodes n JOIN shards s ON s.id = n.shard_id LEFT JOIN hosts h ON h.id = n.host_id"
+    " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
+    " ORDER BY s.index, n.role = 'primary' DESC, 8 DESC, 9 DESC, n.ordinal"};
+
+static void read_shard_node(const PGresult *res, int r, void *item)
+{
+    struct store_shard_node *n = item;
+    store_copy_text(n->id, sizeof(n->id), res, r, 0);
+    store_copy_text(n->shard_id, sizeof(n->shard_id), res, r, 1);
+    n->shard = (int)db_int(res, r, 2);
+    store_copy_text(n->shard_name, sizeof(n->shard_name), res, r, 3);
+    store_copy_text(n->address, sizeof(n->address), res, r, 4);
+    n->port = (int)db_int(res, r, 5);
+    n->primary = db_bool(res, r, 6);
+    n->in_sync = db_bool(res, r, 7);
+    n->offset = db_int(res, r, 8);
+}
+
+enum db_status store_shard_nodes(struct db_conn *conn, const char *cluster_id,
+                                 struct store_shard_nodes *out)
+{
+    struct db_params p = {0};
+    enum db_status st;
     db_param_text(&p, cluster_id);
-    db_param_text(&p, dead->shard_id);
-    db_param_text(&p, host_id);
-    db_param_text(&p, dead->engine);
-    db_param_text(&p, dead->engine_version);
-    db_param_text(&p, dead->node_type);
-    enum db_status st = store_insert_id(conn, &insert_replacement, &p, new_id);
-    if (st != DB_OK)
-        return st;
-    return store_exec(conn, &retire_node, dead_id, NULL);
+    out->items =
+        store_read_rows(conn, &shard_nodes, &p, sizeof(*out->items), read_shard_node, &out->n, &st);
+    return st;
 }
 
 static const struct db_stmt joined_node = {

@@ -93,7 +93,8 @@ def change_text(row):
     if row["change"] == "at_once":
         return "is applied at once"
     if row["change"] == "operation":
-        return f"runs an `{row['operation']}` operation" + (", alone" if row["alone"] else "")
+        article = "an" if row["operation"][0] in "aeiou" else "a"
+        return f"runs {article} `{row['operation']}` operation" + (", alone" if row["alone"] else "")
     if row["change"] == "not_yet":
         return "is not supported yet: `409 CHANGE_NOT_SUPPORTED_YET`"
     return "is never allowed: `400 VALIDATION_FAILED`"

@@ -198,16 +198,27 @@ class ClusterStack:
         self.api = self.inst.api
         self.agents = []
         self.host_ids = []
+        self.agent_args = list(agent_args)
         try:
             for az in AZS:
-                a = agents.Agent(self.inst.url, f"vm-{az[-1]}", az, vcpus=AGENT_VCPUS,
-                                 memory_mib=AGENT_MEMORY_MIB, port_count=AGENT_PORTS,
-                                 extra_args=agent_args)
-                self.agents.append(a.start())
+                self._start_agent(f"vm-{az[-1]}", az)
             self.host_ids = [self._host_id(a) for a in self.agents]
         except BaseException:
             self.close(failed=True)
             raise
+
+    def _start_agent(self, name, az):
+        a = agents.Agent(self.inst.url, name, az, vcpus=AGENT_VCPUS, memory_mib=AGENT_MEMORY_MIB,
+                         port_count=AGENT_PORTS, extra_args=self.agent_args)
+        self.agents.append(a.start())
+        return a
+
+    def add_host(self, name, az):
+        """One more agent (a VM) of the stack's shape, healthy; stopped with
+        the stack. Returns its host id."""
+        hid = self._host_id(self._start_agent(name, az))
+        self.host_ids.append(hid)
+        return hid
 
     def _start_cairnd(self, port=None, workdir=None):
         if not hasattr(self, "sentinel_port"):

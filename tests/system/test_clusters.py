@@ -639,8 +639,7 @@ def test_modify_applies_live_and_guards_with_etags(stack, cleanup):
     assert "apply_parameters" in kinds, kinds
 
     # Later issues' fields are refused plainly; immutable ones are 400.
-    expect.problem(stack.api.request("PATCH", f"/v1/clusters/{cid}",
-                                     json={"replicas_per_shard": 2}),
+    expect.problem(stack.api.request("PATCH", f"/v1/clusters/{cid}", json={"num_shards": 2}),
                    "CHANGE_NOT_SUPPORTED_YET")
     expect.problem(stack.api.request("PATCH", f"/v1/clusters/{cid}",
                                      json={"cluster_mode": "enabled"}),

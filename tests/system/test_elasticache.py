@@ -65,7 +65,7 @@ def wait_gone(ec, rg, timeout=60):
 
 
 def test_cluster_mode_group_through_boto3(stack, cleanup, ec):
-    """Create, describe, tag, fail over, refuse scaling and delete a cluster-mode
+    """Create, describe, tag, scale replicas, fail over and delete a cluster-mode
     group; every answer agrees with the REST API's view of the same cluster."""
     cleanup.append("ec-shards")
     g = ec.create_replication_group(
@@ -129,12 +129,24 @@ def test_cluster_mode_group_through_boto3(stack, cleanup, ec):
        [{"Key": "env", "Value": "prod"}], "a member's tags are its group's")
     fault(ec.list_tags_for_resource, "InvalidARN", 400, ResourceName="arn:aws:s3:::bucket")
 
-    # Scaling is refused exactly as the REST API refuses it.
-    msg = fault(ec.increase_replica_count, "InvalidParameterValue", 400,
-                ReplicationGroupId="ec-shards", NewReplicaCount=2, ApplyImmediately=True)
-    rest_refusal = stack.api.patch("/v1/clusters/ec-shards", json={"replicas_per_shard": 2})
-    eq(rest_refusal.status_code, 409, "REST refusal")
-    eq(msg, rest_refusal.json()["detail"], "the same refusal")
+    # Replicas scale through IncreaseReplicaCount as PATCH replicas_per_shard
+    # does: out of range is refused the same way, and 2 per shard works.
+    fault(ec.increase_replica_count, "InvalidParameterValue", 400,
+          ReplicationGroupId="ec-shards", NewReplicaCount=6, ApplyImmediately=True)
+    g = ec.increase_replica_count(ReplicationGroupId="ec-shards", NewReplicaCount=2,
+                                  ApplyImmediately=True)["ReplicationGroup"]
+    eq(g["Status"], "modifying", "status once scaling is accepted")
+    fault(ec.decrease_replica_count, "InvalidReplicationGroupState", 400,
+          ReplicationGroupId="ec-shards", NewReplicaCount=1, ApplyImmediately=True)
+    wait_status(ec, "ec-shards", "available")
+    rest = clusters.wait_available(stack.api, "ec-shards")
+    eq(rest["replicas_per_shard"], 2, "REST replicas_per_shard")
+    eq(len(clusters.nodes(rest)), 6, "three nodes a shard")
+    ec.decrease_replica_count(ReplicationGroupId="ec-shards", NewReplicaCount=1,
+                              ApplyImmediately=True)
+    wait_status(ec, "ec-shards", "available")
+    rest = clusters.wait_available(stack.api, "ec-shards")
+    eq(len(clusters.nodes(rest)), 4, "two nodes a shard again")
     fault(ec.modify_replication_group_shard_configuration, "InvalidParameterValue",
           ReplicationGroupId="ec-shards", NodeGroupCount=3, ApplyImmediately=True)
 

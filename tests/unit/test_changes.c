@@ -89,6 +89,28 @@ static void test_an_upgrade_runs_alone(void **state)
     assert_true(plan("engine_version,tags", false, &pl, &p));
 }
 
+static void test_two_lone_operations_never_combine(void **state)
+{
+    struct change_plan pl;
+    struct problem p = {0};
+    (void)state;
+    /* One run cannot carry the other's nodes, whatever the request allows. */
+    assert_false(plan("engine_version,replicas_per_shard", true, &pl, &p));
+    assert_int_equal(p.code, PROBLEM_COMBINED_CHANGES);
+    assert_non_null(strstr(p.detail, "run an operation of their own"));
+    problem_clear(&p);
+    assert_true(plan("replicas_per_shard,tags", false, &pl, &p));
+    assert_int_equal(pl.nops, 1);
+    assert_ptr_equal(pl.ops[0], &change_op_scale_replicas);
+    assert_true(plan("node_type", false, &pl, &p));
+    assert_ptr_equal(pl.ops[0], &change_op_change_node_type);
+    assert_true(plan("num_shards", false, &pl, &p));
+    assert_ptr_equal(pl.ops[0], &change_op_scale_shards);
+    assert_false(plan("num_shards,replicas_per_shard", true, &pl, &p));
+    assert_int_equal(p.code, PROBLEM_COMBINED_CHANGES);
+    problem_clear(&p);
+}
+
 static void test_refusals_in_order(void **state)
 {
     struct change_plan pl;
@@ -102,9 +124,9 @@ static void test_refusals_in_order(void **state)
     assert_int_equal(p.code, PROBLEM_VALIDATION_FAILED);
     assert_int_equal(json_array_size(p.errors), 2);
     problem_clear(&p);
-    assert_false(plan("num_shards,node_type", false, &pl, &p));
+    assert_false(plan("description,auth_token", false, &pl, &p));
     assert_int_equal(p.code, PROBLEM_CHANGE_NOT_SUPPORTED_YET);
-    assert_non_null(strstr(p.detail, "cannot change num_shards, node_type of"));
+    assert_non_null(strstr(p.detail, "cannot change auth_token of"));
     /* What can be changed comes from the table. */
     assert_non_null(strstr(p.detail, "description, tags, maintenance_window"));
     problem_clear(&p);
@@ -117,6 +139,7 @@ int main(void)
         cmocka_unit_test(test_at_once_changes_queue_nothing),
         cmocka_unit_test(test_each_operation_once),
         cmocka_unit_test(test_an_upgrade_runs_alone),
+        cmocka_unit_test(test_two_lone_operations_never_combine),
         cmocka_unit_test(test_refusals_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,9 +29,9 @@ function previewOf(p) {
       : null);
 }
 
-/* Scaling fields: sent like any other; until the API carries them out its
- * preview says so (CHANGE_NOT_SUPPORTED_YET), and once it does they work
- * here unchanged. */
+/* Scaling fields: sent like any other. The preview says what the API will
+ * do: replicas and node type run operations; shards are not changed yet
+ * (CHANGE_NOT_SUPPORTED_YET), and the preview shows that refusal. */
 function scalingFields(c, types) {
   return {
     node_type: field('node_type', 'Node type', select(types.map((t) => [t.name, `${t.name} · ${t.memory_gib} GiB`]), c.node_type)),
