@@ -265,10 +265,9 @@ static json_t *apply_json(const char *id, const json_t *change)
                             json_pack("{s:i, s:s, s:s}", "status", info->status, "code", info->code,
                                       "detail", p.detail));
         json_object_set_new(out, "note",
-                            json_string("advice only: this version of Cairn does not resize a "
-                                        "running cluster (online scaling), so PATCH refuses the "
-                                        "change; a new cluster of the target shape, filled from "
-                                        "this one, gets there meanwhile"));
+                            json_string("advice only: PATCH refuses this change as the cluster "
+                                        "stands (see refusal); a new cluster of the target "
+                                        "shape, filled from this one, gets there meanwhile"));
     }
     problem_clear(&p);
     return out;

@@ -638,8 +638,9 @@ def test_modify_applies_live_and_guards_with_etags(stack, cleanup):
     kinds = [o["kind"] for o in operations(stack.api, cid)]
     assert "apply_parameters" in kinds, kinds
 
-    # Later issues' fields are refused plainly; immutable ones are 400.
-    expect.problem(stack.api.request("PATCH", f"/v1/clusters/{cid}", json={"num_shards": 2}),
+    # A later version's change is refused plainly; immutable fields are 400.
+    expect.problem(stack.api.request("PATCH", f"/v1/clusters/{cid}",
+                                     json={"auth_token": "a-new-password-of-length"}),
                    "CHANGE_NOT_SUPPORTED_YET")
     expect.problem(stack.api.request("PATCH", f"/v1/clusters/{cid}",
                                      json={"cluster_mode": "enabled"}),

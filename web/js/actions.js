@@ -30,8 +30,8 @@ function previewOf(p) {
 }
 
 /* Scaling fields: sent like any other. The preview says what the API will
- * do: replicas and node type run operations; shards are not changed yet
- * (CHANGE_NOT_SUPPORTED_YET), and the preview shows that refusal. */
+ * do: shards, replicas and node type each run an operation, or are refused
+ * (no room, data that would not fit), and the preview shows that refusal. */
 function scalingFields(c, types) {
   return {
     node_type: field('node_type', 'Node type', select(types.map((t) => [t.name, `${t.name} · ${t.memory_gib} GiB`]), c.node_type)),
