@@ -6,7 +6,10 @@
  * No engine and no network: each test holds one end of a socketpair as the
  * engine, queues the replies there before a command runs, and afterwards
  * compares what arrived with hiredis's own formatting of the expected
- * words. The reply readers are checked directly, too. */
+ * words. The reply readers are checked directly, too, and so is a whole
+ * slot move (engine/slot_move.h) over three such ends: the protocol in its
+ * order, resuming one an earlier run half did, and big keys. */
+#define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "slot_move.h"
 #include "topology.h"
 #include "xalloc.h"
 
@@ -657,6 +661,138 @@ static void test_failover_mode_names(void **state)
     assert_string_equal(engine_failover_mode_name(ENGINE_FAILOVER_TAKEOVER), "TAKEOVER");
 }
 
+/* ---- engine_slot_move(): the whole protocol, and resuming it ------------ */
+
+#define SOURCE_ID "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define TARGET_ID "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+/* A source, a target and the source's connection for big keys. */
+struct move_peers {
+    void *src, *dst, *big;
+    struct resp_options dst_addr;
+};
+
+static void move_peers_open(struct move_peers *m)
+{
+    assert_int_equal(peer_setup(&m->src), 0);
+    assert_int_equal(peer_setup(&m->dst), 0);
+    assert_int_equal(peer_setup(&m->big), 0);
+    m->dst_addr = (struct resp_options){.host = "10.0.0.2", .port = 7002};
+}
+
+static void move_peers_close(struct move_peers *m)
+{
+    peer_teardown(&m->src);
+    peer_teardown(&m->dst);
+    peer_teardown(&m->big);
+}
+
+static bool move(struct move_peers *m, struct engine_slot_moved *moved, char *err, size_t errsize)
+{
+    struct peer *src = m->src, *dst = m->dst, *big = m->big;
+    struct engine_slot_end a = {src->c, NULL, SOURCE_ID};
+    struct engine_slot_end b = {dst->c, &m->dst_addr, TARGET_ID};
+    struct engine_slot_move_opts opts = {10, 2000, 60000};
+    memset(moved, 0, sizeof(*moved));
+    return engine_slot_move(&a, &b, big->c, 7, &opts, moved, err, errsize);
+}
+
+static void test_slot_move_whole(void **state)
+{
+    struct move_peers m;
+    struct engine_slot_moved moved;
+    char err[256] = "";
+    (void)state;
+    move_peers_open(&m);
+    struct peer *src = m.src, *dst = m.dst;
+    answer(dst, "+OK\r\n+OK\r\n");                                          /* IMPORTING, NODE */
+    answer(src, "+OK\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n+OK\r\n*0\r\n+OK\r\n"); /* MIGRATING ... NODE */
+    assert_true(move(&m, &moved, err, sizeof(err)));
+    assert_int_equal(moved.keys, 2);
+    assert_int_equal(moved.batches, 1);
+    size_t n;
+    char *sent = take_sent(src, &n);
+    const char *order[] = {"MIGRATING", "GETKEYSINSLOT", "MIGRATE",
+                           "REPLACE",   "GETKEYSINSLOT", "NODE"};
+    const char *at = sent;
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        const char *next = memmem(at, n - (size_t)(at - sent), order[i], strlen(order[i]));
+        if (next == NULL)
+            fail_msg("the source was not sent %s in order: %s", order[i], visible(sent, n));
+        at = next;
+    }
+    free(sent);
+    sent = take_sent(dst, &n);
+    assert_non_null(memmem(sent, n, "IMPORTING", 9));
+    assert_non_null(memmem(sent, n, SOURCE_ID, 40));
+    assert_non_null(memmem(sent, n, TARGET_ID, 40)); /* NODE, to the target first */
+    free(sent);
+    move_peers_close(&m);
+}
+
+/* A target that owns the slot already (an earlier run got that far): only
+ * the source is told, and no key is looked for. */
+static void test_slot_move_resumed(void **state)
+{
+    struct move_peers m;
+    struct engine_slot_moved moved;
+    char err[256] = "";
+    (void)state;
+    move_peers_open(&m);
+    struct peer *src = m.src, *dst = m.dst;
+    answer(dst, "-ERR I'm already the owner of hash slot 7\r\n+OK\r\n");
+    answer(src, "+OK\r\n");
+    assert_true(move(&m, &moved, err, sizeof(err)));
+    assert_int_equal(moved.keys, 0);
+    expect_words(src, "CLUSTER", "SETSLOT", "7", "NODE", TARGET_ID, NULL);
+    move_peers_close(&m);
+}
+
+/* Neither end owns the slot: no move of ours, and the target stops
+ * importing. */
+static void test_slot_move_third_owner(void **state)
+{
+    struct move_peers m;
+    struct engine_slot_moved moved;
+    char err[256] = "";
+    (void)state;
+    move_peers_open(&m);
+    struct peer *src = m.src, *dst = m.dst;
+    answer(dst, "+OK\r\n+OK\r\n");
+    answer(src, "-ERR I'm not the owner of hash slot 7\r\n");
+    assert_false(move(&m, &moved, err, sizeof(err)));
+    assert_non_null(strstr(err, "served by neither end"));
+    size_t n;
+    char *sent = take_sent(dst, &n);
+    assert_non_null(memmem(sent, n, "STABLE", 6));
+    free(sent);
+    move_peers_close(&m);
+}
+
+/* A batch that timed out goes again key by key on the big-key connection. */
+static void test_slot_move_big_key(void **state)
+{
+    struct move_peers m;
+    struct engine_slot_moved moved;
+    char err[256] = "";
+    (void)state;
+    move_peers_open(&m);
+    struct peer *src = m.src, *dst = m.dst, *big = m.big;
+    answer(dst, "+OK\r\n+OK\r\n");
+    answer(src, "+OK\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+                "-IOERR error or timeout reading to target instance\r\n*0\r\n+OK\r\n");
+    answer(big, "+OK\r\n+NOKEY\r\n");
+    assert_true(move(&m, &moved, err, sizeof(err)));
+    assert_int_equal(moved.keys, 2);
+    assert_int_equal(moved.big_keys, 2);
+    assert_int_equal(moved.batches, 3);
+    size_t n;
+    char *sent = take_sent(big, &n);
+    assert_non_null(memmem(sent, n, "60000", 5)); /* the long timeout */
+    free(sent);
+    move_peers_close(&m);
+}
+
 #define PEER_TEST(f) cmocka_unit_test_setup_teardown(f, peer_setup, peer_teardown)
 
 int main(void)
@@ -675,6 +811,10 @@ int main(void)
         PEER_TEST(test_cluster_slot_stats),
         PEER_TEST(test_slot_move),
         PEER_TEST(test_migrate_auth_and_bytes),
+        cmocka_unit_test(test_slot_move_whole),
+        cmocka_unit_test(test_slot_move_resumed),
+        cmocka_unit_test(test_slot_move_third_owner),
+        cmocka_unit_test(test_slot_move_big_key),
         cmocka_unit_test(test_reply_ok),
         cmocka_unit_test(test_cluster_info_state_parse),
         cmocka_unit_test(test_cluster_myid_parse),
