@@ -157,6 +157,7 @@ struct placer {
     int *az_room;         /* [z.n] room left in the AZ */
     long long *az_memory; /* [z.n] free memory left on its hosts with room */
     int *primaries;       /* [z.n] primaries placed in the AZ */
+    int *prior;           /* [z.n] primaries the running cluster has there (primary_azs) */
     int *aside;           /* [per] scratch for take_host */
     int *tried;           /* [per] scratch for place_replicas */
 };
@@ -233,6 +234,13 @@ static void placer_init(struct placer *p, const struct sched_host *hosts, size_t
     p->az_room = xcalloc((size_t)p->z.n, sizeof(*p->az_room));
     p->az_memory = xcalloc((size_t)p->z.n, sizeof(*p->az_memory));
     p->primaries = xcalloc((size_t)p->z.n, sizeof(*p->primaries));
+    p->prior = xcalloc((size_t)p->z.n + 1, sizeof(*p->prior));
+    for (size_t i = 0; i < req->n_primary_azs; i++) {
+        for (int a = 0; a < p->z.n; a++) {
+            if (req->primary_azs[i] != NULL && strcmp(p->z.name[a], req->primary_azs[i]) == 0)
+                p->prior[a]++;
+        }
+    }
     p->aside = xcalloc((size_t)p->per, sizeof(*p->aside));
     p->tried = xcalloc((size_t)p->per, sizeof(*p->tried));
 
@@ -268,6 +276,7 @@ static void placer_free(struct placer *p)
     free(p->az_room);
     free(p->az_memory);
     free(p->primaries);
+    free(p->prior);
     free(p->aside);
     free(p->tried);
 }
@@ -375,8 +384,8 @@ static bool primary_az_before(const struct placer *p, int a, bool a_fits, int b,
 {
     if (a_fits != b_fits)
         return a_fits;
-    if (p->primaries[a] != p->primaries[b])
-        return p->primaries[a] < p->primaries[b];
+    if (p->primaries[a] + p->prior[a] != p->primaries[b] + p->prior[b])
+        return p->primaries[a] + p->prior[a] < p->primaries[b] + p->prior[b];
     return p->req->replicas > 0 ? az_before(p, b, a) : az_before(p, a, b);
 }
 

@@ -27,6 +27,11 @@ struct sched_request {
     long long memory_mib; /* per node, >= 1 */
     bool multi_az;
     const char *only_host; /* NULL: any host; else the id of the one host the nodes may go to */
+    /* Shards added to a running cluster: the AZs of its primaries (one entry
+     * each), which the new primaries avoid as the primaries of the request
+     * avoid each other -- a preference, not a rule. NULL: none. */
+    const char *const *primary_azs;
+    size_t n_primary_azs;
 };
 
 /* The placement rules (ARCHITECTURE.md §4), as sched_place() follows them and
@@ -60,7 +65,8 @@ struct sched_request {
  * How, in three passes:
  *   1. whole-request limits: hosts with room, total room, AZs, primaries the
  *      AZs can take -- so the usual refusals name the request's numbers;
- *   2. all primaries, each in the AZ with the fewest primaries so far; first
+ *   2. all primaries, each in the AZ with the fewest primaries so far (counting
+ *      the running cluster's, primary_azs, when shards are added); first
  *      choice, with multi_az, AZs outside which the shard's replicas still
  *      find hosts; among equals, when there are replicas, the AZ with the
  *      least room left (the replicas need more room, elsewhere), else the

@@ -564,9 +564,57 @@ static bool scale(struct ec_call *c, const char *field, const char *param, long 
     return modify(c, id, patch) && answer_group(c, id);
 }
 
+/* Which shards leave, as NodeGroupsToRemove or NodeGroupsToRetain name
+ * them: Cairn removes the highest-numbered ones, so a list is taken when it
+ * names exactly those (or exactly the others), and refused otherwise rather
+ * than ignored. */
+static bool shards_named_as_cairn_removes(struct ec_call *c)
+{
+    const char *count = ec_param(c, "NodeGroupCount");
+    char id[64];
+    long to = count != NULL ? strtol(count, NULL, 10) : 0;
+    int removed = 0, retained = 0, wrong = 0;
+    const char *bad = NULL;
+
+    for (size_t i = 0; i < c->form.count; i++) {
+        const char *name = c->form.fields[i].name, *value = c->form.fields[i].value;
+        bool remove = strncmp(name, "NodeGroupsToRemove.", 19) == 0;
+        bool retain = strncmp(name, "NodeGroupsToRetain.", 19) == 0;
+        if (strncmp(name, "ReshardingConfiguration.", 24) == 0)
+            return ec_invalid(c,
+                              "%s: Cairn places the slots of new shards itself, a fair share "
+                              "each; send NodeGroupCount alone",
+                              name);
+        if (!remove && !retain)
+            continue;
+        long shard = strtol(value, NULL, 10);
+        bool high = shard > to;
+        if ((remove && !high) || (retain && high) || shard < 1) {
+            wrong++;
+            bad = value;
+        }
+        removed += remove;
+        retained += retain;
+    }
+    if (removed == 0 && retained == 0)
+        return true;
+    json_t *doc = group_id(c, id) ? ec_cluster_doc(c, id) : NULL;
+    if (doc == NULL)
+        return false;
+    long from = (long)json_integer_value(json_object_get(doc, "num_shards"));
+    json_decref(doc);
+    if (wrong == 0 && (removed == 0 || removed == from - to) && (retained == 0 || retained == to))
+        return true;
+    return ec_invalid(c,
+                      "scaling in removes the highest-numbered shards (%04ld to %04ld here), "
+                      "and only those; the list names %s",
+                      to + 1, from, bad != NULL ? bad : "others, or not all of them");
+}
+
 static bool modify_shards(struct ec_call *c)
 {
-    return scale(c, "num_shards", "NodeGroupCount", 1, CSPEC_SHARDS_MAX);
+    return shards_named_as_cairn_removes(c) &&
+           scale(c, "num_shards", "NodeGroupCount", 1, CSPEC_SHARDS_MAX);
 }
 
 static bool increase_replicas(struct ec_call *c)

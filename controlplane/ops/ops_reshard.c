@@ -807,12 +807,29 @@ static enum db_status place_new_shards(struct db_conn *conn, struct change_reque
                              json_string_value(json_object_get(spec, "node_type")), &pl);
     if (st != DB_OK)
         return st;
+    /* The running primaries' AZs, which the new ones avoid. */
+    struct cluster_nodes nodes = {0};
+    char *password = NULL;
+    bool cluster_mode;
+    const char **azs = NULL;
+    size_t nazs = 0;
+    if (cluster_nodes_load(r->app, r->cluster_id, &nodes, &password, &cluster_mode, err,
+                           sizeof(err))) {
+        azs = xcalloc(nodes.count + 1, sizeof(*azs));
+        for (size_t i = 0; i < nodes.count; i++) {
+            if (strcmp(nodes.items[i].role, "primary") == 0)
+                azs[nazs++] = nodes.items[i].az;
+        }
+    }
+    free(password);
     struct sched_request req = {
         .shards = to - from,
         .replicas = (int)json_integer_value(json_object_get(spec, "replicas_per_shard")),
         .vcpus = pl.vcpus,
         .memory_mib = pl.memory_mib,
-        .multi_az = json_is_true(json_object_get(spec, "multi_az"))};
+        .multi_az = json_is_true(json_object_get(spec, "multi_az")),
+        .primary_azs = azs,
+        .n_primary_azs = nazs};
     int *host_of = xcalloc((size_t)req.shards * (size_t)(1 + req.replicas), sizeof(int));
     if (!sched_place(pl.hosts, pl.nhosts, &req, host_of, err, sizeof(err))) {
         problem_set(p, PROBLEM_INSUFFICIENT_CAPACITY, "%s", err);
@@ -821,6 +838,8 @@ static enum db_status place_new_shards(struct db_conn *conn, struct change_reque
         st = cluster_store_shards(conn, spec, from, to - from, &pl, host_of);
     }
     free(host_of);
+    free(azs);
+    cluster_nodes_free(&nodes);
     store_placement_free(&pl);
     return st;
 }

@@ -138,6 +138,32 @@ static void test_place_three_shards_over_three_azs(void **state)
                                 az_of(three_azs, host_of[2 * s + 1]));
 }
 
+/* Shards added to a running cluster go first to the AZs its primaries are
+ * not in, as a create's primaries avoid each other. */
+static void test_added_shards_avoid_the_running_primaries(void **state)
+{
+    const char *const running[] = {"az-a", "az-b"};
+    struct sched_request req = {.shards = 1,
+                                .replicas = 1,
+                                .vcpus = 2,
+                                .memory_mib = 4096,
+                                .multi_az = true,
+                                .primary_azs = running,
+                                .n_primary_azs = 2};
+    int host_of[4];
+
+    (void)state;
+    place(three_azs, LEN(three_azs), &req, host_of);
+    assert_string_equal(az_of(three_azs, host_of[0]), "az-c");
+    /* Two more, to four shards over three AZs: one in az-c, one anywhere else. */
+    const char *const three[] = {"az-a", "az-b", "az-c"};
+    req.shards = 2;
+    req.primary_azs = three;
+    req.n_primary_azs = 3;
+    place(three_azs, LEN(three_azs), &req, host_of);
+    assert_string_not_equal(az_of(three_azs, host_of[0]), az_of(three_azs, host_of[2]));
+}
+
 static void test_place_without_multi_az_still_spreads_replicas(void **state)
 {
     const struct sched_request req = {.shards = 3, .replicas = 1, .vcpus = 2, .memory_mib = 4096};
@@ -716,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_place_one_node),
         cmocka_unit_test(test_place_fills_hosts_evenly),
         cmocka_unit_test(test_place_three_shards_over_three_azs),
+        cmocka_unit_test(test_added_shards_avoid_the_running_primaries),
         cmocka_unit_test(test_place_without_multi_az_still_spreads_replicas),
         cmocka_unit_test(test_place_refuses_without_capacity),
         cmocka_unit_test(test_place_skips_ineligible_hosts),

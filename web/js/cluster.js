@@ -90,11 +90,18 @@ function parameters(c) {
       : h('p', { class: 'muted' }, 'The engine\'s defaults, with Cairn\'s managed settings.'));
 }
 
+/* A scale or rebalance's slot moves: "1200 of 4096 slots, 73250 keys, about 11 s left". */
+function slotMoves(m) {
+  if (!m) return '';
+  const left = m.eta_s == null ? '' : `, about ${Math.ceil(m.eta_s)} s left`;
+  return ` (${m.slots_moved} of ${m.slots_total} slots, ${m.keys_moved} keys${left})`;
+}
+
 function operationRow(o) {
   return h('tr', {},
     h('td', {}, o.kind),
     h('td', {}, statusBadge(o.status, 'op-')),
-    h('td', {}, o.step_name || ''),
+    h('td', {}, `${o.step_name || ''}${slotMoves(o.slot_migration)}`),
     h('td', {}, h('progress', { max: 100, value: o.progress || 0, 'aria-label': `${o.kind} progress` }),
       ` ${o.progress || 0}%`),
     h('td', { class: 'optional' }, o.started_at || ''),
