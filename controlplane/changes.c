@@ -166,3 +166,17 @@ json_t *change_table_json(void)
     }
     return out;
 }
+
+enum db_status change_queue(struct db_conn *conn, struct change_request *r, struct problem *p,
+                            enum db_status st, const char *key, const json_t *pending,
+                            const struct op_kind *kind, const json_t *context)
+{
+    if (st == DB_OK)
+        st = store_cluster_mark_modifying(conn, r->cluster_id, key, pending);
+    if (st == DB_OK)
+        st = store_operation_queue(conn, r->cluster_id, kind->name, context, r->op_id);
+    if (st == DB_CONFLICT)
+        st = problem_busy(p, r->cluster_id);
+    r->poke = true;
+    return st;
+}

@@ -90,6 +90,16 @@ bool change_plan(const json_t *changed, bool allow_combined, struct change_plan 
  * combines}]. The caller json_decref()s it. */
 json_t *change_table_json(void);
 
+/* What every queue function of a change_op ends with, in the request's
+ * transaction: the cluster is modifying with pending_changes[key] =
+ * pending, and an operation of kind is queued with context to start now
+ * (r->op_id, r->poke); another operation queued meanwhile is
+ * OPERATION_IN_PROGRESS. st is what the queue function did before: nothing
+ * is done unless it is DB_OK. */
+enum db_status change_queue(struct db_conn *conn, struct change_request *r, struct problem *p,
+                            enum db_status st, const char *key, const json_t *pending,
+                            const struct op_kind *kind, const json_t *context);
+
 /* Refuse the change of one not-yet field, as change_plan() does. */
 bool change_not_yet(const char *fields, struct problem *p);
 

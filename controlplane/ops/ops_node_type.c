@@ -323,16 +323,9 @@ static enum db_status node_type_request(struct db_conn *conn, struct change_requ
     json_t *pending = json_pack("{s:O, s:O}", "from", from, "to", to);
     json_t *context =
         json_pack("{s:O, s:O, s:o, s:i}", "from", from, "to", to, "shards", shards, "next", 0);
-    if (st == DB_OK)
-        st = store_cluster_mark_modifying(conn, r->cluster_id, SPEC_KEY, pending);
-    if (st == DB_OK)
-        st = store_operation_queue(conn, r->cluster_id, op_cluster_change_node_type.name, context,
-                                   r->op_id);
-    if (st == DB_CONFLICT)
-        st = problem_busy(p, r->cluster_id);
+    st = change_queue(conn, r, p, st, SPEC_KEY, pending, &op_cluster_change_node_type, context);
     json_decref(context);
     json_decref(pending);
-    r->poke = true;
     return st;
 }
 

@@ -118,15 +118,10 @@ static enum db_status parameters_request(struct db_conn *conn, struct change_req
             json_array_append_new(removed, json_string(name));
     }
     json_t *context = json_pack("{s:O, s:o}", "parameters", now, "removed", removed);
-    enum db_status st = store_cluster_mark_modifying(conn, r->cluster_id, "parameters", pending);
-    if (st == DB_OK)
-        st = store_operation_queue(conn, r->cluster_id, op_cluster_apply_parameters.name, context,
-                                   r->op_id);
-    if (st == DB_CONFLICT)
-        st = problem_busy(p, r->cluster_id);
+    enum db_status st = change_queue(conn, r, p, DB_OK, "parameters", pending,
+                                     &op_cluster_apply_parameters, context);
     json_decref(context);
     json_decref(pending);
-    r->poke = true;
     return st;
 }
 

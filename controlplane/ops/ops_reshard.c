@@ -554,19 +554,29 @@ static enum op_result form_wait_ready(struct op_ctx *ctx)
     return adds_shards(ctx) ? ops_wait_ready(ctx) : OP_NEXT;
 }
 
+/* An event of type for each shard first .. last - 1: "shard 0004 " and
+ * what became of it, and the shard in detail. */
+static enum db_status shard_events(struct db_conn *conn, const struct op_ctx *ctx, int first,
+                                   int last, const char *type, const char *what)
+{
+    enum db_status st = DB_OK;
+    for (int s = first; s < last && st == DB_OK; s++) {
+        char name[16], detail[64];
+        slot_view_shard_name(s, name);
+        char *text = xasprintf("shard %s %s", name, what);
+        snprintf(detail, sizeof(detail), "{\"shard\": \"%s\"}", name);
+        st = ops_event(conn, ctx, type, "info", text, detail);
+        free(text);
+    }
+    return st;
+}
+
 /* A ShardAdded event for each new shard, formed and empty. */
 static enum db_status shards_added(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    enum db_status st = DB_OK;
-    for (int s = (int)ops_context_int(ctx, "from"); s < ops_context_int(ctx, "to") && st == DB_OK;
-         s++) {
-        char name[16], message[96], detail[64];
-        slot_view_shard_name(s, name);
-        snprintf(message, sizeof(message), "shard %s is formed; slots move to it next", name);
-        snprintf(detail, sizeof(detail), "{\"shard\": \"%s\"}", name);
-        st = ops_event(conn, ctx, "ShardAdded", "info", message, detail);
-    }
-    return st;
+    return shard_events(conn, ctx, (int)ops_context_int(ctx, "from"),
+                        (int)ops_context_int(ctx, "to"), "ShardAdded",
+                        "is formed; slots move to it next");
 }
 
 /* ---- removing the shards that left ----------------------------------------------- */
@@ -632,14 +642,10 @@ static enum db_status shards_removed(struct db_conn *conn, const struct op_ctx *
     if (to >= from)
         return DB_OK;
     enum db_status st = store_shards_remove(conn, ctx->cluster_id, to);
-    for (int s = to; s < from && st == DB_OK; s++) {
-        char name[16], message[96], detail[64];
-        slot_view_shard_name(s, name);
-        snprintf(message, sizeof(message), "shard %s gave all its slots away and is removed", name);
-        snprintf(detail, sizeof(detail), "{\"shard\": \"%s\"}", name);
-        st = ops_event(conn, ctx, "ShardRemoved", "info", message, detail);
-    }
-    return st;
+    if (st != DB_OK)
+        return st;
+    return shard_events(conn, ctx, to, from, "ShardRemoved",
+                        "gave all its slots away and is removed");
 }
 
 /* ---- ends ------------------------------------------------------------------------ */
@@ -899,21 +905,14 @@ static enum db_status scale_precheck(struct db_conn *conn, struct change_request
 static enum db_status scale_queue(struct db_conn *conn, struct change_request *r, struct problem *p)
 {
     int from = spec_shards(r->stored), to = spec_shards(r->next);
+    enum db_status st = to > from ? place_new_shards(conn, r, true, p) : DB_OK;
     json_t *pending = json_pack("{s:i, s:i}", "from", from, "to", to);
-    enum db_status st = store_cluster_mark_modifying(conn, r->cluster_id, "num_shards", pending);
+    json_t *context = json_pack("{s:i, s:i, s:i}", "from", from, "to", to, "first_new_shard", from);
+    st = change_queue(conn, r, p, st, "num_shards", pending, &op_cluster_scale_shards, context);
+    json_decref(context);
     json_decref(pending);
     if (st == DB_OK && to > from)
-        st = place_new_shards(conn, r, true, p);
-    json_t *context = json_pack("{s:i, s:i, s:i}", "from", from, "to", to, "first_new_shard", from);
-    if (st == DB_OK)
-        st = store_operation_queue(conn, r->cluster_id, op_cluster_scale_shards.name, context,
-                                   r->op_id);
-    json_decref(context);
-    if (st == DB_CONFLICT)
-        st = problem_busy(p, r->cluster_id);
-    if (st == DB_OK && to > from)
         st = store_events_nodes_placed(conn, r->cluster_id, r->op_id, from);
-    r->poke = true;
     return st;
 }
 

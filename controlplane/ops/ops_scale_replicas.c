@@ -228,19 +228,12 @@ static enum db_status scale_request(struct db_conn *conn, struct change_request 
     json_t *pending = json_pack("{s:O, s:O}", "from", from, "to", to);
     json_t *context = json_pack("{s:O, s:O, s:O, s:O}", "from", from, "to", to, "added", s.added,
                                 "removed", s.removed);
-    if (st == DB_OK)
-        st = store_cluster_mark_modifying(conn, r->cluster_id, SPEC_KEY, pending);
-    if (st == DB_OK)
-        st = store_operation_queue(conn, r->cluster_id, op_cluster_scale_replicas.name, context,
-                                   r->op_id);
-    if (st == DB_CONFLICT)
-        st = problem_busy(p, r->cluster_id);
+    st = change_queue(conn, r, p, st, SPEC_KEY, pending, &op_cluster_scale_replicas, context);
     json_decref(context);
     json_decref(pending);
     json_decref(s.added);
     json_decref(s.removed);
     free(s.nodes.items);
-    r->poke = true;
     return st;
 }
 

@@ -12,7 +12,8 @@ CL_B = "bbbbbbbb-0000-4000-8000-000000000002"
 UID = {CL_A: "0000000a-1111-4000-8000-000000000001", CL_B: "0000000b-1111-4000-8000-000000000002",
        None: None}
 OP_KEYS = {"id", "cluster_id", "cluster_uid", "kind", "status", "step", "step_name", "steps",
-           "progress", "error", "created_at", "started_at", "finished_at", "updated_at"}
+           "progress", "error", "created_at", "started_at", "finished_at", "updated_at",
+           "cancel_requested_at", "slot_migration"}
 EV_KEYS = {"id", "cluster_id", "cluster_uid", "host_id", "operation_id", "type", "severity",
            "message", "detail", "created_at"}
 
@@ -47,9 +48,9 @@ def insert_ops(cairn):
     rows = []
     for (oid, cl, kind, state, step, step_name, progress, err, created, started,
          finished) in OPS:
-        # A running operation is leased to another cairnd for a day: this
-        # one's runner must leave it alone.
-        lease = ("'elsewhere', now() + interval '1 day'" if state == "running"
+        # A pending or running operation is leased to another cairnd for a
+        # day: this one's runner must leave it alone.
+        lease = ("'elsewhere', now() + interval '1 day'" if state in ("pending", "running")
                  else "NULL, NULL")
         rows.append(
             f"({lit(oid)}, {lit(cl)}, {lit(UID[cl])}::uuid, {lit(kind)}, {lit(state)}, {step}, "
@@ -105,6 +106,7 @@ def test_get_operation_exact(ops):
         "error": {"code": "INSUFFICIENT_CAPACITY", "message": "need 3 AZs"},
         "created_at": "2026-01-02T10:00:00.500000Z", "started_at": "2026-01-02T10:00:01.000000Z",
         "finished_at": "2026-01-02T10:01:00.000000Z", "updated_at": "2026-01-02T10:01:00.500000Z",
+        "cancel_requested_at": None, "slot_migration": None,
     }, "operation b")
 
 
@@ -115,6 +117,7 @@ def test_get_operation_with_nulls_and_utc_conversion(ops):
         "step": 0, "step_name": None, "steps": [], "progress": 0, "error": None,
         "created_at": "2026-01-04T10:00:00.000000Z", "started_at": None, "finished_at": None,
         "updated_at": "2026-01-04T10:01:00.000000Z",
+        "cancel_requested_at": None, "slot_migration": None,
     }, "operation d")
     body = expect.json_ok(ops.read.get(f"/v1/operations/{OPS[2][0]}"))
     eq(body["created_at"], "2026-01-03T10:00:00.000000Z", "created_at given at +02:00")
