@@ -6,8 +6,9 @@
 #   make demo       install, build, start the local stack (see README)
 #   make demo-down  stop it, keeping ./var
 #   make unit       C unit tests        make asan   unit tests under ASan+UBSan
-#   make system     pytest system tests make lint   include cycles, SQL in the store,
-#                                                   clang-format, cppcheck
+#   make system     pytest system tests, without those marked `full` (part of make check)
+#   make system-full every system test, the long `full` variants included
+#   make lint       include cycles, SQL in the store, clang-format, cppcheck
 #   make bench      benchmarks under tests/bench
 #   make fuzz       every fuzz target for FUZZ_SECONDS (default 3600), corpus merged back
 #   make fuzz-check every fuzz target for 60 s in all (part of make check)
@@ -45,7 +46,7 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 .PHONY: all deps check unit asan system contract lint format bench demo demo-down clean browser-deps \
-	fuzz fuzz-check fuzz-build fuzz-targets web install
+	fuzz fuzz-check fuzz-build fuzz-targets web install system-full
 .DEFAULT_GOAL := all
 
 all: bin/cairnd bin/cairn-agent web
@@ -193,7 +194,13 @@ tests/browser/node_modules: tests/browser/package.json tests/browser/package-loc
 
 browser-deps: tests/browser/node_modules
 
+# make check runs a bounded slice: tests marked `full` (long variants of
+# what another test in the same file already covers; tests/system/pytest.ini)
+# run only under system-full.
 system: all $(TOOL_BIN) tests/browser/node_modules
+	$(PYTHON) -m pytest -q -m "not full" tests/system
+
+system-full: all $(TOOL_BIN) tests/browser/node_modules
 	$(PYTHON) -m pytest -q tests/system
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib controlplane tests -name '*.[ch]')

@@ -48,6 +48,12 @@ def endpoints(body):
     return sorted((n["address"], n["port"]) for n in clusters.nodes(body))
 
 
+# 4 minutes on an idle machine (7.5 under load), most of it the provider's
+# 30 s waits: longer than the rest of make system's budget allows. Terraform
+# stays in make check through tests/terraform (the examples against the
+# routes and spec) and test_elasticache.py (the same endpoint through boto3
+# and aws-cli); make system-full runs this.
+@pytest.mark.full
 def test_terraform_lifecycle(stack, cleanup, tmp_path):
     tf_tools.require()
     cleanup.extend(["sessions", "catalog", "imported"])
