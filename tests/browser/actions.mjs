@@ -90,11 +90,15 @@ await run(async (page, _browser, errors) => {
   await d.waitFor({ state: 'detached' });
   await page.getByRole('region', { name: 'Summary' }).getByText('team: web').waitFor();
 
-  // Scaling is offered like any change; this version's API refuses it in the preview.
+  // Scaling is offered like any change: the preview names the operation
+  // that would carry it out, or the refusal (more shards than the hosts hold).
   d = await dialog(page, 'Modify');
   await d.getByLabel('Shards').fill('3');
   await d.getByRole('button', { name: 'Preview' }).click();
-  await d.getByRole('alert').filter({ hasText: 'num_shards' }).waitFor();
+  await d.getByText('Carried out by: scale_shards.').waitFor();
+  await d.getByLabel('Shards').fill('400');
+  await d.getByRole('button', { name: 'Preview' }).click();
+  await d.getByRole('alert').filter({ hasText: 'capacity' }).waitFor();
   check(await d.getByRole('button', { name: 'Apply changes' }).isDisabled(), 'a refused change may be applied');
   await d.getByRole('button', { name: 'Cancel' }).click();
   await d.waitFor({ state: 'detached' });

@@ -3,7 +3,9 @@ from the local mirror) manages Cairn through the ElastiCache-compatible
 endpoint, with docs/terraform/aws as its configuration: apply a cluster-mode
 and a primary/replica group, plan right after (no changes), change engine and
 version from redis 7.0 to valkey 8.0 (an in-place upgrade: no replacement,
-endpoints and data kept), import a cluster the REST API made, destroy.
+endpoints and data kept), add a shard (slots moved online), import a cluster
+the REST API made, destroy. That whole lifecycle runs in `make system-full`;
+`make check` runs its first and last parts (apply, plan, destroy).
 
 Skips, saying why, without terraform or the mirror. The provider waits 30 s
 before it first polls a new or deleted group, so this takes a few minutes."""
@@ -20,6 +22,7 @@ from expect import eq
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures("terraform")
 
 VALKEY = ["-var", "engine=valkey", "-var", "engine_version=8.0"]
+SHARDS = ["-var", "shards=4"]
 
 IMPORTED = '''
 resource "aws_elasticache_replication_group" "imported" {
@@ -53,6 +56,23 @@ def endpoints(body):
 # stays in make check through tests/terraform (the examples against the
 # routes and spec) and test_elasticache.py (the same endpoint through boto3
 # and aws-cli); make system-full runs this.
+def test_terraform_apply_and_destroy(stack, cleanup, tmp_path):
+    """The slice make check runs: the example applied, planned again with no
+    change, destroyed."""
+    tf_tools.require()
+    cleanup.extend(["sessions", "catalog"])
+    work = tf_tools.Workdir(tmp_path, stack.inst.url, ec_tools.credentials(stack.api))
+    work.ok("init", "-input=false")
+    out, secs = work.ok("apply", "-auto-approve", "-input=false")
+    print(f"\napply of two groups: {secs:.1f} s")
+    eq({cid: clusters.get(stack.api, cid)["status"] for cid in ("sessions", "catalog")},
+       {"sessions": "available", "catalog": "available"}, "after apply")
+    rc, out, err, _ = work.run("plan", "-detailed-exitcode", "-input=false")
+    eq(rc, 0, f"plan right after apply shows no changes:\n{out[-3000:]}\n{err[-2000:]}")
+    work.ok("destroy", "-auto-approve", "-input=false")
+    eq(stack.api.get("/v1/clusters").json()["clusters"], [], "clusters left after destroy")
+
+
 @pytest.mark.full
 def test_terraform_lifecycle(stack, cleanup, tmp_path):
     tf_tools.require()
@@ -100,6 +120,20 @@ def test_terraform_lifecycle(stack, cleanup, tmp_path):
     rc, out, err, _ = work.run("plan", "-detailed-exitcode", "-input=false", *VALKEY)
     eq(rc, 0, f"plan after the upgrade shows no changes:\n{out[-3000:]}\n{err[-2000:]}")
 
+    # One more shard: the slots move online, the data stays.
+    clusters.wait_until(lambda: clusters.get(stack.api, "sessions")["current_operation"] is None,
+                        30, "sessions idle")
+    rc, out, err, _ = work.run("plan", "-input=false", *VALKEY, *SHARDS)
+    assert "must be replaced" not in out and "0 to add, 1 to change, 0 to destroy" in out, out
+    out, secs = work.ok("apply", "-auto-approve", "-input=false", *VALKEY, *SHARDS)
+    print(f"sessions from 3 to 4 shards: {secs:.1f} s")
+    body = clusters.get(stack.api, "sessions")
+    eq((body["num_shards"], len(body["shards"]), body["status"]), (4, 4, "available"),
+       "sessions after the scale")
+    assert all(s["slots"] for s in body["shards"]), body["shards"]
+    rc, out, err, _ = work.run("plan", "-detailed-exitcode", "-input=false", *VALKEY, *SHARDS)
+    eq(rc, 0, f"plan after the scale shows no changes:\n{out[-3000:]}\n{err[-2000:]}")
+
     # A cluster the REST API made, imported and then managed.
     r = stack.api.post("/v1/clusters", json=clusters.redis_group(
         "imported", engine="valkey", engine_version="8.0", replicas_per_shard=1,
@@ -108,14 +142,14 @@ def test_terraform_lifecycle(stack, cleanup, tmp_path):
     clusters.wait_available(stack.api, "imported")
     with open(work.path / "main.tf", "a") as f:
         f.write(IMPORTED)
-    work.ok("import", "-input=false", *VALKEY, "aws_elasticache_replication_group.imported",
-            "imported")
-    rc, out, err, _ = work.run("plan", "-detailed-exitcode", "-input=false", *VALKEY)
+    work.ok("import", "-input=false", *VALKEY, *SHARDS,
+            "aws_elasticache_replication_group.imported", "imported")
+    rc, out, err, _ = work.run("plan", "-detailed-exitcode", "-input=false", *VALKEY, *SHARDS)
     changed = set(re.findall(r"^\s+[-+~] (\w+)\s+=", out, re.M))
     assert rc in (0, 2) and "must be replaced" not in out and changed <= PROVIDER_ONLY, \
         f"plan after import changes more than the provider's own arguments:\n{out[-3000:]}"
 
     at = log.size()
-    out, secs = work.ok("destroy", "-auto-approve", "-input=false", *VALKEY)
+    out, secs = work.ok("destroy", "-auto-approve", "-input=false", *VALKEY, *SHARDS)
     print(f"destroy of three groups: {secs:.1f} s, {requests_to_endpoint(log, at)} requests")
     eq(stack.api.get("/v1/clusters").json()["clusters"], [], "clusters left after destroy")

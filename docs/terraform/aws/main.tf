@@ -45,6 +45,12 @@ variable "node_type" {
   default = "cache.t3.micro"
 }
 
+variable "shards" {
+  description = "sessions' shards; changing it moves hash slots online"
+  type        = number
+  default     = 3
+}
+
 provider "aws" {
   region                      = var.region
   skip_credentials_validation = true
@@ -56,7 +62,7 @@ provider "aws" {
   }
 }
 
-# Cluster mode: three shards of a primary and a replica.
+# Cluster mode: three shards (var.shards) of a primary and a replica.
 resource "aws_elasticache_replication_group" "sessions" {
   replication_group_id       = "sessions"
   description                = "session store"
@@ -64,7 +70,7 @@ resource "aws_elasticache_replication_group" "sessions" {
   engine_version             = var.engine_version
   node_type                  = var.node_type
   cluster_mode               = "enabled"
-  num_node_groups            = 3
+  num_node_groups            = var.shards
   replicas_per_node_group    = 1
   automatic_failover_enabled = true
   multi_az_enabled           = true
