@@ -1,8 +1,8 @@
 /* ops_reshard.c -- online shard scaling (scale_shards, a PATCH of
  * num_shards) and rebalancing (rebalance, POST /v1/clusters/{id}/rebalance):
- * hash slots move between primaries under traffic, one slot at a time
- * (engine/slot_move.h), each journalled (store_scaling.c) before the
- * engines are touched.
+ * hash slots move between primaries under traffic, each slot by the
+ * engines' own protocol (engine/slot_move.h), several at once, each
+ * journalled (store_scaling.c) before the engines are touched.
  *
  * Scaling out places the new shards in the request's transaction, so no
  * room answers at once; the operation forms them with the create's own
@@ -40,6 +40,7 @@
 #include "slot_move.h"
 #include "slot_view.h"
 #include "store.h"
+#include "strbuf.h"
 #include "timeutil.h"
 #include "topology.h"
 #include "xalloc.h"
@@ -56,7 +57,7 @@
 #define BIG_KEY_TIMEOUT_MS 60000
 #define MOVE_RETRY_LIMIT_S 60
 /* A shard within share * (1 + this) is left alone when scaling; a
- * rebalance takes its own (the request's, REBALANCE_TOLERANCE by default). */
+ * rebalance takes the request's (REBALANCE_TOLERANCE_PERCENT by default). */
 #define SCALE_TOLERANCE 0.02
 
 /* ---- planning ----------------------------------------------------------------- */
@@ -64,18 +65,14 @@
 /* Finish the moves the engines show open; false with err when one fails. */
 static bool finish_open_moves(struct op_ctx *ctx, struct slot_view *v, char *err, size_t errsize);
 
-/* The context's shard counts: scale_shards has from and to; a rebalance
- * keeps the shards it has. */
-static bool leaving_shards(const struct op_ctx *ctx, int nshards, bool *leaving)
+/* Which shards leave: scale_shards's context has from and to, and shards
+ * to and up leave; a rebalance keeps the shards it has. */
+static void leaving_shards(const struct op_ctx *ctx, int nshards, bool *leaving)
 {
     int to = json_is_integer(json_object_get(ctx->context, "to")) ? (int)ops_context_int(ctx, "to")
                                                                   : nshards;
-    bool any = false;
-    for (int s = 0; s < nshards; s++) {
+    for (int s = 0; s < nshards; s++)
         leaving[s] = s >= to;
-        any |= leaving[s];
-    }
-    return any;
 }
 
 static enum db_status journal_plan(struct db_conn *conn, const struct op_ctx *ctx,
@@ -273,15 +270,15 @@ static void note_shard_slots(struct op_ctx *ctx, struct movers *m, const bool *t
         if (c == NULL || !engine_cluster_nodes(c, &view, err, sizeof(err)))
             continue;
         const struct engine_cluster_node *me = engine_cluster_nodes_myself(&view);
-        size_t size = 8 + (me != NULL ? me->nranges : 0) * 16;
-        char *ranges = xcalloc(size, 1), *p = ranges;
-        p += sprintf(p, "{");
+        struct strbuf ranges; /* an int4range[] literal: {"[0,5460]","[5470,5470]"} */
+        strbuf_init(&ranges, 64);
+        strbuf_printf(&ranges, "{");
         for (size_t r = 0; me != NULL && r < me->nranges; r++)
-            p += sprintf(p, "%s\"[%d,%d]\"", r > 0 ? "," : "", me->ranges[r].start,
-                         me->ranges[r].end);
-        sprintf(p, "}");
-        op_defer(ctx, shard_slots, json_pack("{s:i, s:s}", "shard", s, "ranges", ranges));
-        free(ranges);
+            strbuf_printf(&ranges, "%s\"[%d,%d]\"", r > 0 ? "," : "", me->ranges[r].start,
+                          me->ranges[r].end);
+        strbuf_printf(&ranges, "}");
+        op_defer(ctx, shard_slots, json_pack("{s:i, s:s}", "shard", s, "ranges", ranges.p));
+        free(ranges.p);
         engine_cluster_nodes_free(&view);
     }
 }
