@@ -78,12 +78,13 @@ bool engine_slot_move(const struct engine_slot_end *from, const struct engine_sl
         struct engine_keys keys = {0};
         if (!engine_cluster_getkeysinslot(from->conn, slot, opts->batch_keys, &keys, err, errsize))
             return false;
-        if (keys.count == 0)
-            break;
-        bool ok = migrate_batch(from, to, big_key_conn, &keys, opts, moved, err, errsize);
+        bool empty = keys.count == 0;
+        bool ok = empty || migrate_batch(from, to, big_key_conn, &keys, opts, moved, err, errsize);
         engine_keys_free(&keys);
         if (!ok)
             return false;
+        if (empty)
+            break;
     }
     /* The target first: once the source lets go, clients must find it. */
     return engine_cluster_setslot(to->conn, slot, ENGINE_SETSLOT_NODE, to->id, err, errsize) &&
