@@ -685,14 +685,16 @@ static enum db_status scale_done(struct db_conn *conn, const struct op_ctx *ctx)
     return ops_event(conn, ctx, "ClusterScaled", "info", message, detail);
 }
 
-/* Scaling ended before its end (cancelled, or failed): a cluster scaling in
+/* The moves ended before their end (cancelled, or failed): SlotsMigrated
+ * says what did move, and the cluster is available. A cluster scaling in
  * keeps every shard, and its spec says so again; one scaling out keeps the
  * shards it placed (a rebalance fills them, a PATCH back removes them). */
-static enum db_status scale_stopped(struct db_conn *conn, const struct op_ctx *ctx)
+static enum db_status moves_stopped(struct db_conn *conn, const struct op_ctx *ctx)
 {
+    bool scaling = json_is_integer(json_object_get(ctx->context, "to"));
     int from = (int)ops_context_int(ctx, "from"), to = (int)ops_context_int(ctx, "to");
     enum db_status st = DB_OK;
-    if (to < from) {
+    if (scaling && to < from) {
         char value[16];
         snprintf(value, sizeof(value), "%d", from);
         st = store_cluster_spec_put(conn, ctx->cluster_id, "num_shards", value);
@@ -700,23 +702,23 @@ static enum db_status scale_stopped(struct db_conn *conn, const struct op_ctx *c
     if (st == DB_OK && json_is_integer(json_object_get(ctx->context, "slots_planned")))
         st = slots_migrated(conn, ctx);
     if (st == DB_OK)
-        st = store_cluster_change_done(conn, ctx->cluster_id, "num_shards");
+        st = store_cluster_change_done(conn, ctx->cluster_id, scaling ? "num_shards" : "rebalance");
     return st;
 }
 
-static enum db_status scale_cancelled(struct db_conn *conn, const struct op_ctx *ctx)
+static enum db_status moves_cancelled(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    enum db_status st = scale_stopped(conn, ctx);
+    enum db_status st = moves_stopped(conn, ctx);
     if (st != DB_OK)
         return st;
     return ops_event(conn, ctx, "OperationCancelled", "warning",
-                     "the scaling stopped at a slot boundary, as asked; every slot is served",
+                     "the slot moves stopped at a slot boundary, as asked; every slot is served",
                      NULL);
 }
 
-static enum db_status scale_failed(struct db_conn *conn, const struct op_ctx *ctx)
+static enum db_status moves_failed(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    enum db_status st = scale_stopped(conn, ctx);
+    enum db_status st = moves_stopped(conn, ctx);
     return st == DB_OK ? ops_failed_event(conn, ctx, NULL) : st;
 }
 
@@ -729,30 +731,6 @@ static enum db_status rebalance_done(struct db_conn *conn, const struct op_ctx *
         return st;
     return ops_event(conn, ctx, "ClusterRebalanced", "info",
                      "the shards carry fair shares of the slots' load", NULL);
-}
-
-static enum db_status rebalance_stopped(struct db_conn *conn, const struct op_ctx *ctx)
-{
-    enum db_status st = DB_OK;
-    if (json_is_integer(json_object_get(ctx->context, "slots_planned")))
-        st = slots_migrated(conn, ctx);
-    return st == DB_OK ? store_cluster_change_done(conn, ctx->cluster_id, "rebalance") : st;
-}
-
-static enum db_status rebalance_cancelled(struct db_conn *conn, const struct op_ctx *ctx)
-{
-    enum db_status st = rebalance_stopped(conn, ctx);
-    if (st != DB_OK)
-        return st;
-    return ops_event(conn, ctx, "OperationCancelled", "warning",
-                     "the rebalance stopped at a slot boundary, as asked; every slot is served",
-                     NULL);
-}
-
-static enum db_status rebalance_failed(struct db_conn *conn, const struct op_ctx *ctx)
-{
-    enum db_status st = rebalance_stopped(conn, ctx);
-    return st == DB_OK ? ops_failed_event(conn, ctx, NULL) : st;
 }
 
 static const struct op_step scale_steps[] = {
@@ -770,8 +748,8 @@ const struct op_kind op_cluster_scale_shards = {
     .name = "scale_shards",
     .steps = scale_steps,
     .nsteps = sizeof(scale_steps) / sizeof(scale_steps[0]),
-    .failed = scale_failed,
-    .cancelled = scale_cancelled,
+    .failed = moves_failed,
+    .cancelled = moves_cancelled,
 };
 
 static const struct op_step rebalance_steps[] = {
@@ -784,8 +762,8 @@ const struct op_kind op_cluster_rebalance = {
     .name = "rebalance",
     .steps = rebalance_steps,
     .nsteps = sizeof(rebalance_steps) / sizeof(rebalance_steps[0]),
-    .failed = rebalance_failed,
-    .cancelled = rebalance_cancelled,
+    .failed = moves_failed,
+    .cancelled = moves_cancelled,
 };
 
 /* ---- the request ----------------------------------------------------------------- */
