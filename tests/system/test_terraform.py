@@ -5,7 +5,7 @@ and a primary/replica group, plan right after (no changes), change engine and
 version from redis 7.0 to valkey 8.0 (an in-place upgrade: no replacement,
 endpoints and data kept), add a shard (slots moved online), import a cluster
 the REST API made, destroy. That whole lifecycle runs in `make system-full`;
-`make check` runs its first and last parts (apply, plan, destroy).
+`make check` runs its first part (apply, then plan with no change).
 
 Skips, saying why, without terraform or the mirror. The provider waits 30 s
 before it first polls a new or deleted group, so this takes a few minutes."""
@@ -56,9 +56,9 @@ def endpoints(body):
 # stays in make check through tests/terraform (the examples against the
 # routes and spec) and test_elasticache.py (the same endpoint through boto3
 # and aws-cli); make system-full runs this.
-def test_terraform_apply_and_destroy(stack, cleanup, tmp_path):
-    """The slice make check runs: the example applied, planned again with no
-    change, destroyed."""
+def test_terraform_apply_and_plan(stack, cleanup, tmp_path):
+    """The slice make check runs: the example applied and planned again with
+    no change (the clusters go by the REST API after)."""
     tf_tools.require()
     cleanup.extend(["sessions", "catalog"])
     work = tf_tools.Workdir(tmp_path, stack.inst.url, ec_tools.credentials(stack.api))
@@ -69,8 +69,6 @@ def test_terraform_apply_and_destroy(stack, cleanup, tmp_path):
        {"sessions": "available", "catalog": "available"}, "after apply")
     rc, out, err, _ = work.run("plan", "-detailed-exitcode", "-input=false")
     eq(rc, 0, f"plan right after apply shows no changes:\n{out[-3000:]}\n{err[-2000:]}")
-    work.ok("destroy", "-auto-approve", "-input=false")
-    eq(stack.api.get("/v1/clusters").json()["clusters"], [], "clusters left after destroy")
 
 
 @pytest.mark.full
