@@ -52,6 +52,8 @@
 
 #define UNRESPONSIVE_GRACE_MS 1000 /* beyond the agent's own 1 s without PONG */
 #define TAKEOVER_AFTER_MS     1000 /* FORCE not done by then: TAKEOVER */
+#define FAST_FORCE_MS         300  /* the same, when a primary's engine exited */
+#define FORCE_POLL_MS         5
 #define WARN_EVERY_MS         30000
 #define REBALANCE_SETTLE_S    5  /* quiet this long before primaries are moved back */
 #define MAX_WORK              64 /* groups handled per tick; the rest next tick */
@@ -317,6 +319,149 @@ static void fence(struct ha *h, const struct store_ha_work *w)
     free(password);
 }
 
+/* ---- cluster mode: taking over -------------------------------------------- */
+
+static bool became_primary(const struct cluster_node *n, const char *password)
+{
+    struct nodeio_repl repl;
+    char err[256];
+    return nodeio_replication(n, password, NODEIO_QUICK, &repl, err, sizeof(err)) && repl.primary;
+}
+
+/* Make replica n its shard's primary: CLUSTER FAILOVER FORCE while a
+ * majority of the cluster's primaries can vote for it, then TAKEOVER (no
+ * vote: the replica takes a new epoch itself) if FORCE has not won within
+ * force_ms or cannot win. *how is what was sent last. */
+static bool take_over(const struct cluster_node *n, const char *password, bool can_win,
+                      int force_ms, enum engine_failover_mode *how, char *err, size_t errsize)
+{
+    if (can_win) {
+        *how = ENGINE_FAILOVER_FORCE;
+        bool sent = nodeio_cluster_failover(n, password, NODEIO_QUICK, *how, err, errsize);
+        for (int waited = 0; sent && waited < force_ms; waited += FORCE_POLL_MS) {
+            if (became_primary(n, password))
+                return true;
+            struct timespec pause = {0, FORCE_POLL_MS * 1000000L};
+            nanosleep(&pause, NULL);
+        }
+        if (sent && became_primary(n, password))
+            return true;
+    }
+    *how = ENGINE_FAILOVER_TAKEOVER;
+    return nodeio_cluster_failover(n, password, NODEIO_QUICK, *how, err, errsize);
+}
+
+/* Whether an election for shard's replica can win: a majority of the
+ * primaries serving slots must answer, and shard's own cannot. */
+static bool majority_votes(const struct cluster_nodes *nodes, int shard)
+{
+    int shards = 0, voters = 0, last = -1;
+    for (size_t i = 0; i < nodes->count; i++) {
+        const struct cluster_node *n = &nodes->items[i];
+        if (n->slot_first < 0)
+            continue;
+        if (n->shard != last)
+            shards++;
+        last = n->shard;
+        if (n->shard != shard && strcmp(n->role, "primary") == 0 && !n->host_lost &&
+            strcmp(n->process_state, "running") == 0)
+            voters++;
+    }
+    return voters >= shards / 2 + 1;
+}
+
+/* ---- cluster mode: fast failover ------------------------------------------ */
+
+/* A primary's engine exited and its agent holds it down: it cannot come
+ * back as a primary, so nothing is gained by waiting for the engines to
+ * notice (node timeout, then an election). The most advanced replica takes
+ * over at once, and its role is recorded in the same transaction, under
+ * the cluster's failover lock (two cairnds do not both act). */
+struct fast {
+    const struct store_ha_work *w;
+    const struct cluster_node *old, *best;
+    const char *password;
+    bool can_win;
+    enum engine_failover_mode how;
+    char shard_name[16];
+    bool done;
+    char err[256];
+};
+
+static enum db_status fast_fn(struct db_conn *conn, void *arg)
+{
+    struct fast *f = arg;
+    bool locked = false, still = false;
+    enum db_status st = store_ha_try_lock(conn, f->w->cluster, &locked);
+    if (st != DB_OK || !locked)
+        return st != DB_OK ? st : DB_REFUSED;
+    if ((st = store_node_still_fallen(conn, f->old->id, &still)) != DB_OK || !still)
+        return st != DB_OK ? st : DB_REFUSED; /* back, or taken over already */
+    if (!take_over(f->best, f->password, f->can_win, FAST_FORCE_MS, &f->how, f->err,
+                   sizeof(f->err)))
+        return DB_REFUSED;
+    if ((st = store_node_designate_primary(conn, f->best->id)) != DB_OK)
+        return st;
+    long long took = time_now_ms() - f->w->since_ms;
+    const char *mode = engine_failover_mode_name(f->how);
+    char *message = xasprintf("shard %s: node %s (%s) took over by CLUSTER FAILOVER %s because the "
+                              "primary's %s; %lld ms after it went down",
+                              f->shard_name, f->best->id, f->best->az, mode, f->w->why, took);
+    json_t *detail = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "automatic", 1, "shard",
+                               f->shard_name, "from", f->old->id, "to", f->best->id, "az",
+                               f->best->az, "reason", f->w->why, "mode", mode, "duration_ms",
+                               (json_int_t)took);
+    char *text = json_dumps(detail, JSON_COMPACT);
+    st = store_event_add(conn, f->w->cluster, NULL, "FailoverComplete", "warning", message, text);
+    free(text);
+    json_decref(detail);
+    free(message);
+    if (st == DB_OK)
+        f->done = true;
+    return st;
+}
+
+static void fast_failover(struct ha *h, const struct store_ha_work *w)
+{
+    struct cluster_nodes nodes = {0};
+    char *password = NULL, err[256];
+    bool cluster_mode;
+
+    if (!cluster_nodes_load(h->app, w->cluster, &nodes, &password, &cluster_mode, err,
+                            sizeof(err))) {
+        log_warn("failover: cannot load the cluster", "cluster=%s error=\"%s\"", w->cluster, err);
+        return;
+    }
+    const struct cluster_node *old = cluster_nodes_find(&nodes, w->node);
+    const struct cluster_node *best =
+        old != NULL ? best_replica(&nodes, password, w->shard, old, false) : NULL;
+    if (best == NULL) {
+        if (!throttled(h, w->cluster, w->shard, WARN_EVERY_MS))
+            log_warn("failover: no replica holds the data; the engines will elect",
+                     "cluster=%s shard=%04d primary=%s", w->cluster, w->shard + 1, w->node);
+        goto out;
+    }
+    struct fast f = {.w = w, .old = old, .best = best, .password = password,
+                     .can_win = majority_votes(&nodes, w->shard)};
+    snprintf(f.shard_name, sizeof(f.shard_name), "%04d", w->shard + 1);
+    enum db_status st = db_tx(h->app->db, DB_READ_COMMITTED, fast_fn, &f);
+    if (!f.done) {
+        if (f.err[0] != '\0' && !throttled(h, w->cluster, w->shard, WARN_EVERY_MS))
+            log_warn("failover: the replica did not take over; the engines will elect",
+                     "cluster=%s node=%s error=\"%s\"", w->cluster, best->id, f.err);
+        else if (st != DB_REFUSED)
+            log_warn("failover: could not record the takeover", "cluster=%s status=%d",
+                     w->cluster, (int)st);
+        goto out;
+    }
+    log_warn("automatic failover", "cluster=%s shard=%s from=%s to=%s mode=%s ms=%lld", w->cluster,
+             f.shard_name, old->id, best->id, engine_failover_mode_name(f.how),
+             time_now_ms() - w->since_ms);
+out:
+    cluster_nodes_free(&nodes);
+    free(password);
+}
+
 /* ---- cluster mode: repair ------------------------------------------------ */
 
 struct forced {
@@ -332,13 +477,6 @@ static enum db_status forced_fn(struct db_conn *conn, void *arg)
         store_event_add(conn, f->cluster, NULL, "FailoverForced", "warning", f->message, text);
     free(text);
     return st;
-}
-
-static bool became_primary(const struct cluster_node *n, const char *password)
-{
-    struct nodeio_repl repl;
-    char err[256];
-    return nodeio_replication(n, password, NODEIO_QUICK, &repl, err, sizeof(err)) && repl.primary;
 }
 
 static void repair_shard(struct ha *h, const struct store_ha_work *w)
@@ -360,16 +498,8 @@ static void repair_shard(struct ha *h, const struct store_ha_work *w)
                  w->cluster, w->shard + 1);
         goto out;
     }
-    enum engine_failover_mode how = ENGINE_FAILOVER_FORCE;
-    bool sent = nodeio_cluster_failover(best, password, NODEIO_QUICK, how, err, sizeof(err));
-    for (int i = 0; sent && i < TAKEOVER_AFTER_MS / 100 && !became_primary(best, password); i++) {
-        struct timespec pause = {0, 100 * 1000000L};
-        nanosleep(&pause, NULL);
-    }
-    if (!sent || !became_primary(best, password)) {
-        how = ENGINE_FAILOVER_TAKEOVER;
-        sent = nodeio_cluster_failover(best, password, NODEIO_QUICK, how, err, sizeof(err));
-    }
+    enum engine_failover_mode how;
+    bool sent = take_over(best, password, true, TAKEOVER_AFTER_MS, &how, err, sizeof(err));
     const char *mode = engine_failover_mode_name(how);
     char shard[16];
     snprintf(shard, sizeof(shard), "%04d", w->shard + 1);
@@ -473,6 +603,9 @@ void ha_tick(struct ha *h, bool trust_losses)
     for (size_t i = 0; i < n; i++)
         fence(h, &rows[i]);
     int node_timeout_ms = atoi(engine_config_managed_find("cluster-node-timeout")->fallback);
+    n = run_query(h, STORE_HA_FALLEN_PRIMARIES, node_timeout_ms, trust_losses, rows);
+    for (size_t i = 0; i < n; i++)
+        fast_failover(h, &rows[i]);
     n = run_query(h, STORE_HA_LEADERLESS_SHARDS, node_timeout_ms, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         repair_shard(h, &rows[i]);

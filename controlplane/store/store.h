@@ -657,6 +657,7 @@ enum store_ha_finding {
     STORE_HA_DOWN_PRIMARIES,    /* limit: ms an unresponsive primary is given */
     STORE_HA_STRAY_PRIMARIES,   /* limit unused */
     STORE_HA_LEADERLESS_SHARDS, /* limit: the default node timeout, ms */
+    STORE_HA_FALLEN_PRIMARIES,  /* limit: the default node timeout, ms */
     STORE_HA_DEAD_NODES,        /* limit: seconds before a node is replaced */
 };
 /* One finding: the columns each query returns ('' or 0 where one does not
@@ -688,6 +689,9 @@ enum db_status store_ha_unbalanced(struct db_conn *conn, int settle_s, struct st
 enum db_status store_ha_try_lock(struct db_conn *conn, const char *cluster_id, bool *locked);
 /* Whether the node is still its shard's designated primary (locks it). */
 enum db_status store_node_still_primary(struct db_conn *conn, const char *node_id, bool *still);
+/* Whether the node is still its shard's primary with its engine exited
+ * (locks the shard's nodes). */
+enum db_status store_node_still_fallen(struct db_conn *conn, const char *node_id, bool *still);
 /* The node becomes its shard's designated primary, the others replicas. */
 enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id);
 /* A stray primary was made a replica (not yet linked). */

@@ -68,6 +68,28 @@ static const struct db_stmt leaderless_shards = {
     "     AND rh.status = 'healthy')"
     " ORDER BY c.id, s.index LIMIT 64"};
 
+/* Cluster mode: shards whose primary's engine exited while a replica runs
+ * on a healthy host. Its agent holds such a primary down (the desired set's
+ * hold_after_crash: automatic failover, which cluster mode always has, and
+ * a running shard-mate), so it cannot come back as a primary and the
+ * failover need not wait for the engines to notice: cairnd starts it at
+ * once. The node timeout is the cluster's, or the default ($1). */
+static const struct db_stmt fallen_primaries = {
+    "SELECT c.id, s.index, p.id, 'engine exited',"
+    "  (extract(epoch FROM coalesce(p.state_since, now())) * 1000)::bigint,"
+    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $1::int)"
+    " FROM clusters c JOIN shards s ON s.cluster_id = c.id AND s.removed_at IS NULL"
+    " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state = 'running'"
+    "   AND p.process_state = 'crashed'"
+    " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
+    "   AND coalesce((c.spec ->> 'automatic_failover')::boolean, false) AND " HA_CLUSTER_IDLE
+    "   AND NOT EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = s.id AND o.id <> p.id"
+    "     AND o.role = 'primary' AND o.process_state = 'running')"
+    "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
+    "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
+    "     AND rh.status = 'healthy')"
+    " ORDER BY c.id, s.index LIMIT 64"};
+
 /* Nodes to replace: their host lost (while losses are trusted, $2), or (a
  * replica's) engine crashed, for the replace-after time, and no longer a
  * serving shard's only primary (a
@@ -136,6 +158,13 @@ static const struct db_stmt lock_cluster = {
 static const struct db_stmt still_primary = {
     "SELECT role = 'primary' FROM nodes WHERE id = $1::uuid FOR UPDATE"};
 
+/* Locks every node of the shard, so that no report records the engines'
+ * view of it while cairnd changes it. */
+static const struct db_stmt still_fallen = {
+    "SELECT coalesce(bool_or(id = $1::uuid AND role = 'primary' AND process_state = 'crashed'),"
+    "  false) FROM (SELECT id, role, process_state FROM nodes"
+    "  WHERE shard_id = (SELECT shard_id FROM nodes WHERE id = $1::uuid) FOR UPDATE) shard"};
+
 static const struct db_stmt designate = {
     "UPDATE nodes SET role = CASE WHEN id = $1::uuid THEN 'primary' ELSE 'replica' END,"
     "  observed_role = CASE WHEN id = $1::uuid THEN 'primary' ELSE observed_role END,"
@@ -149,8 +178,8 @@ static const struct db_stmt demoted = {
     "  role_observed_at = now() WHERE id = $1::uuid"};
 
 /* In the order of enum store_ha_finding. */
-static const struct db_stmt *const findings[] = {&down_primaries, &stray_primaries,
-                                                 &leaderless_shards, &dead_nodes};
+static const struct db_stmt *const findings[] = {
+    &down_primaries, &stray_primaries, &leaderless_shards, &fallen_primaries, &dead_nodes};
 
 static void read_work(const PGresult *res, int row, void *item)
 {
@@ -169,8 +198,10 @@ enum db_status store_ha_find(struct db_conn *conn, enum store_ha_finding which, 
     struct db_params p = {0};
     if (which == STORE_HA_DOWN_PRIMARIES || which == STORE_HA_DEAD_NODES)
         db_param_int(&p, limit);
-    if (which != STORE_HA_STRAY_PRIMARIES)
+    if (which != STORE_HA_STRAY_PRIMARIES && which != STORE_HA_FALLEN_PRIMARIES)
         db_param_bool(&p, trust_losses);
+    if (which == STORE_HA_FALLEN_PRIMARIES)
+        db_param_int(&p, limit);
     if (which == STORE_HA_LEADERLESS_SHARDS)
         db_param_int(&p, limit);
     return store_read_into(conn, findings[which], &p, read_work, rows, sizeof(*rows), max, n);
@@ -218,6 +249,11 @@ enum db_status store_ha_try_lock(struct db_conn *conn, const char *cluster_id, b
 enum db_status store_node_still_primary(struct db_conn *conn, const char *node_id, bool *still)
 {
     return one_bool(conn, &still_primary, node_id, still);
+}
+
+enum db_status store_node_still_fallen(struct db_conn *conn, const char *node_id, bool *still)
+{
+    return one_bool(conn, &still_fallen, node_id, still);
 }
 
 enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id)
