@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "cluster.h"
 #include "converge.h"
 #include "desired.h"
 #include "engine_config.h"
@@ -380,6 +381,30 @@ static bool write_config(struct agent *a, struct agent_node *n, char *err, size_
     return ok;
 }
 
+/* Before a cluster-mode engine loads nodes.conf: replicas' lines made to
+ * carry their primaries' shard ids (engine_nodes_conf_heal()), or Valkey
+ * 8.0 would refuse to start at all. The file is the engine's; only that
+ * field changes, atomically. */
+static void heal_nodes_conf(const struct agent_node *n)
+{
+    if (!json_is_true(json_object_get(n->want.config, "cluster_enabled")))
+        return;
+    char *path = xasprintf("%s/nodes.conf", n->data_dir), err[256];
+    size_t len = 0, healed = 0;
+    char *text = agent_files_read(path, 16 << 20, &len);
+    char *fixed = text != NULL ? engine_nodes_conf_heal(text, len, &healed) : NULL;
+    if (fixed != NULL) {
+        if (agent_files_write_atomic(path, fixed, len, 0600, err, sizeof(err)))
+            log_warn("nodes.conf: replicas given their primaries' shard ids", "node=%s lines=%zu",
+                     n->id, healed);
+        else
+            log_warn("could not heal nodes.conf", "node=%s error=\"%s\"", n->id, err);
+    }
+    free(fixed);
+    free(text);
+    free(path);
+}
+
 static bool start_engine(struct agent *a, struct agent_node *n, int64_t now_us, char *err,
                          size_t errsize)
 {
@@ -400,6 +425,7 @@ static bool start_engine(struct agent *a, struct agent_node *n, int64_t now_us, 
     n->has_run = true;
     if (!save_run(n, err, errsize))
         return false;
+    heal_nodes_conf(n);
     if (!agent_proc_spawn(bin->path, n->conf_path, n->log_path, &n->pid, &n->pidfd, err, errsize))
         return false;
     /* The engine writes the pidfile too, but only once it has started. */
@@ -457,6 +483,11 @@ static void on_exit_of(struct agent *a, struct agent_node *n, bool have_status, 
         agent_proc_describe(wstatus, how, sizeof(how));
     close(n->pidfd);
     n->pidfd = -1;
+    /* An engine killed from outside leaves its fork children behind (an
+     * AOF rewrite, a snapshot for a replica) in its process group, and one
+     * of them still holds nodes.conf's lock and the data files: the engine
+     * could not start again until it ends. Nothing needs them now. */
+    agent_proc_signal_group(n->pid, SIGKILL);
     agent_pinger_free(n->pinger);
     n->pinger = NULL;
     (void)unlink(n->pid_path);

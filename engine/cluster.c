@@ -1,4 +1,6 @@
-/* cluster.c -- parsers for CLUSTER NODES, CLUSTER SLOTS and CLUSTER SHARDS. */
+/* cluster.c -- parsers for CLUSTER NODES, CLUSTER SLOTS and CLUSTER SHARDS, and the healing of
+ * nodes.conf before an engine loads it. */
+#define _GNU_SOURCE /* memmem */
 #include "cluster.h"
 
 #include <ctype.h>
@@ -632,4 +634,101 @@ engine_cluster_shard_primary(const struct engine_cluster_shard *shard)
             return &shard->nodes[i];
     }
     return NULL;
+}
+
+/* ---- nodes.conf ------------------------------------------------------------- */
+
+#define SHARD_ID_KEY ",shard-id="
+
+/* One line of nodes.conf: its node id, where its shard id's 40 digits are
+ * (NULL: none), whether it is a replica and of which primary. */
+struct conf_line {
+    const char *id, *shard, *primary;
+    bool replica;
+};
+
+/* The n-th space-separated field of the line [s, end), or NULL; *flen its
+ * length. */
+static const char *conf_field(const char *s, const char *end, int n, size_t *flen)
+{
+    for (int i = 0; s < end; i++) {
+        const char *sp = memchr(s, ' ', (size_t)(end - s));
+        const char *stop = sp != NULL ? sp : end;
+        if (i == n) {
+            *flen = (size_t)(stop - s);
+            return s;
+        }
+        s = stop + 1;
+    }
+    return NULL;
+}
+
+static bool conf_line_parse(const char *s, const char *end, struct conf_line *out)
+{
+    size_t idlen = 0, addrlen = 0, flagslen = 0, primarylen = 0;
+    const char *id = conf_field(s, end, 0, &idlen), *addr = conf_field(s, end, 1, &addrlen);
+    const char *flags = conf_field(s, end, 2, &flagslen);
+    const char *primary = conf_field(s, end, 3, &primarylen);
+    if (primary == NULL || !engine_cluster_id_valid(id, idlen))
+        return false;
+    *out = (struct conf_line){.id = id};
+    for (const char *f = flags; f < flags + flagslen;) {
+        const char *comma = memchr(f, ',', (size_t)(flags + flagslen - f));
+        const char *stop = comma != NULL ? comma : flags + flagslen;
+        if (stop - f == 5 && memcmp(f, "slave", 5) == 0)
+            out->replica = true;
+        f = stop + 1;
+    }
+    if (out->replica && engine_cluster_id_valid(primary, primarylen))
+        out->primary = primary;
+    const char *key = memmem(addr, addrlen, SHARD_ID_KEY, strlen(SHARD_ID_KEY));
+    if (key != NULL) {
+        const char *digits = key + strlen(SHARD_ID_KEY);
+        size_t left = (size_t)(addr + addrlen - digits);
+        if (left >= ENGINE_CLUSTER_ID_LEN && engine_cluster_id_valid(digits, ENGINE_CLUSTER_ID_LEN))
+            out->shard = digits;
+    }
+    return true;
+}
+
+char *engine_nodes_conf_heal(const char *text, size_t len, size_t *healed)
+{
+    struct conf_line *lines = NULL;
+    size_t n = 0, cap = 0;
+
+    for (const char *s = text, *end; s < text + len; s = end + 1) {
+        end = memchr(s, '\n', (size_t)(text + len - s));
+        if (end == NULL)
+            end = text + len;
+        struct conf_line l;
+        if (!conf_line_parse(s, end, &l))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            lines = xrealloc(lines, cap * sizeof(*lines));
+        }
+        lines[n++] = l;
+    }
+    char *out = NULL;
+    *healed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (lines[i].primary == NULL || lines[i].shard == NULL)
+            continue;
+        for (size_t j = 0; j < n; j++) {
+            if (memcmp(lines[j].id, lines[i].primary, ENGINE_CLUSTER_ID_LEN) != 0 ||
+                lines[j].shard == NULL ||
+                memcmp(lines[j].shard, lines[i].shard, ENGINE_CLUSTER_ID_LEN) == 0)
+                continue;
+            if (out == NULL) {
+                out = xmalloc(len + 1);
+                memcpy(out, text, len);
+                out[len] = '\0';
+            }
+            memcpy(out + (lines[i].shard - text), lines[j].shard, ENGINE_CLUSTER_ID_LEN);
+            (*healed)++;
+            break;
+        }
+    }
+    free(lines);
+    return out;
 }

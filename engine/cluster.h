@@ -179,4 +179,14 @@ engine_cluster_shard_primary(const struct engine_cluster_shard *shard);
 /* "online", "fail", "loading" or "unknown". */
 const char *engine_cluster_health_name(enum engine_cluster_health health);
 
+/* nodes.conf, the engines' own record of the cluster, as it is loaded at
+ * start: Valkey 8.0 refuses to start (corrupted cluster config file) when a
+ * replica's line carries another shard id than its primary's, which a node
+ * killed soon after its cluster formed or failed over can leave behind. A
+ * replica always belongs to its primary's shard (newer engines load it so),
+ * so its line is given the primary's shard id. Returns a healed copy of the
+ * len bytes at text (caller frees) with *healed the lines changed, or NULL
+ * when no line needs it. */
+char *engine_nodes_conf_heal(const char *text, size_t len, size_t *healed);
+
 #endif

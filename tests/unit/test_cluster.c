@@ -826,6 +826,62 @@ static void test_shards_node_keys(void **state)
     engine_cluster_shards_free(&shards);
 }
 
+/* nodes.conf as a Valkey 8.0 node killed soon after a failover left it:
+ * the replica's line names another shard than its primary's. */
+#define P1    "8350c749ab21e4b3d6dc30acce2f07b380002b16"
+#define R1    "d49c8ca5fd3e045ba97abdc34013f1c462637edf"
+#define P2    "1111111111111111111111111111111111111111"
+#define S1    "3e18d723b117dd9bdab5afbda5423cab4ee06ef3"
+#define S2    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define STALE "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define CONF_LINE(id, port, shard, flags, primary, slots)                                          \
+    id " 127.0.0.1:" port "@2" port ",,tls-port=0,nodename=n,shard-id=" shard " " flags            \
+       " " primary " 0 1796186981303 4 connected" slots "\n"
+
+static void test_nodes_conf_heal(void **state)
+{
+    (void)state;
+    const char *bad = CONF_LINE(R1, "3342", STALE, "myself,slave", P1, "")
+        CONF_LINE(P1, "3343", S1, "master", "-", " 0-8191")
+            CONF_LINE(P2, "3344", S2, "master", "-", " 8192-16383") "vars currentEpoch 4\n";
+    const char *good = CONF_LINE(R1, "3342", S1, "myself,slave", P1, "")
+        CONF_LINE(P1, "3343", S1, "master", "-", " 0-8191")
+            CONF_LINE(P2, "3344", S2, "master", "-", " 8192-16383") "vars currentEpoch 4\n";
+    size_t healed = 99;
+
+    char *fixed = engine_nodes_conf_heal(bad, strlen(bad), &healed);
+    assert_non_null(fixed);
+    assert_string_equal(fixed, good);
+    assert_int_equal(healed, 1);
+    free(fixed);
+
+    /* Consistent files, and lines it cannot read, are left alone. */
+    assert_null(engine_nodes_conf_heal(good, strlen(good), &healed));
+    assert_int_equal(healed, 0);
+    const char *odd[] = {
+        "",
+        "vars currentEpoch 4\n",
+        CONF_LINE(R1, "3342", STALE, "slave", P2, ""),            /* its primary not in the file */
+        R1 " 127.0.0.1:3342@23342 slave " P1 " 0 0 4 connected\n" /* no shard ids */
+        CONF_LINE(P1, "3343", S1, "master", "-", ""),
+        CONF_LINE(R1, "3342", "short", "slave", P1, "")
+            CONF_LINE(P1, "3343", S1, "master", "-", ""),
+        "garbage line\nmore garbage " P1 "\n",
+    };
+    for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+        assert_null(engine_nodes_conf_heal(odd[i], strlen(odd[i]), &healed));
+        assert_int_equal(healed, 0);
+    }
+    /* Without a final newline too. */
+    char *cut = strdup(bad);
+    cut[strlen(cut) - 1] = '\0';
+    fixed = engine_nodes_conf_heal(cut, strlen(cut), &healed);
+    assert_non_null(fixed);
+    assert_int_equal(healed, 1);
+    free(fixed);
+    free(cut);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -844,6 +900,7 @@ int main(void)
         cmocka_unit_test(test_shards_forms),
         cmocka_unit_test(test_shards_malformed),
         cmocka_unit_test(test_shards_node_keys),
+        cmocka_unit_test(test_nodes_conf_heal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
