@@ -52,7 +52,7 @@
 
 #define UNRESPONSIVE_GRACE_MS 1000 /* beyond the agent's own 1 s without PONG */
 #define TAKEOVER_AFTER_MS     1000 /* FORCE not done by then: TAKEOVER */
-#define FAST_FORCE_MS         300  /* the same, when a primary's engine exited */
+#define FAST_FORCE_MS         500  /* the same, when a primary's engine exited */
 #define FORCE_POLL_MS         5
 #define WARN_EVERY_MS         30000
 #define REBALANCE_SETTLE_S    5  /* quiet this long before primaries are moved back */
@@ -407,10 +407,10 @@ static enum db_status fast_fn(struct db_conn *conn, void *arg)
     char *message = xasprintf("shard %s: node %s (%s) took over by CLUSTER FAILOVER %s because the "
                               "primary's %s; %lld ms after it went down",
                               f->shard_name, f->best->id, f->best->az, mode, f->w->why, took);
-    json_t *detail = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "automatic", 1, "shard",
-                               f->shard_name, "from", f->old->id, "to", f->best->id, "az",
-                               f->best->az, "reason", f->w->why, "mode", mode, "duration_ms",
-                               (json_int_t)took);
+    json_t *detail =
+        json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "automatic", 1, "shard",
+                  f->shard_name, "from", f->old->id, "to", f->best->id, "az", f->best->az, "reason",
+                  f->w->why, "mode", mode, "duration_ms", (json_int_t)took);
     char *text = json_dumps(detail, JSON_COMPACT);
     st = store_event_add(conn, f->w->cluster, NULL, "FailoverComplete", "warning", message, text);
     free(text);
@@ -441,7 +441,10 @@ static void fast_failover(struct ha *h, const struct store_ha_work *w)
                      "cluster=%s shard=%04d primary=%s", w->cluster, w->shard + 1, w->node);
         goto out;
     }
-    struct fast f = {.w = w, .old = old, .best = best, .password = password,
+    struct fast f = {.w = w,
+                     .old = old,
+                     .best = best,
+                     .password = password,
                      .can_win = majority_votes(&nodes, w->shard)};
     snprintf(f.shard_name, sizeof(f.shard_name), "%04d", w->shard + 1);
     enum db_status st = db_tx(h->app->db, DB_READ_COMMITTED, fast_fn, &f);
@@ -450,8 +453,8 @@ static void fast_failover(struct ha *h, const struct store_ha_work *w)
             log_warn("failover: the replica did not take over; the engines will elect",
                      "cluster=%s node=%s error=\"%s\"", w->cluster, best->id, f.err);
         else if (st != DB_REFUSED)
-            log_warn("failover: could not record the takeover", "cluster=%s status=%d",
-                     w->cluster, (int)st);
+            log_warn("failover: could not record the takeover", "cluster=%s status=%d", w->cluster,
+                     (int)st);
         goto out;
     }
     log_warn("automatic failover", "cluster=%s shard=%s from=%s to=%s mode=%s ms=%lld", w->cluster,

@@ -74,6 +74,11 @@ static enum db_status check_fn(struct db_conn *conn, void *arg)
     enum db_status st = store_hosts_mark_lost(conn, c->m->timeout_s, c->watched_s, &marked);
     if (st == DB_OK && marked > 0)
         log_warn("hosts lost", "count=%d timeout_s=%d", marked, c->m->timeout_s);
+    int changed = 0;
+    if (st == DB_OK)
+        st = store_clusters_track_health(conn, &changed);
+    if (st == DB_OK && changed > 0)
+        log_info("cluster statuses changed", "count=%d", changed);
     return st;
 }
 

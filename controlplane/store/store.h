@@ -694,6 +694,10 @@ enum db_status store_node_still_primary(struct db_conn *conn, const char *node_i
 enum db_status store_node_still_fallen(struct db_conn *conn, const char *node_id, bool *still);
 /* The node becomes its shard's designated primary, the others replicas. */
 enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id);
+/* Clusters available with a node down become degraded, degraded ones
+ * whose nodes all run become available again, each with an event; *changed
+ * of them. */
+enum db_status store_clusters_track_health(struct db_conn *conn, int *changed);
 /* A stray primary was made a replica (not yet linked). */
 enum db_status store_node_demoted(struct db_conn *conn, const char *node_id);
 

@@ -177,6 +177,36 @@ static const struct db_stmt demoted = {
     "UPDATE nodes SET observed_role = 'replica', master_link_status = 'down',"
     "  role_observed_at = now() WHERE id = $1::uuid"};
 
+/* A cluster that is available but has a node down -- its engine not
+ * running, or its host lost -- runs without the redundancy it was built
+ * with: it is degraded until every node runs again (on its own, by a
+ * failover and the old primary's return, or by a replacement). Only these
+ * two statuses change here; an operation's own statuses are left to it.
+ * Each change is an event. */
+static const struct db_stmt track_health = {
+    "WITH health AS (SELECT c.id, c.status,"
+    "     count(*) FILTER (WHERE n.process_state IS DISTINCT FROM 'running'"
+    "       OR h.status <> 'healthy') AS down, count(*) AS total,"
+    "     string_agg(s.name || ' ' || n.id || ' ' || coalesce(n.process_state, 'pending')"
+    "       || CASE WHEN h.status <> 'healthy' THEN ' (host ' || h.status || ')' ELSE '' END,"
+    "       ', ' ORDER BY s.index, n.id) FILTER (WHERE n.process_state IS DISTINCT FROM"
+    "       'running' OR h.status <> 'healthy') AS which"
+    "   FROM clusters c JOIN nodes n ON n.cluster_id = c.id AND n.desired_state = 'running'"
+    "   JOIN shards s ON s.id = n.shard_id JOIN hosts h ON h.id = n.host_id"
+    "   WHERE c.status IN ('available', 'degraded') GROUP BY c.id, c.status),"
+    " changed AS (UPDATE clusters c SET status = CASE WHEN hl.down > 0 THEN 'degraded'"
+    "     ELSE 'available' END, updated_at = now()"
+    "   FROM health hl WHERE c.id = hl.id"
+    "     AND c.status <> CASE WHEN hl.down > 0 THEN 'degraded' ELSE 'available' END"
+    "   RETURNING c.id, c.status, hl.down, hl.total, hl.which)"
+    " INSERT INTO events (cluster_id, type, severity, message, detail)"
+    " SELECT id, CASE WHEN status = 'degraded' THEN 'ClusterDegraded' ELSE 'ClusterRecovered' END,"
+    "   CASE WHEN status = 'degraded' THEN 'warning' ELSE 'info' END,"
+    "   CASE WHEN status = 'degraded' THEN format('%s of %s nodes down: %s', down, total, which)"
+    "     ELSE format('all %s nodes running again', total) END,"
+    "   jsonb_build_object('nodes_down', down, 'nodes', total)"
+    " FROM changed RETURNING cluster_id"};
+
 /* In the order of enum store_ha_finding. */
 static const struct db_stmt *const findings[] = {
     &down_primaries, &stray_primaries, &leaderless_shards, &fallen_primaries, &dead_nodes};
@@ -264,4 +294,15 @@ enum db_status store_node_designate_primary(struct db_conn *conn, const char *no
 enum db_status store_node_demoted(struct db_conn *conn, const char *node_id)
 {
     return store_exec(conn, &demoted, node_id, NULL);
+}
+
+enum db_status store_clusters_track_health(struct db_conn *conn, int *changed)
+{
+    enum db_status st;
+    PGresult *res = db_query(conn, &track_health, 0, NULL, &st);
+    if (res == NULL)
+        return st;
+    *changed = PQntuples(res);
+    PQclear(res);
+    return DB_OK;
 }

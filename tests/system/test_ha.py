@@ -313,16 +313,27 @@ def test_cluster_mode_kill9_primary_serves_all_slots_again(stack, cleanup):
                                 and all(n["status"] == "running" for n in nodes(b))
                                 else None)(clusters.get(stack.api, cid)),
                        30, "the old primary back as a replica")
+    # The restarted engine calls itself primary until the cluster's gossip
+    # tells it who took its slots, a moment later.
     o = next(n for n in nodes(after) if n["id"] == old["id"])
-    eq(engine_role(o["address"], o["port"], pw), "replica", "its engine says so")
+    wait_until(lambda: engine_role(o["address"], o["port"], pw) == "replica", 10,
+               "its engine a replica too")
     wait_until(lambda: rc.all(lambda c: all(c.get(f"s{i}") == str(i) for i in range(300))), 10,
                "every key readable")
     # cairnd's takeover, not the engines' election (which would come only
     # after the 5 s node timeout).
     evs = automatic_failovers(stack.api, cid)
-    eq([(e["detail"]["from"], e["detail"]["mode"], e["detail"]["reason"]) for e in evs],
-       [(old["id"], "FORCE", "engine exited")], "one takeover by cairnd")
+    eq([(e["detail"]["from"], e["detail"]["reason"]) for e in evs],
+       [(old["id"], "engine exited")], "one takeover by cairnd")
+    # Two primaries of three can vote: FORCE (TAKEOVER only should the
+    # vote not be over within 0.5 s, as on a machine too busy to hold it).
+    assert evs[0]["detail"]["mode"] in ("FORCE", "TAKEOVER"), evs
     assert not any(e["detail"].get("elected") for e in evs), evs
+    # Honest status: degraded while the old node was down, available again.
+    health = [(e["type"], e["detail"]["nodes_down"]) for e in events(stack.api, cid)
+              if e["type"] in ("ClusterDegraded", "ClusterRecovered")]
+    eq(health[-2:], [("ClusterDegraded", 1), ("ClusterRecovered", 0)], "status events")
+    eq(clusters.get(stack.api, cid)["status"], "available", "status once whole")
 
     # The election left two primaries in one AZ; once the cluster has
     # settled, a planned failover puts one primary back in each AZ.
