@@ -65,9 +65,19 @@ struct mark {
     long long at_ms;
 };
 
+/* A host some replica's agent finds its primary silent on: when its agent
+ * was asked to report, and when it had last been heard from then. */
+struct suspect {
+    char host[40];
+    long long woken_ms;      /* monotonic; 0: not yet */
+    long long agent_seen_ms; /* its last_seen_at at the wake */
+    long long found_ms;      /* the last tick that found it */
+};
+
 struct ha {
     struct app *app;
     struct mark marks[MAX_WORK];
+    struct suspect suspects[MAX_WORK];
 };
 
 struct ha *ha_new(struct app *app)
@@ -592,6 +602,141 @@ static enum db_status rebalance_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
+/* ---- host loss, from several vantage points ------------------------------ */
+
+/* A frozen or cut-off host is the common real failure, and its agent's
+ * heartbeat timeout (seconds) is slow to say so. The agents of the
+ * replicas probe their primaries several times a second: when one reports
+ * its primary silent, cairnd asks the primary's agent to report at once
+ * (a live agent does within milliseconds) and probes the primary itself.
+ * The host is lost when its agent stays silent and the primary answers a
+ * majority of neither those agents (silent for HA_LOST_MS) nor cairnd. A
+ * dead agent whose engines answer is not a failover (the engines serve;
+ * its heartbeat timeout will call the host lost), nor is an engine that
+ * stalls while its agent answers. */
+
+#define WAKE_GRACE_MS 300  /* a live agent asked to report has done so by then */
+#define REWAKE_MS     1000 /* an agent that answered is asked again at most this often */
+#define PROBE_WAIT    ((struct nodeio_wait){200, 300})
+
+/* The suspect entry of host (a free or the oldest one if it has none). */
+static struct suspect *suspect_of(struct ha *h, const char *host)
+{
+    struct suspect *oldest = &h->suspects[0];
+    for (size_t i = 0; i < MAX_WORK; i++) {
+        struct suspect *s = &h->suspects[i];
+        if (strcmp(s->host, host) == 0)
+            return s;
+        if (s->found_ms < oldest->found_ms)
+            oldest = s;
+    }
+    *oldest = (struct suspect){0};
+    snprintf(oldest->host, sizeof(oldest->host), "%s", host);
+    return oldest;
+}
+
+/* Whether cairnd itself gets an answer from the node's engine. */
+static bool answers_cairnd(struct ha *h, const char *cluster, const char *node)
+{
+    struct cluster_nodes nodes = {0};
+    char *password = NULL, err[256];
+    bool cluster_mode, answered = false;
+
+    if (cluster_nodes_load(h->app, cluster, &nodes, &password, &cluster_mode, err, sizeof(err))) {
+        const struct cluster_node *n = cluster_nodes_find(&nodes, node);
+        answered = n != NULL && n->port > 0 && nodeio_ping(n, password, PROBE_WAIT);
+    } else {
+        answered = true; /* no evidence either way: do not act on it */
+    }
+    cluster_nodes_free(&nodes);
+    free(password);
+    return answered;
+}
+
+struct silent_hosts {
+    struct store_silent_primary rows[MAX_WORK];
+    size_t n;
+    int fresh_ms;
+};
+
+static enum db_status silent_fn(struct db_conn *conn, void *arg)
+{
+    struct silent_hosts *q = arg;
+    return store_ha_silent_primaries(conn, HA_SUSPECT_MS, HA_LOST_MS, q->fresh_ms, q->rows,
+                                     MAX_WORK, &q->n);
+}
+
+struct host_call {
+    const char *host;
+    const char *why, *detail;
+    bool marked;
+};
+
+static enum db_status wake_fn(struct db_conn *conn, void *arg)
+{
+    return store_host_wake(conn, ((const struct host_call *)arg)->host);
+}
+
+static enum db_status lost_fn(struct db_conn *conn, void *arg)
+{
+    struct host_call *c = arg;
+    return store_host_lost_now(conn, c->host, c->why, c->detail, &c->marked);
+}
+
+static void judge(struct ha *h, const struct store_silent_primary *sp, bool trust, long long now)
+{
+    struct suspect *s = suspect_of(h, sp->host);
+    s->found_ms = now;
+    bool answered = s->woken_ms != 0 && sp->agent_seen_ms != s->agent_seen_ms;
+    if (s->woken_ms == 0 || (answered && now - s->woken_ms >= REWAKE_MS)) {
+        struct host_call c = {sp->host, NULL, NULL, false};
+        if (db_run(h->app->db, wake_fn, &c) != DB_OK)
+            return;
+        if (s->woken_ms == 0)
+            log_info("a primary is silent to its replica's agent; asking its host's agent",
+                     "host=%s node=%s silent_ms=%lld", sp->host, sp->node, sp->silent_ms);
+        s->woken_ms = now;
+        s->agent_seen_ms = sp->agent_seen_ms;
+        return;
+    }
+    if (answered || now - s->woken_ms < WAKE_GRACE_MS || !trust)
+        return; /* its agent lives (the engine stalls, or only a link is cut) */
+    bool cairnd_silent = !answers_cairnd(h, sp->cluster, sp->node);
+    int voters = sp->vantage + 1, votes = sp->silent + (cairnd_silent ? 1 : 0);
+    if (2 * votes <= voters)
+        return;
+    long long agent_ms = time_now_ms() - sp->agent_seen_ms;
+    char *why = xasprintf("its agent was silent for %lld ms, asked to report %lld ms ago, and "
+                          "node %s did not answer %d of %d vantage points",
+                          agent_ms, now - s->woken_ms, sp->node, votes, voters);
+    json_t *detail = json_pack("{s:s, s:s, s:I, s:i, s:i, s:b}", "reason", "vantage", "node",
+                               sp->node, "agent_silent_ms", (json_int_t)agent_ms, "vantage_points",
+                               voters, "silent_to", votes, "cairnd_reached", !cairnd_silent);
+    char *text = json_dumps(detail, JSON_COMPACT);
+    struct host_call c = {sp->host, why, text, false};
+    if (db_run(h->app->db, lost_fn, &c) == DB_OK && c.marked)
+        log_warn("host lost", "host=%s reason=\"%s\"", sp->host, why);
+    free(text);
+    json_decref(detail);
+    free(why);
+}
+
+static void watch_silent_hosts(struct ha *h, bool trust)
+{
+    struct silent_hosts *q = xcalloc(1, sizeof(*q));
+    q->fresh_ms = h->app->cfg.sync_wait_ms + 1500;
+    long long now = time_mono_us() / 1000;
+    if (db_run(h->app->db, silent_fn, q) == DB_OK) {
+        for (size_t i = 0; i < q->n; i++)
+            judge(h, &q->rows[i], trust, now);
+    }
+    for (size_t i = 0; i < MAX_WORK; i++) {
+        if (h->suspects[i].found_ms != now)
+            h->suspects[i] = (struct suspect){0}; /* answering again, or lost now */
+    }
+    free(q);
+}
+
 /* ---- the tick ------------------------------------------------------------- */
 
 void ha_tick(struct ha *h, bool trust_losses)
@@ -599,6 +744,7 @@ void ha_tick(struct ha *h, bool trust_losses)
     struct store_ha_work *rows = xcalloc(MAX_WORK, sizeof(*rows));
     size_t n;
 
+    watch_silent_hosts(h, trust_losses);
     n = run_query(h, STORE_HA_DOWN_PRIMARIES, UNRESPONSIVE_GRACE_MS, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         failover_group(h, &rows[i]);

@@ -10,6 +10,14 @@
 
 #include "app.h"
 
+/* A replica's agent that reports its primary silent this long (its
+ * primary_silent_ms) makes cairnd look at the primary's host at once: its
+ * agent is asked to report, and the host is lost if that agent stays
+ * silent and the host's engines do not answer a majority of the vantage
+ * points (cairnd and the replicas' agents) for HA_LOST_MS. */
+#define HA_SUSPECT_MS 500
+#define HA_LOST_MS    1000
+
 struct ha;
 
 struct ha *ha_new(struct app *app);

@@ -8,6 +8,7 @@
 #include "api.h"
 #include "catalog.h"
 #include "cluster_nodes.h"
+#include "ha.h"
 #include "log.h"
 #include "monitor.h"
 #include "timeutil.h"
@@ -121,6 +122,12 @@ static const struct jspec_field node_fields[] = {
     {.name = "loading", .type = JSPEC_BOOLEAN, .nullable = true},
     {.name = "restarts", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
     {.name = "observed_ms_ago",
+     .type = JSPEC_INTEGER,
+     .nullable = true,
+     .has_range = true,
+     .min = 0,
+     .max = 1e9},
+    {.name = "primary_silent_ms",
      .type = JSPEC_INTEGER,
      .nullable = true,
      .has_range = true,
@@ -287,6 +294,8 @@ static bool reports_trouble(const json_t *nodes)
         const char *status = json_string_value(json_object_get(n, "status"));
         if (status != NULL &&
             (strcmp(status, "crashed") == 0 || strcmp(status, "unresponsive") == 0))
+            return true;
+        if (json_integer_value(json_object_get(n, "primary_silent_ms")) >= HA_SUSPECT_MS)
             return true;
     }
     return false;

@@ -689,11 +689,32 @@ enum db_status store_ha_unbalanced(struct db_conn *conn, int settle_s, struct st
 enum db_status store_ha_try_lock(struct db_conn *conn, const char *cluster_id, bool *locked);
 /* Whether the node is still its shard's designated primary (locks it). */
 enum db_status store_node_still_primary(struct db_conn *conn, const char *node_id, bool *still);
-/* Whether the node is still its shard's primary with its engine exited
- * (locks the shard's nodes). */
+/* Whether the node is still its shard's primary with its engine exited or
+ * its host lost (locks the shard's nodes). */
 enum db_status store_node_still_fallen(struct db_conn *conn, const char *node_id, bool *still);
 /* The node becomes its shard's designated primary, the others replicas. */
 enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id);
+/* A primary some replica's agent finds silent (store_ha.c, ha.c). */
+struct store_silent_primary {
+    char host[40], node[40], cluster[48];
+    int vantage;             /* replicas' agents watching it */
+    int silent;              /* of them, finding it silent for lost_ms */
+    long long agent_seen_ms; /* its host's agent last heard from, epoch ms */
+    long long silent_ms;     /* the longest silence reported */
+};
+/* Primaries on healthy hosts that a replica's agent finds silent for
+ * suspect_ms, with the agents watching them (heard from in fresh_ms) and
+ * how many find them silent for lost_ms; at most max into rows. */
+enum db_status store_ha_silent_primaries(struct db_conn *conn, int suspect_ms, int lost_ms,
+                                         int fresh_ms, struct store_silent_primary *rows,
+                                         size_t max, size_t *n);
+/* Have the host's agent report at once (its waiting sync is answered). */
+enum db_status store_host_wake(struct db_conn *conn, const char *host_id);
+/* The host is lost: status and a HostLost event with why (its message,
+ * after the host's name) and detail (a JSON object merged into the
+ * event's); *marked false when it was not healthy. */
+enum db_status store_host_lost_now(struct db_conn *conn, const char *host_id, const char *why,
+                                   const char *detail, bool *marked);
 /* Clusters available with a node down become degraded, degraded ones
  * whose nodes all run become available again, each with an event; *changed
  * of them. */

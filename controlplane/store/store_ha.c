@@ -68,20 +68,26 @@ static const struct db_stmt leaderless_shards = {
     "     AND rh.status = 'healthy')"
     " ORDER BY c.id, s.index LIMIT 64"};
 
-/* Cluster mode: shards whose primary's engine exited while a replica runs
- * on a healthy host. Its agent holds such a primary down (the desired set's
+/* Cluster mode: shards whose primary's engine exited, or whose host was
+ * found lost (while losses are trusted, $2), while a replica runs on a
+ * healthy host. Its agent holds an exited primary down (the desired set's
  * hold_after_crash: automatic failover, which cluster mode always has, and
- * a running shard-mate), so it cannot come back as a primary and the
+ * a running shard-mate), and a lost host's engines answer no one; either
+ * way it cannot serve as a primary again before it learns of the new one
+ * (a frozen engine that wakes sees a newer epoch claim its slots), so the
  * failover need not wait for the engines to notice: cairnd starts it at
  * once. The node timeout is the cluster's, or the default ($1). */
 static const struct db_stmt fallen_primaries = {
-    "SELECT c.id, s.index, p.id, 'engine exited',"
-    "  (extract(epoch FROM coalesce(p.state_since, now())) * 1000)::bigint,"
+    "SELECT c.id, s.index, p.id,"
+    "  CASE WHEN h.status = 'lost' THEN 'host was lost' ELSE 'engine exited' END,"
+    "  (extract(epoch FROM CASE WHEN h.status = 'lost' THEN h.updated_at"
+    "     ELSE coalesce(p.state_since, now()) END) * 1000)::bigint,"
     "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $1::int)"
     " FROM clusters c JOIN shards s ON s.cluster_id = c.id AND s.removed_at IS NULL"
     " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state = 'running'"
-    "   AND p.process_state = 'crashed'"
-    " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
+    " JOIN hosts h ON h.id = p.host_id"
+    " WHERE (p.process_state = 'crashed' OR (h.status = 'lost' AND $2::boolean))"
+    "   AND coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
     "   AND coalesce((c.spec ->> 'automatic_failover')::boolean, false) AND " HA_CLUSTER_IDLE
     "   AND NOT EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = s.id AND o.id <> p.id"
     "     AND o.role = 'primary' AND o.process_state = 'running')"
@@ -161,8 +167,9 @@ static const struct db_stmt still_primary = {
 /* Locks every node of the shard, so that no report records the engines'
  * view of it while cairnd changes it. */
 static const struct db_stmt still_fallen = {
-    "SELECT coalesce(bool_or(id = $1::uuid AND role = 'primary' AND process_state = 'crashed'),"
-    "  false) FROM (SELECT id, role, process_state FROM nodes"
+    "SELECT coalesce(bool_or(id = $1::uuid AND role = 'primary' AND (process_state = 'crashed'"
+    "  OR (SELECT status = 'lost' FROM hosts WHERE hosts.id = shard.host_id))), false)"
+    " FROM (SELECT id, role, process_state, host_id FROM nodes"
     "  WHERE shard_id = (SELECT shard_id FROM nodes WHERE id = $1::uuid) FOR UPDATE) shard"};
 
 static const struct db_stmt designate = {
@@ -176,6 +183,44 @@ static const struct db_stmt designate = {
 static const struct db_stmt demoted = {
     "UPDATE nodes SET observed_role = 'replica', master_link_status = 'down',"
     "  role_observed_at = now() WHERE id = $1::uuid"};
+
+/* Primaries on healthy hosts that a replica's agent reports silent for at
+ * least $1 ms, with what the vantage points say: how many agents of the
+ * shard's replicas watch it (running, on another healthy host heard from
+ * in the last $3 ms), how many of them find it silent for $2 ms, and when
+ * its own agent was last heard from (epoch ms, its identity across reads:
+ * a live agent asked to report moves it). */
+static const struct db_stmt silent_primaries = {
+    "SELECT h.id, p.id, p.cluster_id, count(*),"
+    "  count(*) FILTER (WHERE r.primary_silent_since < now() - make_interval(secs => $2 / 1000.0)),"
+    "  (extract(epoch FROM h.last_seen_at) * 1000)::bigint,"
+    "  (extract(epoch FROM now() - min(r.primary_silent_since)) * 1000)::bigint"
+    " FROM hosts h JOIN nodes p ON p.host_id = h.id AND p.role = 'primary'"
+    "   AND p.desired_state = 'running'"
+    " JOIN nodes r ON r.shard_id = p.shard_id AND r.id <> p.id AND r.role = 'replica'"
+    "   AND r.desired_state = 'running' AND r.process_state = 'running'"
+    " JOIN hosts rh ON rh.id = r.host_id AND rh.id <> h.id AND rh.status = 'healthy'"
+    "   AND rh.last_seen_at > now() - make_interval(secs => $3 / 1000.0)"
+    " WHERE h.status = 'healthy'"
+    " GROUP BY h.id, p.id, p.cluster_id, h.last_seen_at"
+    " HAVING count(*) FILTER (WHERE r.primary_silent_since"
+    "   < now() - make_interval(secs => $1 / 1000.0)) > 0"
+    " ORDER BY h.id, p.id LIMIT 64"};
+
+/* The host is lost now, on the vantage points' word (the heartbeat rule is
+ * store_hosts_mark_lost()'s). */
+static const struct db_stmt mark_host_lost = {
+    "WITH lost AS (UPDATE hosts SET status = 'lost', updated_at = now()"
+    "   WHERE id = $1::uuid AND status = 'healthy'"
+    "   RETURNING id, name, az, address, last_seen_at)"
+    " INSERT INTO events (host_id, type, severity, message, detail)"
+    " SELECT id, 'HostLost', 'warning', format('host %s in %s: %s', name, az, $2::text),"
+    "   jsonb_build_object('host_id', id, 'name', name, 'az', az, 'address', address,"
+    "     'last_seen_at', " STORE_TS("last_seen_at") ") || $3::jsonb"
+                                                     " FROM lost RETURNING host_id"};
+
+/* Ask the host's agent to report now: its parked sync is answered. */
+static const struct db_stmt wake_host = {"SELECT hosts_bump_desired($1::uuid)"};
 
 /* A cluster that is available but has a node down -- its engine not
  * running, or its host lost -- runs without the redundancy it was built
@@ -228,10 +273,10 @@ enum db_status store_ha_find(struct db_conn *conn, enum store_ha_finding which, 
     struct db_params p = {0};
     if (which == STORE_HA_DOWN_PRIMARIES || which == STORE_HA_DEAD_NODES)
         db_param_int(&p, limit);
-    if (which != STORE_HA_STRAY_PRIMARIES && which != STORE_HA_FALLEN_PRIMARIES)
-        db_param_bool(&p, trust_losses);
     if (which == STORE_HA_FALLEN_PRIMARIES)
         db_param_int(&p, limit);
+    if (which != STORE_HA_STRAY_PRIMARIES)
+        db_param_bool(&p, trust_losses);
     if (which == STORE_HA_LEADERLESS_SHARDS)
         db_param_int(&p, limit);
     return store_read_into(conn, findings[which], &p, read_work, rows, sizeof(*rows), max, n);
@@ -303,6 +348,47 @@ enum db_status store_clusters_track_health(struct db_conn *conn, int *changed)
     if (res == NULL)
         return st;
     *changed = PQntuples(res);
+    PQclear(res);
+    return DB_OK;
+}
+
+static void read_silent(const PGresult *res, int row, void *item)
+{
+    struct store_silent_primary *sp = item;
+    store_copy_text(sp->host, sizeof(sp->host), res, row, 0);
+    store_copy_text(sp->node, sizeof(sp->node), res, row, 1);
+    store_copy_text(sp->cluster, sizeof(sp->cluster), res, row, 2);
+    sp->vantage = (int)db_int(res, row, 3);
+    sp->silent = (int)db_int(res, row, 4);
+    sp->agent_seen_ms = db_int(res, row, 5);
+    sp->silent_ms = db_int(res, row, 6);
+}
+
+enum db_status store_ha_silent_primaries(struct db_conn *conn, int suspect_ms, int lost_ms,
+                                         int fresh_ms, struct store_silent_primary *rows,
+                                         size_t max, size_t *n)
+{
+    struct db_params p = {0};
+    db_param_int(&p, suspect_ms);
+    db_param_int(&p, lost_ms);
+    db_param_int(&p, fresh_ms);
+    return store_read_into(conn, &silent_primaries, &p, read_silent, rows, sizeof(*rows), max, n);
+}
+
+enum db_status store_host_wake(struct db_conn *conn, const char *host_id)
+{
+    return store_exec(conn, &wake_host, host_id, NULL);
+}
+
+enum db_status store_host_lost_now(struct db_conn *conn, const char *host_id, const char *why,
+                                   const char *detail, bool *marked)
+{
+    const char *params[3] = {host_id, why, detail};
+    enum db_status st;
+    PGresult *res = db_query(conn, &mark_host_lost, 3, params, &st);
+    if (res == NULL)
+        return st;
+    *marked = PQntuples(res) > 0;
     PQclear(res);
     return DB_OK;
 }

@@ -156,10 +156,14 @@ static const struct db_stmt record_nodes = {
     "     ELSE r.master_link_status END,"
     "   sync_in_progress = CASE WHEN " CAIRND_READ_IT " THEN n.sync_in_progress"
     "     ELSE r.sync_in_progress END,"
-    "   loading = r.loading, restarts = coalesce(r.restarts, 0), reported_at = now()"
+    "   loading = r.loading, restarts = coalesce(r.restarts, 0), reported_at = now(),"
+    "   primary_silent_since = CASE WHEN r.primary_silent_ms > 0 THEN "
+    "coalesce(n.primary_silent_since,"
+    "     now() - make_interval(secs => r.primary_silent_ms / 1000.0)) END"
     " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, status text, role text,"
     "   version text, replication_offset bigint, master_link_status text,"
-    "   sync_in_progress boolean, loading boolean, restarts int, observed_ms_ago int), clusters c"
+    "   sync_in_progress boolean, loading boolean, restarts int, observed_ms_ago int,"
+    "   primary_silent_ms int), clusters c"
     " WHERE n.id = r.node_id AND n.host_id = $1::uuid AND c.id = n.cluster_id"};
 
 /* Cluster mode: a replica that reports itself primary was elected by the

@@ -1,0 +1,147 @@
+"""test_host_vantage.py -- a frozen host is lost in about a second, not a
+heartbeat timeout: real cairnd (default --heartbeat-timeout, 6 s), three
+cairn-agents in three AZs and their engines.
+
+A host here is one agent and the engines it runs; SIGSTOP of all of them is
+a frozen VM. The agents of the replicas probe their primaries several times
+a second and report silence; cairnd then asks the silent primary's agent to
+report and probes the engine itself, and calls the host lost when the agent
+stays silent and the engine answers a majority of those vantage points
+neither. What must not fail anything over: an agent paused while its
+engines serve, and an engine that stalls for half a second.
+"""
+
+import contextlib
+import os
+import signal
+import time
+
+import clusters
+from clusters import events, nodes, wait_until
+from expect import eq
+from test_ha import ClusterClient, Writer, create, primary_node, sentinel_master
+
+HEARTBEAT_S = 6  # cairnd's default, stated so the test can compare with it
+stack, _dump_on_failure, cleanup = clusters.stack_fixtures("vantage")
+
+
+def host_engine_pids(agent):
+    return clusters.agents.engine_pids_under([agent.data_dir])
+
+
+@contextlib.contextmanager
+def frozen(pids):
+    """SIGSTOP every pid; SIGCONT them however the block ends."""
+    stopped = []
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+        yield time.monotonic()
+    finally:
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+def host_losses(api, host_id):
+    r = api.get("/v1/events", params={"host_id": host_id, "page_size": 500})
+    assert r.status_code == 200, r.text
+    return [e for e in r.json()["events"] if e["type"] == "HostLost"]
+
+
+def wait_healthy(stack, host_id):
+    wait_until(lambda: stack.host(host_id)["status"] == "healthy", 20, "the host healthy again")
+
+
+def test_frozen_primary_host_fails_over_in_about_a_second(stack, cleanup):
+    """Disabled mode, 1 + 2: the primary's whole host frozen. It is lost on
+    the vantage points' word and a replica promoted long before the
+    heartbeat timeout; writes go on through the Sentinel listener."""
+    cid = "vp-group"
+    body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
+    old = primary_node(body)
+    agent = stack.agent_of(old["host_id"])
+    _, master = sentinel_master(stack, cid, pw)
+    w = Writer(lambda: master).start()
+    with frozen([agent.pid] + sorted(host_engine_pids(agent))) as t0:
+        def promoted():
+            b = clusters.get(stack.api, cid)
+            p = [n for n in nodes(b) if n["role"] == "primary"]
+            return b if p and p[0]["id"] != old["id"] else None
+        wait_until(promoted, HEARTBEAT_S, "a replica promoted before the heartbeat timeout",
+                   interval=0.02)
+        wait_until(lambda: w.first_ack_after(time.monotonic()), 10, "writes to resume")
+        resumed = w.first_ack_after(t0 + 0.01)
+        print(f"\nfrozen host, disabled mode: writes on the new primary "
+              f"{(resumed - t0) * 1000:.0f} ms after SIGSTOP (heartbeat timeout {HEARTBEAT_S} s)")
+    w.stop()
+    lost = host_losses(stack.api, old["host_id"])
+    eq([e["detail"]["reason"] for e in lost][-1:], ["vantage"], "lost on the vantage points' word")
+    d = lost[-1]["detail"]
+    assert d["silent_to"] * 2 > d["vantage_points"], d
+    fo = [e for e in events(stack.api, cid) if e["type"] == "FailoverComplete"]
+    eq([e["detail"]["reason"] for e in fo], ["host was lost"], "the failover's reason")
+    wait_healthy(stack, old["host_id"])
+    # The old primary, thawed, is a replica again and nothing was lost.
+    wait_until(lambda: clusters.engine_role(old["address"], old["port"], pw) == "replica", 20,
+               "the old primary demoted")
+    with clusters.client(old["address"], old["port"], pw) as c:
+        wait_until(lambda: c.get(w.acked[-1][0]) is not None, 20, "it has the newest write")
+
+
+def test_frozen_primary_host_in_cluster_mode(stack, cleanup):
+    """Cluster mode, 3 x (1 + 1), default node timeout: the host of one
+    shard's primary frozen (it also runs another shard's replica). cairnd
+    has the replica take over once the host is lost, well before the
+    engines' own 5 s node timeout would."""
+    cid = "vp-cm"
+    body, pw = create(stack, cleanup, clusters.valkey_cluster(cid))
+    shard = body["shards"][1]
+    old = next(n for n in shard["nodes"] if n["role"] == "primary")
+    agent = stack.agent_of(old["host_id"])
+    rc = ClusterClient(stack, cid, pw)
+    for i in range(200):
+        rc.set(f"v{i}", i)
+
+    def write_all(c):
+        for i in range(0, 200, 7):
+            c.set(f"v{i}", i)
+        return True
+    with frozen([agent.pid] + sorted(host_engine_pids(agent))) as t0:
+        wait_until(lambda: rc.all(write_all), 4.5, "every slot written before the node timeout",
+                   interval=0.05)
+        print(f"\nfrozen host, cluster mode: every slot written "
+              f"{(time.monotonic() - t0) * 1000:.0f} ms after SIGSTOP (node timeout 5000 ms)")
+    rc.reset()
+    fo = [e for e in events(stack.api, cid) if e["type"] == "FailoverComplete"]
+    assert any(e["detail"].get("reason") == "host was lost" and e["detail"]["from"] == old["id"]
+               for e in fo), fo
+    eq([e["detail"]["reason"] for e in host_losses(stack.api, old["host_id"])][-1:], ["vantage"],
+       "lost on the vantage points' word")
+    wait_healthy(stack, old["host_id"])
+    clusters.wait_available(stack.api, cid, timeout=30)
+    wait_until(lambda: rc.all(lambda c: all(c.get(f"v{i}") == str(i) for i in range(200))), 15,
+               "every key readable")
+    rc.reset()
+
+
+def test_paused_agent_or_stalled_engine_fails_nothing_over(stack, cleanup):
+    """A 2 s pause of the primary's agent alone (its engines serve), and a
+    500 ms stall of the primary's engine (its agent answers): no host lost,
+    no failover."""
+    cid = "vp-calm"
+    body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
+    old = primary_node(body)
+    agent = stack.agent_of(old["host_id"])
+    lost_before = len(host_losses(stack.api, old["host_id"]))
+    with frozen([agent.pid]):
+        time.sleep(2.0)
+    with frozen([agent.pidfile(old["id"])]):
+        time.sleep(0.5)
+    time.sleep(2.0)  # anything either set off would have happened by now
+    eq(len(host_losses(stack.api, old["host_id"])), lost_before, "no host lost")
+    eq(stack.host(old["host_id"])["status"], "healthy", "the host")
+    eq([e["type"] for e in events(stack.api, cid) if e["type"] == "FailoverComplete"], [],
+       "no failover")
+    eq(primary_node(clusters.get(stack.api, cid))["id"], old["id"], "the same primary")
