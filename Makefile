@@ -198,7 +198,7 @@ browser-deps: tests/browser/node_modules
 # what another test in the same file already covers; tests/system/pytest.ini)
 # run only under system-full.
 system: all $(TOOL_BIN) tests/browser/node_modules
-	$(PYTHON) -m pytest -q -m "not full" tests/system
+	$(PYTHON) -m pytest -q -m "not full" --durations=25 tests/system
 
 system-full: all $(TOOL_BIN) tests/browser/node_modules
 	$(PYTHON) -m pytest -q tests/system
