@@ -167,8 +167,10 @@ static void test_desired_refused(void **state)
                    "nodes[1].node_id repeats \"" ID "\"");
 }
 
-/* The observations INFO gives, on real captures of both engines. */
-static void expect_observed(const char *path, const char *version, bool replica, long long pid)
+/* The observations INFO gives, on real captures of both engines; a
+ * replica's primary is at 127.0.0.1:primary_port (0 for primaries). */
+static void expect_observed(const char *path, const char *version, bool replica, long long pid,
+                            int primary_port)
 {
     size_t len;
     char *text = fixture_load(path, &len);
@@ -185,6 +187,8 @@ static void expect_observed(const char *path, const char *version, bool replica,
     assert_int_equal(o.link_up, replica ? 1 : -1);
     assert_false(o.loading);
     assert_false(o.sync_in_progress);
+    assert_string_equal(o.master_host, primary_port != 0 ? "127.0.0.1" : "");
+    assert_int_equal(o.master_port, primary_port);
     engine_info_free(info);
     free(text);
 }
@@ -192,11 +196,11 @@ static void expect_observed(const char *path, const char *version, bool replica,
 static void test_observe_fixtures(void **state)
 {
     (void)state;
-    expect_observed("redis/info_primary.txt", "7.0.15", false, 29029);
-    expect_observed("redis/info_replica.txt", "7.0.15", true, 29031);
+    expect_observed("redis/info_primary.txt", "7.0.15", false, 29029, 0);
+    expect_observed("redis/info_replica.txt", "7.0.15", true, 29031, 27056);
     /* Valkey also says redis_version:7.2.4; its own version wins. */
-    expect_observed("valkey/info_primary.txt", "8.0.1", false, 30769);
-    expect_observed("valkey/info_replica.txt", "8.0.1", true, 30771);
+    expect_observed("valkey/info_primary.txt", "8.0.1", false, 30769, 0);
+    expect_observed("valkey/info_replica.txt", "8.0.1", true, 30771, 22525);
 }
 
 static void test_observe_sync_and_loading(void **state)
@@ -214,6 +218,8 @@ static void test_observe_sync_and_loading(void **state)
     assert_true(o.sync_in_progress);
     assert_int_equal(o.link_up, 0);
     assert_false(o.has_offset);
+    assert_string_equal(o.master_host, ""); /* no master_host, no primary to watch */
+    assert_int_equal(o.master_port, 0);
     engine_info_free(info);
 
     /* A primary sending a snapshot to a replica is syncing too. */
