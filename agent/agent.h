@@ -58,6 +58,7 @@
 
 struct agent_telemetry;
 struct agent_upstream;
+struct agent_watch;
 
 /* The process that runs for a node, as started or adopted (node.json). */
 struct agent_run {
@@ -101,6 +102,14 @@ struct agent_node {
 
     struct agent_pinger *pinger;
     struct agent_observed seen;
+
+    /* The primary this node follows as a replica, watched from this host
+     * (watch.h) so cairnd can tell a lost host from a lost agent. NULL
+     * while the node is not a live replica whose INFO names its primary's
+     * address; a failover (another address) gets a new watch. */
+    struct agent_watch *watch;
+    int64_t primary_answered_us; /* its last answer, or when the watch began */
+    bool primary_silent;         /* cairnd was told it is silent, and not since that it answers */
 
     /* Metrics (telemetry.c). */
     struct agent_cmdtable *cmds; /* the process's command families; NULL until COMMAND answers */

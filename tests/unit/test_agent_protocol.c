@@ -18,6 +18,7 @@
 #include "info.h"
 #include "pinger.h"
 #include "report.h"
+#include "watch.h"
 
 /* A node id as cairnd makes them. */
 #define ID "0b9f4a1e-5d2c-4f7e-9a3b-1c2d3e4f5a6b"
@@ -285,6 +286,26 @@ static void test_report_node(void **state)
                 "\"replication_offset\":99,\"master_link_status\":\"up\","
                 "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
                 "\"observed_ms_ago\":250}");
+
+    /* Its primary watched from here: how long that primary has not
+     * answered, 0 while it answers every PING. */
+    n.watch = agent_watch_new("127.0.0.1", 7000, "secret");
+    n.primary_answered_us = 3000000;
+    expect_json(agent_report_node(&n, 3250000),
+                "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"
+                "\"role\":\"replica\",\"engine\":\"valkey\",\"version\":\"8.0.1\","
+                "\"replication_offset\":99,\"master_link_status\":\"up\","
+                "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
+                "\"observed_ms_ago\":250,\"primary_silent_ms\":0}");
+    n.primary_answered_us = 2100000;
+    expect_json(agent_report_node(&n, 3250000),
+                "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"
+                "\"role\":\"replica\",\"engine\":\"valkey\",\"version\":\"8.0.1\","
+                "\"replication_offset\":99,\"master_link_status\":\"up\","
+                "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
+                "\"observed_ms_ago\":250,\"primary_silent_ms\":1150}");
+    agent_watch_free(n.watch);
+    n.watch = NULL;
 
     /* Read too early in its run, the engine's word on its role is no word:
      * a cluster-mode replica calls itself master until its cluster cron
