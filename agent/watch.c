@@ -164,6 +164,8 @@ long long agent_watch_silent_ms(int64_t answered_us, int64_t now_us)
 
     if (silent_us <= AGENT_WATCH_INTERVAL_US + AGENT_WATCH_SLACK_US)
         return 0;
+    if (silent_us / 1000 > AGENT_WATCH_SILENT_MAX_MS)
+        return AGENT_WATCH_SILENT_MAX_MS;
     return (long long)(silent_us / 1000);
 }
 

@@ -49,6 +49,9 @@
  * the primary answers after it). */
 #define AGENT_WATCH_SILENT_MS 500
 
+/* The longest silence reported: the protocol's limit (some 11 days). */
+#define AGENT_WATCH_SILENT_MAX_MS 1000000000LL
+
 _Static_assert(AGENT_WATCH_SILENT_MS * 1000LL > AGENT_WATCH_INTERVAL_US + AGENT_WATCH_SLACK_US,
                "a primary that answers every PING is never news");
 
@@ -89,8 +92,8 @@ bool agent_watch_io(struct agent_watch *w, short revents);
 /* How long the primary has been silent at now_us, in milliseconds, when
  * it last answered at answered_us (or the watch began then): 0 while that
  * is within AGENT_WATCH_INTERVAL_US + AGENT_WATCH_SLACK_US, as it is for a
- * primary that answers every PING; past that, all of the time since.
- * Pure. */
+ * primary that answers every PING; past that, all of the time since, up to
+ * AGENT_WATCH_SILENT_MAX_MS. Pure. */
 long long agent_watch_silent_ms(int64_t answered_us, int64_t now_us);
 
 /* What cairnd must hear now of a silence of silent_ms, told_silent saying

@@ -26,6 +26,8 @@ static void test_silence_is_zero_while_the_primary_answers_in_time(void **state)
     assert_int_equal(agent_watch_silent_ms(10 * S, 10 * S + 499 * MS), 499);
     assert_int_equal(agent_watch_silent_ms(10 * S, 10 * S + 500 * MS), 500);
     assert_int_equal(agent_watch_silent_ms(10 * S, 70 * S + 250), 60000);
+    /* No more than the protocol takes. */
+    assert_int_equal(agent_watch_silent_ms(0, 20LL * 86400 * S), AGENT_WATCH_SILENT_MAX_MS);
     /* A time before the answer (never, with a monotonic clock) is no silence. */
     assert_int_equal(agent_watch_silent_ms(10 * S, 9 * S), 0);
 }
