@@ -40,6 +40,7 @@
 #include "pinger.h"
 #include "settings.h"
 #include "version.h"
+#include "watch.h"
 
 #define AGENT_VERSION CAIRN_VERSION
 
@@ -58,7 +59,6 @@
 
 struct agent_telemetry;
 struct agent_upstream;
-struct agent_watch;
 
 /* The process that runs for a node, as started or adopted (node.json). */
 struct agent_run {
@@ -108,8 +108,8 @@ struct agent_node {
      * while the node is not a live replica whose INFO names its primary's
      * address; a failover (another address) gets a new watch. */
     struct agent_watch *watch;
-    int64_t primary_answered_us; /* its last answer, or when the watch began */
-    bool primary_silent;         /* cairnd was told it is silent, and not since that it answers */
+    struct agent_watch_times heard; /* when the primary answered, and was asked since */
+    bool primary_silent; /* cairnd was told it is silent, and not since that it answers */
 
     /* Metrics (telemetry.c). */
     struct agent_cmdtable *cmds; /* the process's command families; NULL until COMMAND answers */

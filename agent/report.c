@@ -78,7 +78,7 @@ json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
      * not answered, one vantage point's word on whether it is gone. */
     if (j != NULL && n->watch != NULL)
         json_object_set_new(j, "primary_silent_ms",
-                            json_integer(agent_watch_silent_ms(n->primary_answered_us, now_us)));
+                            json_integer(agent_watch_silent_ms(&n->heard, now_us)));
     return j;
 }
 

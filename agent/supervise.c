@@ -328,7 +328,7 @@ static void follow_primary(struct agent *a, struct agent_node *n, int64_t now_us
     if (!want || n->watch != NULL)
         return;
     n->watch = agent_watch_new(host, port, n->run.password);
-    n->primary_answered_us = now_us; /* until the first answer, silence counts from here */
+    agent_watch_began(&n->heard, now_us); /* until the first answer, silence counts from here */
     log_info("watching the replica's primary", "node=%s primary=%s:%d", n->id, host, port);
 }
 
@@ -337,7 +337,7 @@ static void follow_primary(struct agent *a, struct agent_node *n, int64_t now_us
  * silence an answer at now_us has just ended, for the log. */
 static void primary_news(struct agent *a, struct agent_node *n, int64_t now_us, long long ended_ms)
 {
-    long long silent_ms = agent_watch_silent_ms(n->primary_answered_us, now_us);
+    long long silent_ms = agent_watch_silent_ms(&n->heard, now_us);
 
     switch (agent_watch_news(n->primary_silent, silent_ms)) {
     case AGENT_WATCH_NEWS_NONE:
@@ -361,16 +361,16 @@ static void watch_tick(struct agent *a, struct agent_node *n, int64_t now_us)
     follow_primary(a, n, now_us);
     if (n->watch == NULL)
         return;
-    if (now_us >= agent_watch_next_us(n->watch))
-        agent_watch_tick(n->watch, now_us);
+    if (now_us >= agent_watch_next_us(n->watch) && agent_watch_tick(n->watch, now_us))
+        agent_watch_asked(&n->heard, now_us);
     primary_news(a, n, now_us, 0);
 }
 
 static void on_primary_answer(struct agent *a, struct agent_node *n, int64_t now_us)
 {
-    long long ended_ms = agent_watch_silent_ms(n->primary_answered_us, now_us);
+    long long ended_ms = agent_watch_silent_ms(&n->heard, now_us);
 
-    n->primary_answered_us = now_us;
+    agent_watch_answered(&n->heard, now_us);
     primary_news(a, n, now_us, ended_ms);
 }
 
@@ -891,9 +891,8 @@ int64_t agent_sup_next_us(const struct agent *a)
         if (n->watch != NULL && agent_watch_next_us(n->watch) < next)
             next = agent_watch_next_us(n->watch);
         /* The moment the primary's silence becomes news, PING or not. */
-        if (n->watch != NULL && !n->primary_silent &&
-            agent_watch_silent_at_us(n->primary_answered_us) < next)
-            next = agent_watch_silent_at_us(n->primary_answered_us);
+        if (n->watch != NULL && !n->primary_silent && agent_watch_silent_at_us(&n->heard) < next)
+            next = agent_watch_silent_at_us(&n->heard);
     }
     return next;
 }

@@ -97,20 +97,21 @@ static void send_ping(struct agent_watch *w, int64_t now_us)
     w->ping_sent_us = now_us;
 }
 
-void agent_watch_tick(struct agent_watch *w, int64_t now_us)
+bool agent_watch_tick(struct agent_watch *w, int64_t now_us)
 {
     if (w->ping_sent_us != 0) {
         if (now_us - w->ping_sent_us < AGENT_WATCH_RECONNECT_US)
-            return;
+            return false;
         drop(w, "no answer to PING within 1 s");
     }
     if (now_us < w->next_ping_us)
-        return;
+        return false;
     /* Keep the cadence, but never try to catch up on missed rounds. */
     w->next_ping_us += AGENT_WATCH_INTERVAL_US;
     if (w->next_ping_us <= now_us)
         w->next_ping_us = now_us + AGENT_WATCH_INTERVAL_US;
-    send_ping(w, now_us);
+    send_ping(w, now_us); /* a failure to connect or send is a question unanswered too */
+    return true;
 }
 
 /* Take the replies read: each is the answer to the one PING outstanding.
@@ -158,9 +159,38 @@ bool agent_watch_io(struct agent_watch *w, short revents)
 
 /* ---- what the silence means (pure) ----------------------------------- */
 
-long long agent_watch_silent_ms(int64_t answered_us, int64_t now_us)
+void agent_watch_began(struct agent_watch_times *t, int64_t now_us)
 {
-    int64_t silent_us = now_us - answered_us;
+    t->answered_us = now_us;
+    t->asked_us = 0;
+}
+
+void agent_watch_asked(struct agent_watch_times *t, int64_t now_us)
+{
+    if (t->asked_us == 0)
+        t->asked_us = now_us;
+}
+
+void agent_watch_answered(struct agent_watch_times *t, int64_t now_us)
+{
+    t->answered_us = now_us;
+    t->asked_us = 0;
+}
+
+/* Where the silence of t begins: the last answer, or one interval before
+ * the first question after it when the agent was slow to ask. */
+static int64_t silent_since_us(const struct agent_watch_times *t)
+{
+    int64_t due_us = t->asked_us - AGENT_WATCH_INTERVAL_US;
+
+    return due_us > t->answered_us ? due_us : t->answered_us;
+}
+
+long long agent_watch_silent_ms(const struct agent_watch_times *t, int64_t now_us)
+{
+    if (t->asked_us == 0)
+        return 0;
+    int64_t silent_us = now_us - silent_since_us(t);
 
     if (silent_us <= AGENT_WATCH_INTERVAL_US + AGENT_WATCH_SLACK_US)
         return 0;
@@ -180,7 +210,9 @@ enum agent_watch_news agent_watch_news(bool told_silent, long long silent_ms)
     return AGENT_WATCH_NEWS_NONE;
 }
 
-int64_t agent_watch_silent_at_us(int64_t answered_us)
+int64_t agent_watch_silent_at_us(const struct agent_watch_times *t)
 {
-    return answered_us + AGENT_WATCH_SILENT_MS * 1000LL;
+    if (t->asked_us == 0)
+        return INT64_MAX;
+    return silent_since_us(t) + AGENT_WATCH_SILENT_MS * 1000LL;
 }

@@ -25,9 +25,10 @@
  * PING. Only addresses are watched (resp_host_is_address()): resolving a
  * name would block the loop.
  *
- * The pure half says what the silence is and when cairnd must hear of it:
- * once when it reaches AGENT_WATCH_SILENT_MS, and once when the primary
- * answers again after that. */
+ * The pure half keeps the times a silence is measured by, says what it is
+ * and when cairnd must hear of it: once when it reaches
+ * AGENT_WATCH_SILENT_MS, and once when the primary answers again after
+ * that. */
 #ifndef CAIRN_AGENT_WATCH_H
 #define CAIRN_AGENT_WATCH_H
 
@@ -54,6 +55,12 @@
 
 _Static_assert(AGENT_WATCH_SILENT_MS * 1000LL > AGENT_WATCH_INTERVAL_US + AGENT_WATCH_SLACK_US,
                "a primary that answers every PING is never news");
+
+/* The times a primary's silence is measured by (kept per node). */
+struct agent_watch_times {
+    int64_t answered_us; /* its last answer, or when the watch began */
+    int64_t asked_us;    /* the first PING or connection tried since then; 0: none */
+};
 
 enum agent_watch_news {
     AGENT_WATCH_NEWS_NONE,
@@ -82,27 +89,41 @@ int64_t agent_watch_next_us(const struct agent_watch *w);
 
 /* Send the PING that is due (connecting first when there is no
  * connection), and connect again when the last one went unanswered for
- * AGENT_WATCH_RECONNECT_US. */
-void agent_watch_tick(struct agent_watch *w, int64_t now_us);
+ * AGENT_WATCH_RECONNECT_US. Returns true when it asked the engine (sent a
+ * PING or tried to): see agent_watch_asked(). */
+bool agent_watch_tick(struct agent_watch *w, int64_t now_us);
 
 /* Handle poll() revents on the socket. Returns true when the engine
  * answered: any reply, an error or a refused AUTH included. */
 bool agent_watch_io(struct agent_watch *w, short revents);
 
-/* How long the primary has been silent at now_us, in milliseconds, when
- * it last answered at answered_us (or the watch began then): 0 while that
- * is within AGENT_WATCH_INTERVAL_US + AGENT_WATCH_SLACK_US, as it is for a
- * primary that answers every PING; past that, all of the time since, up to
- * AGENT_WATCH_SILENT_MAX_MS. Pure. */
-long long agent_watch_silent_ms(int64_t answered_us, int64_t now_us);
+/* Record in t that the watch began at now_us: nothing asked yet. Pure. */
+void agent_watch_began(struct agent_watch_times *t, int64_t now_us);
+
+/* Record in t that the engine was asked at now_us (agent_watch_tick()
+ * returned true). Pure. */
+void agent_watch_asked(struct agent_watch_times *t, int64_t now_us);
+
+/* Record in t that the engine answered at now_us. Pure. */
+void agent_watch_answered(struct agent_watch_times *t, int64_t now_us);
+
+/* How long the primary has been silent at now_us, in milliseconds: the
+ * time since its last answer, but not before one interval ahead of the
+ * first PING it has left unanswered. Time in which the agent asked nothing
+ * (it was stopped, or starved of CPU) says nothing of the primary, and
+ * nothing asked means no silence. 0 while within AGENT_WATCH_INTERVAL_US +
+ * AGENT_WATCH_SLACK_US, as it is for a primary that answers every PING;
+ * past that, all of it, up to AGENT_WATCH_SILENT_MAX_MS. Pure. */
+long long agent_watch_silent_ms(const struct agent_watch_times *t, int64_t now_us);
 
 /* What cairnd must hear now of a silence of silent_ms, told_silent saying
  * whether it was told the primary is silent and not told since that it
  * answers. Pure. */
 enum agent_watch_news agent_watch_news(bool told_silent, long long silent_ms);
 
-/* When a silence after an answer at answered_us reaches
- * AGENT_WATCH_SILENT_MS: the time to look at it again. Pure. */
-int64_t agent_watch_silent_at_us(int64_t answered_us);
+/* When the silence measured by t reaches AGENT_WATCH_SILENT_MS, if the
+ * primary does not answer first: the time to look at it again (INT64_MAX
+ * while nothing is asked). Pure. */
+int64_t agent_watch_silent_at_us(const struct agent_watch_times *t);
 
 #endif

@@ -9,7 +9,8 @@ second that the primary is not answering, with a silence of at least
 500 ms; SIGCONT: it says at once that the primary answers again. It says
 so once each way, not at every PING, and sends cairnd a fresh report at the
 same moment: cairnd sees the host within milliseconds of each record (where
-the usual sync comes every 2 s) and refuses none of its syncs. What the
+the usual sync comes every 2 s) and refuses none of its syncs. A pause of the
+replica's agent itself, which PINGs nothing meanwhile, is no news. What the
 report says is cairnd's to read; the test reads the agent's log, the
 records it writes as it sends those reports.
 """
@@ -112,3 +113,15 @@ def test_paused_primary_is_news_from_its_replicas_agent(stack, cleanup):
     # cairnd took every report, the fresh ones included.
     failed = [r for r in watcher.messages(before) if r.get("msg", "").startswith("cairnd request")]
     eq(failed, [], "syncs refused by cairnd")
+
+    # A pause of the watching agent itself is not its primary's silence:
+    # it PINGs nothing meanwhile, and on its return it asks before it says.
+    before = watcher.log.size()
+    watcher.signal(signal.SIGSTOP)
+    try:
+        time.sleep(2)
+    finally:
+        watcher.signal(signal.SIGCONT)
+    time.sleep(1)
+    eq(said(watcher, before, NOT_ANSWERING, replica["id"]), [],
+       "no news of the primary after the agent's own pause")

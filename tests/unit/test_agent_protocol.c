@@ -290,14 +290,14 @@ static void test_report_node(void **state)
     /* Its primary watched from here: how long that primary has not
      * answered, 0 while it answers every PING. */
     n.watch = agent_watch_new("127.0.0.1", 7000, "secret");
-    n.primary_answered_us = 3000000;
+    n.heard = (struct agent_watch_times){.answered_us = 3000000, .asked_us = 3200000};
     expect_json(agent_report_node(&n, 3250000),
                 "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"
                 "\"role\":\"replica\",\"engine\":\"valkey\",\"version\":\"8.0.1\","
                 "\"replication_offset\":99,\"master_link_status\":\"up\","
                 "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
                 "\"observed_ms_ago\":250,\"primary_silent_ms\":0}");
-    n.primary_answered_us = 2100000;
+    n.heard = (struct agent_watch_times){.answered_us = 2100000, .asked_us = 2300000};
     expect_json(agent_report_node(&n, 3250000),
                 "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"
                 "\"role\":\"replica\",\"engine\":\"valkey\",\"version\":\"8.0.1\","
