@@ -104,9 +104,10 @@ struct agent_node {
     struct agent_observed seen;
 
     /* The primary this node follows as a replica, watched from this host
-     * (watch.h) so cairnd can tell a lost host from a lost agent. NULL
-     * while the node is not a live replica whose INFO names its primary's
-     * address; a failover (another address) gets a new watch. */
+     * (watch.h) so cairnd can tell a lost host from a lost agent: the one
+     * its desired config names (cluster mode disabled) or its INFO does
+     * (cluster mode). NULL while the node's engine is not running as such
+     * a replica; a failover (another address) gets a new watch. */
     struct agent_watch *watch;
     struct agent_watch_times heard; /* when the primary answered, and was asked since */
     bool primary_silent; /* cairnd was told it is silent, and not since that it answers */

@@ -289,19 +289,46 @@ static void on_probe(struct agent *a, struct agent_node *n, const struct agent_o
 
 /* ---- a replica's primary, watched from here ---------------------------- */
 
-/* The primary n's watch should PING: the one the INFO of n's very process
- * names, while that process runs and is not being stopped. Only an
- * address: a name would be resolved, blocking the loop. */
-static bool primary_to_watch(const struct agent_node *n, const char **host, int *port)
+/* With cluster mode disabled, the primary cairnd designates for n's group:
+ * its desired config names it (replicaof) while n is to be a replica. */
+static bool designated_primary(const struct agent_node *n, const char **host, int *port)
+{
+    const json_t *of = json_object_get(n->want.config, "replicaof");
+    json_int_t p = json_integer_value(json_object_get(of, "port"));
+
+    *host = json_string_value(json_object_get(of, "address"));
+    *port = (int)p;
+    return *host != NULL && p > 0 && p < 65536;
+}
+
+/* The primary the INFO of n's very process says it follows. */
+static bool followed_primary(const struct agent_node *n, const char **host, int *port)
 {
     const struct agent_observed *s = &n->seen;
 
-    if (n->pid == 0 || n->stopping || !s->valid || s->process_id != n->pid || !s->replica ||
-        s->master_port == 0 || !resp_host_is_address(s->master_host))
-        return false;
     *host = s->master_host;
     *port = s->master_port;
-    return true;
+    return s->valid && s->process_id == n->pid && s->replica && s->master_port != 0;
+}
+
+/* The primary n's watch should PING while n's engine runs and is not being
+ * stopped. With cluster mode disabled it is the one cairnd designates,
+ * whose hosts cairnd asks the vantage points about: the watch moves the
+ * moment a failover's desired set arrives, rather than at the replica's
+ * next INFO (up to 2 s later), and a designated primary watches nothing.
+ * In cluster mode the engines choose: the one the replica follows. Only an
+ * address: a name would be resolved, blocking the loop. */
+static bool primary_to_watch(const struct agent_node *n, const char **host, int *port)
+{
+    /* A node cairnd has not described yet: only its engine can tell. */
+    bool designated =
+        n->wanted && !json_is_true(json_object_get(n->want.config, "cluster_enabled"));
+
+    if (n->pid == 0 || n->stopping)
+        return false;
+    if (!(designated ? designated_primary(n, host, port) : followed_primary(n, host, port)))
+        return false;
+    return resp_host_is_address(*host);
 }
 
 static void unwatch_primary(struct agent *a, struct agent_node *n)

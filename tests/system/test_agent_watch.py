@@ -10,7 +10,8 @@ second that the primary is not answering, with a silence of at least
 so once each way, not at every PING, and sends cairnd a fresh report at the
 same moment: cairnd sees the host within milliseconds of each record (where
 the usual sync comes every 2 s) and refuses none of its syncs. A pause of the
-replica's agent itself, which PINGs nothing meanwhile, is no news. What the
+replica's agent itself, which PINGs nothing meanwhile, is no news. After a
+planned failover the old primary's agent watches the new primary. What the
 report says is cairnd's to read; the test reads the agent's log, the
 records it writes as it sends those reports.
 """
@@ -56,26 +57,37 @@ def said(agent, since, msg, node):
     return [r for r in agent.messages(since) if r.get("msg") == msg and r.get("node") == node]
 
 
-def test_paused_primary_is_news_from_its_replicas_agent(stack, cleanup):
-    cid = "watched"
+def group(stack, cleanup, cid):
+    """A valkey 8.0 group of a primary and a replica without automatic
+    failover, available: (primary, replica) as the resource lists them."""
     cleanup.append(cid)
     expect.json_ok(stack.api.post("/v1/clusters", json=clusters.redis_group(
         cid, engine="valkey", engine_version="8.0", replicas_per_shard=1,
         automatic_failover=False)), 202)
     body = wait_available(stack.api, cid)
-    primary = next(n for n in nodes(body) if n["role"] == "primary")
-    replica = next(n for n in nodes(body) if n["role"] == "replica")
+    return (next(n for n in nodes(body) if n["role"] == "primary"),
+            next(n for n in nodes(body) if n["role"] == "replica"))
+
+
+def watching(agent, since, node):
+    """The primary (address:port) the agent last said it watches for node."""
+    records = said(agent, since, "watching the replica's primary", node["id"])
+    return records[-1]["primary"] if records else None
+
+
+def test_paused_primary_is_news_from_its_replicas_agent(stack, cleanup):
+    primary, replica = group(stack, cleanup, "watched")
     watcher = stack.agent_of(replica["host_id"])
     assert watcher is not stack.agent_of(primary["host_id"]), "two agents"
     pid = stack.agent_of(primary["host_id"]).pidfile(primary["id"])
     assert pid, "the primary's engine pid"
 
-    # The replica's agent watches the primary its engine follows.
+    # The replica's agent watches the primary cairnd designates.
     start = watcher.start_offset
-    wait_until(lambda: said(watcher, start, "watching the replica's primary", replica["id"]),
-               10, "the replica's agent watching its primary")
-    watching = said(watcher, start, "watching the replica's primary", replica["id"])
-    eq(watching[-1]["primary"], f"{primary['address']}:{primary['port']}", "the primary watched")
+    wait_until(lambda: watching(watcher, start, replica), 10,
+               "the replica's agent watching its primary")
+    eq(watching(watcher, start, replica), f"{primary['address']}:{primary['port']}",
+       "the primary watched")
     time.sleep(1)  # five PINGs answered: no news
     eq(said(watcher, start, NOT_ANSWERING, replica["id"]), [], "no news while the primary answers")
 
@@ -125,3 +137,23 @@ def test_paused_primary_is_news_from_its_replicas_agent(stack, cleanup):
     time.sleep(1)
     eq(said(watcher, before, NOT_ANSWERING, replica["id"]), [],
        "no news of the primary after the agent's own pause")
+
+
+def test_the_watch_follows_a_failover(stack, cleanup):
+    """A planned failover: the old primary, a replica now, is watching the
+    new one as soon as the failover is over, and no primary fell silent."""
+    old, new = group(stack, cleanup, "followed")
+    agent_of = {n["id"]: stack.agent_of(n["host_id"]) for n in (old, new)}
+    before = {nid: a.log.size() for nid, a in agent_of.items()}
+    expect.json_ok(stack.api.post("/v1/clusters/followed/failover", json={}), 202)
+    body = clusters.wait_cluster(stack.api, "followed",
+                                 lambda b: b["current_operation"] is None, 30, "failover finished")
+    eq(next(n for n in nodes(body) if n["role"] == "primary")["id"], new["id"], "promoted")
+    wait_until(lambda: watching(agent_of[old["id"]], before[old["id"]], old), 1,
+               "the old primary's agent watching the new primary")
+    eq(watching(agent_of[old["id"]], before[old["id"]], old), f"{new['address']}:{new['port']}",
+       "the primary watched")
+    time.sleep(1)
+    for node in (old, new):
+        eq(said(agent_of[node["id"]], before[node["id"]], NOT_ANSWERING, node["id"]), [],
+           f"no news of silence for {node['id']}")
