@@ -11,7 +11,8 @@ so once each way, not at every PING, and sends cairnd a fresh report at the
 same moment: cairnd sees the host within milliseconds of each record (where
 the usual sync comes every 2 s) and refuses none of its syncs. A pause of the
 replica's agent itself, which PINGs nothing meanwhile, is no news. After a
-planned failover the old primary's agent watches the new primary. What the
+planned failover the old primary's agent watches the new primary. In cluster
+mode each replica's agent watches the primary its engine follows. What the
 report says is cairnd's to read; the test reads the agent's log, the
 records it writes as it sends those reports.
 """
@@ -157,3 +158,41 @@ def test_the_watch_follows_a_failover(stack, cleanup):
     for node in (old, new):
         eq(said(agent_of[node["id"]], before[node["id"]], NOT_ANSWERING, node["id"]), [],
            f"no news of silence for {node['id']}")
+
+
+def test_cluster_mode_watches_what_the_replicas_follow(stack, cleanup):
+    """Cluster mode, where the engines choose: each replica's agent watches
+    the primary its engine follows, hears every PING answered, and reports
+    a paused one."""
+    cid = "watched-cm"
+    cleanup.append(cid)
+    expect.json_ok(stack.api.post("/v1/clusters", json=clusters.valkey_cluster(cid)), 202)
+    body = wait_available(stack.api, cid)
+    pairs = [(next(n for n in s["nodes"] if n["role"] == "primary"),
+              next(n for n in s["nodes"] if n["role"] == "replica")) for s in body["shards"]]
+    for primary, replica in pairs:
+        agent = stack.agent_of(replica["host_id"])
+        wait_until(lambda: watching(agent, agent.start_offset, replica)
+                   == f"{primary['address']}:{primary['port']}", 5,
+                   f"the agent of {replica['id']} watching its primary")
+    time.sleep(1)
+    for _, replica in pairs:
+        agent = stack.agent_of(replica["host_id"])
+        eq(said(agent, agent.start_offset, NOT_ANSWERING, replica["id"]), [],
+           f"no news while {replica['id']}'s primary answers")
+
+    # A paused primary is news here too (briefly: the engines' own node
+    # timeout, 5 s, stays far off).
+    primary, replica = pairs[0]
+    agent = stack.agent_of(replica["host_id"])
+    pid = stack.agent_of(primary["host_id"]).pidfile(primary["id"])
+    assert pid, "the primary's engine pid"
+    before = agent.log.size()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: said(agent, before, NOT_ANSWERING, replica["id"]), 2,
+                   "the replica's agent to say its primary is not answering", interval=0.01)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_until(lambda: said(agent, before, ANSWERING, replica["id"]), 2,
+               "the replica's agent to say its primary answers again", interval=0.01)
