@@ -40,6 +40,7 @@
 #include "pinger.h"
 #include "settings.h"
 #include "version.h"
+#include "watch.h"
 
 #define AGENT_VERSION CAIRN_VERSION
 
@@ -101,6 +102,15 @@ struct agent_node {
 
     struct agent_pinger *pinger;
     struct agent_observed seen;
+
+    /* The primary this node follows as a replica, watched from this host
+     * (watch.h) so cairnd can tell a lost host from a lost agent: the one
+     * its desired config names (cluster mode disabled) or its INFO does
+     * (cluster mode). NULL while the node's engine is not running as such
+     * a replica; a failover (another address) gets a new watch. */
+    struct agent_watch *watch;
+    struct agent_watch_times heard; /* when the primary answered, and was asked since */
+    bool primary_silent; /* cairnd was told it is silent, and not since that it answers */
 
     /* Metrics (telemetry.c). */
     struct agent_cmdtable *cmds; /* the process's command families; NULL until COMMAND answers */

@@ -1,7 +1,8 @@
 /* loop.c -- the agent's one thread: a curl_multi_poll() loop over cairnd's
  * HTTP channels (the sync, and the metrics push of telemetry.h), the
  * signalfd, every engine's pidfd, every engine's health connection and
- * the connections to replicas' primaries (see loop.h).
+ * the connections to replicas' primaries (the watch that PINGs them,
+ * agent/watch.h, and the metrics' reading of them) (see loop.h).
  *
  * The sync channel carries one request at a time. Without an identity it
  * registers; with one it syncs: the report goes out with wait_ms, cairnd
@@ -10,8 +11,9 @@
  * the agent as soon as cairnd answers, and the agent is heard from at least
  * every wait_ms. When an engine changes state while a sync waits, that
  * long-poll is dropped and a fresh report sent, so cairnd hears of a crash
- * within milliseconds. Transport errors and 5xx back off (100 ms doubling to
- * 5 s) while supervision carries on. */
+ * within milliseconds; so it does when a replica's primary has been silent
+ * for 500 ms, and when it answers again (agent/watch.h). Transport errors
+ * and 5xx back off (100 ms doubling to 5 s) while supervision carries on. */
 #include "loop.h"
 
 #include <poll.h>
@@ -310,8 +312,9 @@ int agent_loop_run(struct agent *a)
         if (wait_us > LOOP_MAX_WAIT_MS * 1000LL)
             wait_us = LOOP_MAX_WAIT_MS * 1000LL;
 
-        if (cap < 1 + 3 * a->n_nodes) {
-            cap = 1 + 3 * a->n_nodes + 16;
+        /* The signalfd, 3 per node from supervise, 1 from telemetry. */
+        if (cap < 1 + 4 * a->n_nodes) {
+            cap = 1 + 4 * a->n_nodes + 16;
             fds = xrealloc(fds, cap * sizeof(*fds));
             pfds = xrealloc(pfds, cap * sizeof(*pfds));
         }

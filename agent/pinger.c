@@ -290,6 +290,20 @@ void agent_pinger_io(struct agent_pinger *p, short revents, int64_t now_us,
         fail(p, err, false, now_us, res);
 }
 
+/* A replica's primary, as its INFO names it; left "" and 0 unless both
+ * parts are there and fit. */
+static void observe_primary(const struct engine_info *info, struct agent_observed *out)
+{
+    const char *host = engine_info_get(info, "replication", "master_host");
+    long long port;
+
+    if (!out->replica || host == NULL || strlen(host) >= sizeof(out->master_host) ||
+        !engine_info_get_ll(info, "replication", "master_port", &port) || port <= 0 || port > 65535)
+        return;
+    strcpy(out->master_host, host);
+    out->master_port = (int)port;
+}
+
 void agent_pinger_observe(const struct engine_info *info, struct agent_observed *out)
 {
     const char *version = NULL;
@@ -303,6 +317,7 @@ void agent_pinger_observe(const struct engine_info *info, struct agent_observed 
     out->replica = role != NULL && strcmp(role, "slave") == 0;
     out->has_offset = engine_info_get_ll(info, "replication", "master_repl_offset", &out->offset);
     out->link_up = link == NULL ? -1 : strcmp(link, "up") == 0;
+    observe_primary(info, out);
     out->loading = engine_info_get_ll(info, "persistence", "loading", &v) && v != 0;
     out->sync_in_progress =
         (engine_info_get_ll(info, "replication", "master_sync_in_progress", &v) && v != 0) ||

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "catalog.h"
+#include "collect.h"
 #include "converge.h"
 #include "info.h"
 
@@ -35,6 +36,13 @@ struct agent_observed {
     bool has_offset;
     long long offset;
     int link_up; /* -1 unknown (primaries), 0 down, 1 up */
+    /* The primary a replica follows (master_host, master_port): every INFO
+     * says it, so in cluster mode, where the engines choose, the watch of
+     * it (agent/watch.h) follows a failover within AGENT_INFO_INTERVAL_US.
+     * "" and 0 for primaries, and when absent or longer than the room
+     * here. */
+    char master_host[AGENT_HOST_MAX];
+    int master_port;
     bool loading;
     bool sync_in_progress;
     char version[ENGINE_VERSION_MAX];

@@ -6,6 +6,7 @@
 
 #include "catalog.h"
 #include "converge.h"
+#include "watch.h"
 
 /* Encode j (a reference taken over) to text, aborting on out of memory. */
 static char *dump(json_t *j)
@@ -31,7 +32,8 @@ json_t *agent_report_engines(const struct engine_binary *bins, size_t n)
     return arr;
 }
 
-json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
+/* What the node's own engine is known to be and do (agent_report_node()). */
+static json_t *engine_report(const struct agent_node *n, int64_t now_us)
 {
     bool alive = n->pid != 0;
     /* Only what was read of this very process: a reading of the one before
@@ -66,6 +68,18 @@ json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
                      "sync_in_progress", seen && n->seen.sync_in_progress, "loading",
                      alive && (n->state == AGENT_NODE_LOADING || (seen && n->seen.loading)),
                      "restarts", (int)n->restarts, "observed_ms_ago", age);
+}
+
+json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
+{
+    json_t *j = engine_report(n, now_us);
+
+    /* A replica whose primary this host watches: how long that primary has
+     * not answered, one vantage point's word on whether it is gone. */
+    if (j != NULL && n->watch != NULL)
+        json_object_set_new(j, "primary_silent_ms",
+                            json_integer(agent_watch_silent_ms(&n->heard, now_us)));
+    return j;
 }
 
 char *agent_report_register(const struct agent *a)

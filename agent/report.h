@@ -16,7 +16,8 @@ json_t *agent_report_engines(const struct engine_binary *bins, size_t n);
 
 /* One entry of the sync report's "nodes" for node n, or NULL when nothing
  * is known of its engine (a directory without node.json that nobody
- * wants). Returns a new reference. Pure. */
+ * wants); with primary_silent_ms when n is a replica whose primary this
+ * host watches. Returns a new reference. Pure. */
 json_t *agent_report_node(const struct agent_node *n, int64_t now_us);
 
 /* The register body for the agent's settings and engines (text to free). */

@@ -1,5 +1,5 @@
 /* supervise.c -- engine nodes: adoption, convergence, start, stop, exit,
- * removal and health (see supervise.h). */
+ * removal, health and the watch of replicas' primaries (see supervise.h). */
 #define _GNU_SOURCE
 #include "supervise.h"
 
@@ -26,6 +26,7 @@
 #include "report.h"
 #include "resp.h"
 #include "telemetry.h"
+#include "watch.h"
 #include "xalloc.h"
 
 /* What the agent asks an engine when it re-adopts it. */
@@ -84,6 +85,7 @@ static void drop_node(struct agent *a, struct agent_node *n)
         break;
     }
     agent_pinger_free(n->pinger);
+    agent_watch_free(n->watch);
     agent_telemetry_node_free(n);
     if (n->pidfd >= 0)
         close(n->pidfd);
@@ -283,6 +285,120 @@ static void on_probe(struct agent *a, struct agent_node *n, const struct agent_o
     if (next == AGENT_NODE_UNRESPONSIVE)
         log_warn("engine unresponsive", "node=%s pid=%d port=%d", n->id, (int)n->pid, n->run.port);
     set_state(a, n, next, now_us);
+}
+
+/* ---- a replica's primary, watched from here ---------------------------- */
+
+/* With cluster mode disabled, the primary cairnd designates for n's group:
+ * its desired config names it (replicaof) while n is to be a replica. */
+static bool designated_primary(const struct agent_node *n, const char **host, int *port)
+{
+    const json_t *of = json_object_get(n->want.config, "replicaof");
+    json_int_t p = json_integer_value(json_object_get(of, "port"));
+
+    *host = json_string_value(json_object_get(of, "address"));
+    *port = (int)p;
+    return *host != NULL && p > 0 && p < 65536;
+}
+
+/* The primary the INFO of n's very process says it follows. */
+static bool followed_primary(const struct agent_node *n, const char **host, int *port)
+{
+    const struct agent_observed *s = &n->seen;
+
+    *host = s->master_host;
+    *port = s->master_port;
+    return s->valid && s->process_id == n->pid && s->replica && s->master_port != 0;
+}
+
+/* The primary n's watch should PING while n's engine runs and is not being
+ * stopped. With cluster mode disabled it is the one cairnd designates,
+ * whose hosts cairnd asks the vantage points about: the watch moves the
+ * moment a failover's desired set arrives, rather than at the replica's
+ * next INFO (up to 2 s later), and a designated primary watches nothing.
+ * In cluster mode the engines choose: the one the replica follows. Only an
+ * address: a name would be resolved, blocking the loop. */
+static bool primary_to_watch(const struct agent_node *n, const char **host, int *port)
+{
+    /* A node cairnd has not described yet: only its engine can tell. */
+    bool designated =
+        n->wanted && !json_is_true(json_object_get(n->want.config, "cluster_enabled"));
+
+    if (n->pid == 0 || n->stopping)
+        return false;
+    if (!(designated ? designated_primary(n, host, port) : followed_primary(n, host, port)))
+        return false;
+    return resp_host_is_address(*host);
+}
+
+static void unwatch_primary(struct agent *a, struct agent_node *n)
+{
+    log_debug("primary no longer watched", "node=%s", n->id);
+    agent_watch_free(n->watch);
+    n->watch = NULL;
+    /* cairnd was told of a silence that the next report no longer shows. */
+    if (n->primary_silent)
+        agent_report_changed(a);
+    n->primary_silent = false;
+}
+
+/* Give n the watch it should have now: none, or one of the primary it
+ * follows (a failover names another). */
+static void follow_primary(struct agent *a, struct agent_node *n, int64_t now_us)
+{
+    const char *host = NULL;
+    int port = 0;
+    bool want = primary_to_watch(n, &host, &port);
+
+    if (n->watch != NULL && (!want || !agent_watch_is(n->watch, host, port)))
+        unwatch_primary(a, n);
+    if (!want || n->watch != NULL)
+        return;
+    n->watch = agent_watch_new(host, port, n->run.password);
+    agent_watch_began(&n->heard, now_us); /* until the first answer, silence counts from here */
+    log_info("watching the replica's primary", "node=%s primary=%s:%d", n->id, host, port);
+}
+
+/* Tell cairnd at once (a fresh sync) when n's primary has just been silent
+ * for AGENT_WATCH_SILENT_MS, or answers again after that; ended_ms is the
+ * silence an answer at now_us has just ended, for the log. */
+static void primary_news(struct agent *a, struct agent_node *n, int64_t now_us, long long ended_ms)
+{
+    long long silent_ms = agent_watch_silent_ms(&n->heard, now_us);
+
+    switch (agent_watch_news(n->primary_silent, silent_ms)) {
+    case AGENT_WATCH_NEWS_NONE:
+        return;
+    case AGENT_WATCH_NEWS_SILENT:
+        log_info("primary not answering", "node=%s silent_ms=%lld", n->id, silent_ms);
+        n->primary_silent = true;
+        break;
+    case AGENT_WATCH_NEWS_ANSWERING:
+        log_info("primary answering again", "node=%s silent_ms=%lld", n->id, ended_ms);
+        n->primary_silent = false;
+        break;
+    }
+    agent_report_changed(a);
+}
+
+/* Keep n's watch in step with its engine, PING when due, and see whether
+ * the silence has become news. */
+static void watch_tick(struct agent *a, struct agent_node *n, int64_t now_us)
+{
+    follow_primary(a, n, now_us);
+    if (n->watch == NULL)
+        return;
+    if (now_us >= agent_watch_next_us(n->watch) && agent_watch_tick(n->watch, now_us))
+        agent_watch_asked(&n->heard, now_us);
+    primary_news(a, n, now_us, 0);
+}
+
+static void on_primary_answer(struct agent *a, struct agent_node *n, int64_t now_us)
+{
+    long long ended_ms = agent_watch_silent_ms(&n->heard, now_us);
+
+    agent_watch_answered(&n->heard, now_us);
+    primary_news(a, n, now_us, ended_ms);
 }
 
 /* ---- start, stop, exit, remove ----------------------------------------- */
@@ -776,6 +892,7 @@ void agent_sup_tick(struct agent *a, int64_t now_us)
             agent_pinger_tick(n->pinger, now_us, &res);
             on_probe(a, n, &before, &res, now_us);
         }
+        watch_tick(a, n, now_us);
     }
     for (size_t i = 0; i < a->n_nodes; i++) {
         struct agent_node *n = a->nodes[i];
@@ -798,6 +915,11 @@ int64_t agent_sup_next_us(const struct agent *a)
             next = n->stop_deadline_us;
         if (n->pinger != NULL && agent_pinger_next_us(n->pinger) < next)
             next = agent_pinger_next_us(n->pinger);
+        if (n->watch != NULL && agent_watch_next_us(n->watch) < next)
+            next = agent_watch_next_us(n->watch);
+        /* The moment the primary's silence becomes news, PING or not. */
+        if (n->watch != NULL && !n->primary_silent && agent_watch_silent_at_us(&n->heard) < next)
+            next = agent_watch_silent_at_us(&n->heard);
     }
     return next;
 }
@@ -813,6 +935,9 @@ unsigned agent_sup_pollfds(const struct agent *a, struct pollfd *fds)
         int fd = n->pinger != NULL ? agent_pinger_fd(n->pinger) : -1;
         if (fd >= 0)
             fds[k++] = (struct pollfd){.fd = fd, .events = agent_pinger_events(n->pinger)};
+        fd = n->watch != NULL ? agent_watch_fd(n->watch) : -1;
+        if (fd >= 0)
+            fds[k++] = (struct pollfd){.fd = fd, .events = agent_watch_events(n->watch)};
     }
     return k;
 }
@@ -839,6 +964,11 @@ void agent_sup_ready(struct agent *a, const struct pollfd *fds, unsigned nfds, i
                 struct agent_observed before = n->seen;
                 agent_pinger_io(n->pinger, fds[k].revents, now_us, &n->seen, &res);
                 on_probe(a, n, &before, &res, now_us);
+                break;
+            }
+            if (n->watch != NULL && agent_watch_fd(n->watch) == fds[k].fd) {
+                if (agent_watch_io(n->watch, fds[k].revents))
+                    on_primary_answer(a, n, now_us);
                 break;
             }
         }

@@ -1,6 +1,8 @@
 /* supervise.h -- the engine nodes of this host: finding and re-adopting
  * them at start, converging them to the desired set, starting, stopping,
- * restarting and removing them, and following their health.
+ * restarting and removing them, following their health, and watching the
+ * primaries that its replicas follow (agent/watch.h), telling cairnd at
+ * once when one falls silent or answers again.
  *
  * Every function takes the current monotonic time and never blocks, except
  * agent_sup_discover(), which runs once before the loop and may wait up to
@@ -36,15 +38,18 @@ void agent_sup_discover(struct agent *a, int64_t now_us);
 /* Make a->desired the desired set and converge every node to it. */
 void agent_sup_apply(struct agent *a, int64_t now_us);
 
-/* Run due timers: restarts after backoff, stop deadlines, health checks. */
+/* Run due timers: restarts after backoff, stop deadlines, health checks,
+ * the watches of replicas' primaries (started, moved to a new primary or
+ * ended as the replicas' INFO says). */
 void agent_sup_tick(struct agent *a, int64_t now_us);
 
 /* The earliest time agent_sup_tick() has something to do (INT64_MAX: none). */
 int64_t agent_sup_next_us(const struct agent *a);
 
-/* Fill fds (room for 2 per node) with the pidfds and engine connections
- * to wait on and the poll(2) events to wait for; returns how many. Entry i
- * of the result maps back to its node through agent_sup_ready(). */
+/* Fill fds (room for 3 per node) with the pidfds, engine connections and
+ * watches of replicas' primaries to wait on and the poll(2) events to wait
+ * for; returns how many. Entry i of the result maps back to its node
+ * through agent_sup_ready(). */
 unsigned agent_sup_pollfds(const struct agent *a, struct pollfd *fds);
 
 /* Handle the poll(2) revents returned for the fds agent_sup_pollfds()

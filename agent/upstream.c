@@ -2,7 +2,6 @@
  * non-blocking connection (see upstream.h). */
 #include "upstream.h"
 
-#include <arpa/inet.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,20 +19,13 @@ struct agent_upstream {
     int64_t deadline_us; /* 0: nothing asked */
 };
 
-static bool is_numeric(const char *host)
-{
-    unsigned char addr[16];
-
-    return inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
-}
-
 struct agent_upstream *agent_upstream_new(const char *host, int port, const char *password)
 {
     struct agent_upstream *u = xcalloc(1, sizeof(*u));
 
     u->host = xstrdup(host);
     u->password = password != NULL && password[0] ? xstrdup(password) : NULL;
-    u->numeric = is_numeric(host);
+    u->numeric = resp_host_is_address(host);
     u->opt.host = u->host;
     u->opt.port = port;
     u->opt.password = u->password;

@@ -2,6 +2,7 @@
  * helpers for reading reply trees. */
 #include "resp.h"
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
 #include <poll.h>
@@ -207,6 +208,13 @@ struct resp_conn *resp_connect_nonblock(const struct resp_options *opt, char *er
         c->auth_pending = true;
     }
     return c;
+}
+
+bool resp_host_is_address(const char *host)
+{
+    unsigned char addr[16];
+
+    return inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
 }
 
 /* The next reply read so far (resp_reader_next()); a reply beyond the

@@ -91,6 +91,10 @@ struct resp_conn *resp_connect_fd(int fd, const struct resp_options *opt, char *
  * resp_flush() or resp_read(). */
 struct resp_conn *resp_connect_nonblock(const struct resp_options *opt, char *err, size_t errsize);
 
+/* Whether host is an IPv4 or IPv6 address: connecting to one resolves no
+ * name, so resp_connect_nonblock() cannot block on it. Pure. */
+bool resp_host_is_address(const char *host);
+
 /* Close the connection and free it and any buffered data; NULL is allowed. */
 void resp_close(struct resp_conn *c);
 

@@ -18,6 +18,7 @@
 #include "info.h"
 #include "pinger.h"
 #include "report.h"
+#include "watch.h"
 
 /* A node id as cairnd makes them. */
 #define ID "0b9f4a1e-5d2c-4f7e-9a3b-1c2d3e4f5a6b"
@@ -167,8 +168,10 @@ static void test_desired_refused(void **state)
                    "nodes[1].node_id repeats \"" ID "\"");
 }
 
-/* The observations INFO gives, on real captures of both engines. */
-static void expect_observed(const char *path, const char *version, bool replica, long long pid)
+/* The observations INFO gives, on real captures of both engines; a
+ * replica's primary is at 127.0.0.1:primary_port (0 for primaries). */
+static void expect_observed(const char *path, const char *version, bool replica, long long pid,
+                            int primary_port)
 {
     size_t len;
     char *text = fixture_load(path, &len);
@@ -185,6 +188,8 @@ static void expect_observed(const char *path, const char *version, bool replica,
     assert_int_equal(o.link_up, replica ? 1 : -1);
     assert_false(o.loading);
     assert_false(o.sync_in_progress);
+    assert_string_equal(o.master_host, primary_port != 0 ? "127.0.0.1" : "");
+    assert_int_equal(o.master_port, primary_port);
     engine_info_free(info);
     free(text);
 }
@@ -192,11 +197,11 @@ static void expect_observed(const char *path, const char *version, bool replica,
 static void test_observe_fixtures(void **state)
 {
     (void)state;
-    expect_observed("redis/info_primary.txt", "7.0.15", false, 29029);
-    expect_observed("redis/info_replica.txt", "7.0.15", true, 29031);
+    expect_observed("redis/info_primary.txt", "7.0.15", false, 29029, 0);
+    expect_observed("redis/info_replica.txt", "7.0.15", true, 29031, 27056);
     /* Valkey also says redis_version:7.2.4; its own version wins. */
-    expect_observed("valkey/info_primary.txt", "8.0.1", false, 30769);
-    expect_observed("valkey/info_replica.txt", "8.0.1", true, 30771);
+    expect_observed("valkey/info_primary.txt", "8.0.1", false, 30769, 0);
+    expect_observed("valkey/info_replica.txt", "8.0.1", true, 30771, 22525);
 }
 
 static void test_observe_sync_and_loading(void **state)
@@ -214,6 +219,8 @@ static void test_observe_sync_and_loading(void **state)
     assert_true(o.sync_in_progress);
     assert_int_equal(o.link_up, 0);
     assert_false(o.has_offset);
+    assert_string_equal(o.master_host, ""); /* no master_host, no primary to watch */
+    assert_int_equal(o.master_port, 0);
     engine_info_free(info);
 
     /* A primary sending a snapshot to a replica is syncing too. */
@@ -279,6 +286,26 @@ static void test_report_node(void **state)
                 "\"replication_offset\":99,\"master_link_status\":\"up\","
                 "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
                 "\"observed_ms_ago\":250}");
+
+    /* Its primary watched from here: how long that primary has not
+     * answered, 0 while it answers every PING. */
+    n.watch = agent_watch_new("127.0.0.1", 7000, "secret");
+    n.heard = (struct agent_watch_times){.answered_us = 3000000, .asked_us = 3200000};
+    expect_json(agent_report_node(&n, 3250000),
+                "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"
+                "\"role\":\"replica\",\"engine\":\"valkey\",\"version\":\"8.0.1\","
+                "\"replication_offset\":99,\"master_link_status\":\"up\","
+                "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
+                "\"observed_ms_ago\":250,\"primary_silent_ms\":0}");
+    n.heard = (struct agent_watch_times){.answered_us = 2100000, .asked_us = 2300000};
+    expect_json(agent_report_node(&n, 3250000),
+                "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"
+                "\"role\":\"replica\",\"engine\":\"valkey\",\"version\":\"8.0.1\","
+                "\"replication_offset\":99,\"master_link_status\":\"up\","
+                "\"sync_in_progress\":true,\"loading\":false,\"restarts\":2,"
+                "\"observed_ms_ago\":250,\"primary_silent_ms\":1150}");
+    agent_watch_free(n.watch);
+    n.watch = NULL;
 
     /* Read too early in its run, the engine's word on its role is no word:
      * a cluster-mode replica calls itself master until its cluster cron

@@ -1,6 +1,7 @@
 /* test_resp_reply.c -- the pure half of engine/resp.h: mapping error
  * replies to messages and reading reply trees, on replies made by
- * hiredis's redisReader (no network in unit tests). */
+ * hiredis's redisReader (no network in unit tests), and telling addresses
+ * from names. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -143,12 +144,27 @@ static void test_maps(void **state)
     resp_reply_free(r);
 }
 
+static void test_host_is_address(void **state)
+{
+    (void)state;
+    assert_true(resp_host_is_address("127.0.0.1"));
+    assert_true(resp_host_is_address("10.0.3.17"));
+    assert_true(resp_host_is_address("::1"));
+    assert_true(resp_host_is_address("fd00::17"));
+    /* Names would be resolved, blocking, on connect. */
+    assert_false(resp_host_is_address("localhost"));
+    assert_false(resp_host_is_address("cache-1.internal"));
+    assert_false(resp_host_is_address("10.0.3"));
+    assert_false(resp_host_is_address(""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reply_check),
         cmocka_unit_test(test_strings_and_integers),
         cmocka_unit_test(test_maps),
+        cmocka_unit_test(test_host_is_address),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
