@@ -72,6 +72,7 @@ struct suspect {
     long long woken_ms;      /* monotonic; 0: not yet */
     long long agent_seen_ms; /* its last_seen_at at the wake */
     long long found_ms;      /* the last tick that found it */
+    bool cairnd_silent;      /* its primary did not answer cairnd's probe at the wake */
 };
 
 struct ha {
@@ -697,11 +698,14 @@ static void judge(struct ha *h, const struct store_silent_primary *sp, bool trus
                      "host=%s node=%s silent_ms=%lld", sp->host, sp->node, sp->silent_ms);
         s->woken_ms = now;
         s->agent_seen_ms = sp->agent_seen_ms;
+        /* Probed now, while its agent has time to answer: the probe of a
+         * frozen engine takes its whole timeout. */
+        s->cairnd_silent = !answers_cairnd(h, sp->cluster, sp->node);
         return;
     }
     if (answered || now - s->woken_ms < WAKE_GRACE_MS || !trust)
         return; /* its agent lives (the engine stalls, or only a link is cut) */
-    bool cairnd_silent = !answers_cairnd(h, sp->cluster, sp->node);
+    bool cairnd_silent = s->cairnd_silent || !answers_cairnd(h, sp->cluster, sp->node);
     int voters = sp->vantage + 1, votes = sp->silent + (cairnd_silent ? 1 : 0);
     if (2 * votes <= voters)
         return;

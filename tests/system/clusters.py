@@ -136,12 +136,13 @@ def primary_and_replica(stack, cleanup, cid):
             next(n for n in ns if n["role"] == "replica"))
 
 
-def cluster_client(body, pw):
-    """redis-py's cluster client, seeded with endpoints.configuration."""
+def cluster_client(body, pw, timeout=5):
+    """redis-py's cluster client, seeded with endpoints.configuration; each
+    command waits timeout seconds at most (a frozen node answers never)."""
     seeds = [ClusterNode(e["address"], e["port"]) for e in body["endpoints"]["configuration"]]
     assert seeds, f"no configuration endpoint: {body['endpoints']!r}"
     return RedisCluster(startup_nodes=seeds, password=pw, decode_responses=True,
-                        socket_timeout=5, socket_connect_timeout=3)
+                        socket_timeout=timeout, socket_connect_timeout=min(timeout, 3))
 
 
 def engine_role(address, port, pw):
@@ -223,6 +224,7 @@ class ClusterStack:
     def _start_cairnd(self, port=None, workdir=None):
         if not hasattr(self, "sentinel_port"):
             self.sentinel_port = harness.free_port()
+        self.started_at = time.monotonic()  # the latest cairnd's start
         c = harness.start_cairnd(self.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP,
                                                "--sentinel-listen",
                                                f"127.0.0.1:{self.sentinel_port}"]

@@ -102,13 +102,14 @@ class ClusterClient:
     """A cluster client that starts over from the resource's configuration
     endpoint after an error, as an application with a retry would."""
 
-    def __init__(self, stack, cid, pw):
-        self.stack, self.cid, self.pw = stack, cid, pw
+    def __init__(self, stack, cid, pw, timeout=5):
+        self.stack, self.cid, self.pw, self.timeout = stack, cid, pw, timeout
         self.rc = None
 
     def _client(self):
         if self.rc is None:
-            self.rc = clusters.cluster_client(clusters.get(self.stack.api, self.cid), self.pw)
+            self.rc = clusters.cluster_client(clusters.get(self.stack.api, self.cid), self.pw,
+                                              self.timeout)
         return self.rc
 
     def reset(self):
