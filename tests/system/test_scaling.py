@@ -25,7 +25,7 @@ from expect import eq
 
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures("scaling")
 
-KEYS = 200_000
+KEYS = 60_000
 
 
 # --------------------------------------------------------------------------
@@ -187,7 +187,7 @@ def event_types(api, cid):
 # the tests
 
 def test_two_to_four_to_three_under_traffic_with_a_cairnd_killed(stack, cleanup):
-    """2 -> 4 -> 3 shards with 200,000 keys, a writer and a reader; cairnd
+    """2 -> 4 -> 3 shards with 60,000 keys, a writer and a reader; cairnd
     SIGKILLed while slots move on the way out, and resumed by a new one."""
     cid = "scale-main"
     body = create(stack, cleanup, cid, num_shards=2)
