@@ -5,6 +5,7 @@ A ClusterStack (tests/system/clusters.py: cairnd on a PostgreSQL of the
 suite's own, agents vm-a, vm-b and vm-c in az-a, az-b and az-c) plus a
 fourth agent, vm-a2, in az-a, so that losing one host and losing one AZ are
 different faults and a lost host's nodes always have somewhere to go.
+Every agent's data dir is a small tmpfs, which a scenario fills up.
 cairnd runs with a 3 s heartbeat timeout and replaces lost nodes 4 s after
 that, as in test_ha.py, so that every recovery is bounded by seconds.
 
@@ -15,12 +16,14 @@ that, as in test_ha.py, so that every recovery is bounded by seconds.
 """
 
 import itertools
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import agents
 import clusters
+import disk
 import harness
 import procs
 import writers
@@ -29,6 +32,7 @@ HEARTBEAT_S = 3
 REPLACE_AFTER_S = 4
 NODE_TIMEOUT_MS = 2000
 SPARE_HOST = ("vm-a2", "az-a")
+SMALL_DISK_MIB = 128  # an agent's data dir: room for its engines' files, quick to fill
 SHARDED = "chaos-cm"
 GROUP = "chaos-group"
 CREATE_TIMEOUT_S = 90
@@ -95,6 +99,11 @@ class ChaosStack(clusters.ClusterStack):
             else:
                 t.connect = writers.sentinel_connector(self, t.id, t.password)
             t.writer = writers.Writer(t.id, t.connect).start()
+
+    def _start_agent(self, name, az, before_start=None):
+        """Every agent of the stack on a data dir of its own small tmpfs."""
+        return super()._start_agent(name, az, lambda a: disk.mount_tmpfs(a.data_dir,
+                                                                         SMALL_DISK_MIB))
 
     def new_api(self):
         """An API client of its own (a requests session is not for sharing
@@ -164,3 +173,11 @@ class ChaosStack(clusters.ClusterStack):
         finally:
             self.own_pg.destroy()
             self._spawner.shutdown()
+            self._remove_small_disks()
+
+    def _remove_small_disks(self):
+        """The agents' clean-up emptied their tmpfs but could not remove
+        the mount points: unmount them, then remove what is left."""
+        for a in getattr(self, "agents", []):
+            disk.unmount(a.data_dir)
+            shutil.rmtree(a.dir, ignore_errors=True)

@@ -23,6 +23,7 @@ class Outcome:
     scenarios: list           # scenario names
     labels: list              # "name(what it hit)"
     recovery_ms: float = None
+    gaps_ms: dict = field(default_factory=dict)  # cluster id -> longest time without an ack
     acked: int = 0
     lost: int = 0
     async_lost: int = 0
@@ -40,10 +41,11 @@ def out(text=""):
 
 
 def line(o, total):
-    rec = f"{o.recovery_ms:8.0f}" if o.recovery_ms is not None else "       -"
-    out(f"{o.index:4d}/{total:<4d} {' + '.join(o.labels):<78} recovery {rec} ms  "
-        f"acked {o.acked:6d}  lost {o.lost:3d}  async_lost {o.async_lost:3d}  "
-        f"{'FAIL' if o.failed else 'ok'}")
+    rec = f"{o.recovery_ms:6.0f}" if o.recovery_ms is not None else "     -"
+    gaps = "/".join(f"{g:.0f}" for g in o.gaps_ms.values())
+    out(f"{o.index:4d}/{total:<4d} {' + '.join(o.labels):<72} recovery {rec} ms  "
+        f"write gap {gaps:>11} ms  acked {o.acked:5d}  lost {o.lost:3d}  "
+        f"async_lost {o.async_lost:3d}  {'FAIL' if o.failed else 'ok'}")
     for p in o.problems:
         out(f"          ! {p}")
     for n in o.notes:

@@ -19,6 +19,7 @@ import redis
 
 import checks
 import clusters
+import disk
 import procs
 import writers
 from checks import label, primary_of, slot_ranges
@@ -272,6 +273,22 @@ def pause_agent(f):
     f.hold([agent.pid], AGENT_PAUSE_S)
     for cid in f.stack.targets:
         f.expect_failover(cid, False, f"SIGSTOP of an agent for {AGENT_PAUSE_S:.0f} s")
+
+
+def fill_disk(f):
+    """The data dir (a small tmpfs) of a primary's host filled up for 3 to
+    8 s, then freed: its engines cannot write their AOF meanwhile (a
+    primary there refuses writes) and its agent cannot save its state; once
+    there is room again, everything must carry on as before."""
+    _, node = f.primary()
+    agent = f.stack.agent_of_node(node)
+    seconds = f.rng.uniform(3, 8)
+    try:
+        mib = disk.fill(agent.data_dir)
+        f.hit(f"{agent.name} ({mib} MiB written) for {seconds:.1f} s")
+        time.sleep(seconds)
+    finally:
+        disk.free(agent.data_dir)
 
 
 # --------------------------------------------------------------------------
@@ -534,6 +551,7 @@ SCENARIOS = [
     Scenario("kill_cairnd_mid_reshard", kill_cairnd_mid_reshard, weight=1, control=True),
     Scenario("restart_postgres", restart_postgres, control=True),
     Scenario("lose_az", lose_az, weight=1),
+    Scenario("fill_disk", fill_disk, weight=1),
     Scenario("rolling_parameters", rolling_parameters, with_fault=True),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}

@@ -14,6 +14,7 @@ HEALING in tests/system/test_ha.py), and redis-py's Sentinel client pointed
 at cairnd's Sentinel-compatible listener.
 """
 
+import collections
 import threading
 import time
 
@@ -47,6 +48,7 @@ class Writer:
         self.acked_at = []  # by sequence number - 1: monotonic time of the ack, or None
         self.latest = {}    # key -> newest acknowledged sequence number
         self.errors = 0
+        self.recent_errors = collections.deque(maxlen=1000)  # (monotonic time, error text)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"writer-{name}", daemon=True)
@@ -64,7 +66,8 @@ class Writer:
             seq = len(self.acked_at) + 1
             try:
                 client.set(self.key(seq), str(seq))
-            except Exception:  # noqa: BLE001 -- any failure is a write not acknowledged
+            except Exception as e:  # noqa: BLE001 -- any failure is a write not acknowledged
+                self.recent_errors.append((time.monotonic(), f"{type(e).__name__}: {e}"[:80]))
                 self._record(seq, None)
                 client = _close(client)
                 time.sleep(RECONNECT_PAUSE_S)
@@ -107,6 +110,12 @@ class Writer:
         """(writes sent, writes acknowledged) so far."""
         with self._lock:
             return len(self.acked_at), len(self.acked_at) - self.errors
+
+    def errors_since(self, t):
+        """The errors of the writes that failed since t, most frequent
+        first, as [(text, count)]."""
+        return collections.Counter(e for at, e in list(self.recent_errors)
+                                   if at >= t).most_common()
 
     def acked_since(self, t):
         """How many writes were acknowledged at or after monotonic time t."""
