@@ -17,6 +17,7 @@ recovery) and print them when they never do (the verdict).
                   published per shard
 """
 
+import json
 import threading
 import time
 from datetime import datetime, timezone
@@ -431,7 +432,7 @@ def operations(api, cid, since_epoch):
             age = now - api_epoch(op["created_at"])
             what = f"{cid}: {op['kind']} {op['id'][:8]} {status} at {op['step_name']}"
             if status == "failed" and api_epoch(op["created_at"]) >= since_epoch:
-                failed.append(f"{what}: {(op.get('error') or {}).get('message')}")
+                failed.append(f"{what}: {json.dumps(op.get('error'))}")
             elif status != "failed" and age > OPERATION_BOUND_S:
                 stuck.append(f"{what} for {age:.0f} s")
     return stuck, failed
