@@ -26,6 +26,7 @@ from checks import label, primary_of, slot_ranges
 
 SHORT_PAUSE_S = 0.5        # a primary's engine stopped this long must not fail over
 AGENT_PAUSE_S = 2.0        # nor an agent stopped this long (heartbeat timeout: 3 s)
+SYNC_CYCLE_S = 1.5         # an agent's sync is held this long (half the heartbeat timeout)
 LONG_PAUSE_MIN_S = 3.0     # a primary stopped this long, and until a failover, must fail over
 FAILOVER_WAIT_S = 20.0
 TOPOLOGY_WAIT_S = 30.0     # for cairnd to answer again when a compound fault restarted it
@@ -270,6 +271,7 @@ def pause_agent(f):
     over."""
     agent = f.agent()
     f.hit(agent.name)
+    f.sleep(0, SYNC_CYCLE_S)  # at any point of its sync cycle, not always the same
     f.hold([agent.pid], AGENT_PAUSE_S)
     for cid in f.stack.targets:
         f.expect_failover(cid, False, f"SIGSTOP of an agent for {AGENT_PAUSE_S:.0f} s")
@@ -303,10 +305,11 @@ def restart_cairnd(f):
 
 def kill_cairnd_mid_failover(f):
     """kill -9 of a primary's engine and, 0 to 300 ms later, of cairnd: the
-    next cairnd must finish the failover."""
+    next cairnd must finish the failover. Most often within 50 ms, while
+    cairnd is still in the middle of it (a promotion takes 10 to 40 ms)."""
     t, node = f.primary()
     pid = f.pid(node)
-    delay = f.rng.uniform(0, 0.3)
+    delay = f.rng.uniform(0, 0.05) if f.rng.random() < 0.7 else f.rng.uniform(0.05, 0.3)
     f.hit(f"{t.id} {label(node)}, cairnd {delay * 1000:.0f} ms later")
     f.async_window(t, node)
     procs.kill9(pid)
