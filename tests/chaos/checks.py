@@ -38,7 +38,7 @@ ENGINE_TIMEOUT_S = 1.0
 ASYNC_WINDOW_S = 1.0
 ASYNC_GRACE_S = 0.1      # an ack read just after the kill was sent just before it
 OPERATION_BOUND_S = 120  # an operation pending or running longer than this is stuck
-BAD_FLAGS = {"fail", "fail?", "handshake", "noaddr", "nofailover"}
+BAD_FLAGS = {"fail", "fail?", "handshake", "noaddr"}
 
 
 def iso(epoch):

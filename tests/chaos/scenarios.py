@@ -56,9 +56,9 @@ class Fault:
     # ---- the topology ---------------------------------------------------
 
     def body(self, cid, fresh=True):
-        """The cluster as the API shows it now, waiting for cairnd if it is
-        being restarted; the snapshot from before the iteration if
-        fresh=False or cairnd does not answer in time."""
+        """The cluster as the API shows it now, waiting up to 30 s for
+        cairnd if it is being restarted (fresh=False: not waiting); the
+        snapshot from before the iteration when it does not answer."""
         deadline = time.monotonic() + (TOPOLOGY_WAIT_S if fresh else 0)
         while True:
             try:
@@ -565,7 +565,8 @@ COMPOUND_DELAY_S = (0.0, 3.0)
 def draw(rng, allowed):
     """The scenarios of one iteration: one, or (COMPOUND_SHARE of the time,
     and always for a with_fault one) two that may run together, with the
-    delay before the second."""
+    delay before the second. A with_fault scenario comes first or second
+    at random: before the fault, or while it lasts."""
     pool = [s for s in SCENARIOS if s.name in allowed]
     first = _weighted(rng, pool)
     if not first.with_fault and rng.random() >= COMPOUND_SHARE:
@@ -573,7 +574,10 @@ def draw(rng, allowed):
     partners = [s for s in pool if not s.with_fault and not (s.control and first.control)]
     if not partners:
         return [first], 0.0
-    return [first, _weighted(rng, partners)], rng.uniform(*COMPOUND_DELAY_S)
+    pair = [first, _weighted(rng, partners)]
+    if first.with_fault:
+        rng.shuffle(pair)
+    return pair, rng.uniform(*COMPOUND_DELAY_S)
 
 
 def _weighted(rng, pool):
