@@ -90,17 +90,37 @@ class ChaosStack(clusters.ClusterStack):
         params = {"cluster-node-timeout": str(NODE_TIMEOUT_MS)}
         for t in (Target(SHARDED, clusters.valkey_cluster(SHARDED, parameters=params), 3, 2),
                   Target(GROUP, clusters.redis_group(GROUP), 1, 3)):
-            r = self.api.post("/v1/clusters", json=t.body)
-            assert r.status_code == 202, f"create {t.id}: {r.status_code} {r.text}"
-            self.targets[t.id] = t
+            self._post(t)
         for t in self.targets.values():
-            clusters.wait_available(self.api, t.id, timeout=CREATE_TIMEOUT_S)
-            t.password = clusters.password(self.api, t.id)
-            if t.sharded:
-                t.connect = writers.cluster_connector(self.new_api(), t.id, t.password)
-            else:
-                t.connect = writers.sentinel_connector(self, t.id, t.password)
-            t.writer = writers.Writer(t.id, t.connect).start()
+            self._start_writing(t)
+
+    def _post(self, t):
+        r = self.api.post("/v1/clusters", json=t.body)
+        assert r.status_code == 202, f"create {t.id}: {r.status_code} {r.text}"
+        self.targets[t.id] = t
+
+    def _start_writing(self, t):
+        """Once t is available: its password, its clients, its writer."""
+        clusters.wait_available(self.api, t.id, timeout=CREATE_TIMEOUT_S)
+        t.password = clusters.password(self.api, t.id)
+        if t.sharded:
+            t.connect = writers.cluster_connector(self.new_api(), t.id, t.password)
+        else:
+            t.connect = writers.sentinel_connector(self, t.id, t.password)
+        t.writer = writers.Writer(t.id, t.connect).start()
+
+    def recreate(self, cid):
+        """A cluster under test the stack could not bring back, deleted and
+        created again with a new writer, so that a long run goes on
+        measuring (what the old writer wrote is not checked any more)."""
+        old = self.targets[cid]
+        old.writer.stop()
+        clusters.wait_until(lambda: self.api.delete(f"/v1/clusters/{cid}").status_code != 409,
+                            CREATE_TIMEOUT_S, f"DELETE {cid} accepted", interval=0.5)
+        clusters.wait_gone(self.api, cid, CREATE_TIMEOUT_S)
+        t = Target(cid, old.body, old.shards, old.nodes_per_shard)
+        self._post(t)
+        self._start_writing(t)
 
     def _start_agent(self, name, az, before_start=None):
         """Every agent of the stack on a data dir of its own small tmpfs."""

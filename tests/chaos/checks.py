@@ -302,11 +302,14 @@ def cluster_problems(stack, api, t):
 # --------------------------------------------------------------------------
 # Hosts: nothing leaked
 
-def host_problems(stack, api, live_clusters):
+def host_problems(stack, api, bodies):
     """Every host healthy; every node on it belongs to a live cluster and
     runs as one engine, whose pid the agent reported; no other engine runs
-    under the agent's data dir, and no other node dir is left there."""
+    under the agent's data dir, and no other node dir is left there; and
+    the hosts place exactly the nodes each cluster resource lists (bodies:
+    {cluster id: body} of the clusters under test)."""
     found = []
+    placed = {cid: set() for cid in bodies}
     for hid in stack.host_ids:
         agent = stack.agent_of(hid)
         r = api.get(f"/v1/hosts/{hid}")
@@ -316,7 +319,14 @@ def host_problems(stack, api, live_clusters):
         h = r.json()
         if h["status"] != "healthy":
             found.append(f"host {agent.name}: {h['status']}")
-        found += host_nodes(agent, h["nodes"], live_clusters)
+        found += host_nodes(agent, h["nodes"], set(bodies) | stack.throwaways)
+        for n in h["nodes"]:
+            placed.setdefault(n["cluster_id"], set()).add(n["id"])
+    for cid, body in bodies.items():
+        listed = {n["id"] for n in clusters.nodes(body)}
+        if placed[cid] != listed:
+            found.append(f"{cid}: the hosts place {sorted(i[:8] for i in placed[cid])}, "
+                         f"the resource lists {sorted(i[:8] for i in listed)}")
     return found
 
 
@@ -362,7 +372,7 @@ def steady(stack, api):
         found.append(f"throwaway clusters left: {sorted(stack.throwaways)}")
     if not found:
         try:
-            found = host_problems(stack, api, set(stack.targets) | stack.throwaways)
+            found = host_problems(stack, api, bodies)
         except Exception as e:  # noqa: BLE001
             found = [f"hosts: {type(e).__name__}: {e}"]
     return found, bodies
@@ -377,40 +387,42 @@ def writes_flowing(stack, since):
 # --------------------------------------------------------------------------
 # Acknowledged writes
 
-def in_async_window(stack, cid, key, acked_at):
-    """Whether a write to key, acknowledged at acked_at, was made shortly
-    before a fault took down the primary that served it."""
+def async_window_of(stack, cid, key, acked_at):
+    """How long before a fault that took down the primary serving key a
+    write to it acknowledged at acked_at was made (seconds, > 0 before),
+    or None when no such fault followed it closely enough to excuse its
+    loss."""
     slot = None
     for wcid, ranges, at in stack.async_windows:
         if wcid != cid or not at - ASYNC_WINDOW_S <= acked_at <= at + ASYNC_GRACE_S:
             continue
-        if ranges is None:
-            return True
-        slot = key_slot(key.encode()) if slot is None else slot
-        if in_ranges(slot, ranges):
-            return True
-    return False
+        slot = key_slot(key.encode()) if slot is None and ranges else slot
+        if ranges is None or in_ranges(slot, ranges):
+            return at - acked_at
+    return None
 
 
 def lost_writes(stack, t):
     """(lost, async_lost): the acknowledged writes of t's writer that no
-    longer read back, each counted once over the run; async_lost are those
-    inside an asynchronous-replication window. lost is a list of
-    (key, seq, acked_at) for the report."""
+    longer read back, each counted once over the run. lost is a list of
+    (key, seq, acked_at) for the report; async_lost, those inside an
+    asynchronous-replication window, a list of how long before their fault
+    each was acknowledged."""
     latest = t.writer.snapshot()
     keys = sorted(latest)
     values = writers.read_back(t.connect, keys)
-    lost, async_lost = [], 0
+    lost, async_lost = [], []
     for key in keys:
         seq, v = latest[key], values.get(key)
         if v is not None and int(v) >= seq or (key, seq) in t.reported:
             continue
         t.reported.add((key, seq))
         acked_at = t.writer.ack_time(seq)
-        if in_async_window(stack, t.id, key, acked_at):
-            async_lost += 1
-        else:
+        before = async_window_of(stack, t.id, key, acked_at)
+        if before is None:
             lost.append((key, seq, acked_at))
+        else:
+            async_lost.append(before)
     return lost, async_lost
 
 
