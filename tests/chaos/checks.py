@@ -159,12 +159,13 @@ def parse_cluster_nodes(text):
 
 def cluster_view(t, body):
     """Every engine of a sharded cluster knows exactly the resource's nodes,
-    none failing, the resource's primaries as its masters, every slot
-    owned, no slot half moved; and says of itself the role the resource
-    publishes."""
+    none failing, the resource's primaries as its masters and each replica
+    following its own shard's primary, every slot owned, no slot half
+    moved; and says of itself the role the resource publishes."""
     found = []
     ns = clusters.nodes(body)
-    want_primaries = {n["port"] for n in ns if n["role"] == "primary"}
+    # Every node's port -> the port of its shard's published primary.
+    primary_port = {n["port"]: primary_of(s)["port"] for s in body["shards"] for n in s["nodes"]}
     for n in ns:
         try:
             with engine(n, t.password) as c:
@@ -172,21 +173,27 @@ def cluster_view(t, body):
         except redis.RedisError as e:
             found.append(f"{t.id}: node {label(n)}: {e}")
             continue
-        found += one_cluster_view(t, n, view, len(ns), want_primaries)
+        found += one_cluster_view(t, n, view, primary_port)
     return found
 
 
-def one_cluster_view(t, n, view, count, want_primaries):
+def one_cluster_view(t, n, view, primary_port):
     where = f"{t.id}: node {label(n)} sees"
     found = []
-    if len(view) != count:
-        found.append(f"{where} {len(view)} nodes, the resource has {count}")
+    if len(view) != len(primary_port):
+        found.append(f"{where} {len(view)} nodes, the resource has {len(primary_port)}")
+    port_of = {v["id"]: v["port"] for v in view}
     for v in view:
         bad = v["flags"] & BAD_FLAGS
         if bad or v["link"] != "connected":
             found.append(f"{where} :{v['port']} {','.join(sorted(v['flags']))} {v['link']}")
         if v["migrating"]:
             found.append(f"{where} :{v['port']} moving slots {v['migrating'][:2]}")
+        follows = port_of.get(v["master"])
+        if "slave" in v["flags"] and follows != primary_port.get(v["port"]):
+            found.append(f"{where} :{v['port']} following :{follows}, not its shard's "
+                         f"primary :{primary_port.get(v['port'])}")
+    want_primaries = set(primary_port.values())
     masters = {v["port"] for v in view if "master" in v["flags"] and v["slots"]}
     if masters != want_primaries:
         found.append(f"{where} masters {sorted(masters)}, the resource {sorted(want_primaries)}")

@@ -11,9 +11,12 @@ import redis
 
 import checks
 import clusters
+import harness
 from agentstack import percentile
 
 LOG_LINES = {"cairnd": 80, "agent": 30, "postgres": 20}
+ENGINE_LOG_LINES = 8  # of an engine that does not run
+ENGINE_WARNINGS = 12
 
 
 @dataclass
@@ -77,7 +80,7 @@ def dump(stack, api, since_epoch, offsets):
     of what every daemon logged during it."""
     out("\n======== state after the failed iteration ========")
     for t in stack.targets.values():
-        _safe(lambda: dump_cluster(api, t), f"cluster {t.id}")
+        _safe(lambda: dump_cluster(stack, api, t), f"cluster {t.id}")
         _safe(lambda: dump_history(api, t.id, since_epoch), f"history of {t.id}")
     for cid in sorted(stack.throwaways):
         _safe(lambda: dump_history(api, cid, since_epoch), f"history of {cid}")
@@ -100,7 +103,9 @@ def _safe(fn, what):
         out(f"({what}: cannot show: {type(e).__name__}: {e})")
 
 
-def dump_cluster(api, t):
+def dump_cluster(stack, api, t):
+    """Each node as the resource shows it, then as its engine does; the end
+    of the engine's own log when it does not run."""
     body = clusters.get(api, t.id)
     out(f"---- {t.id}: status {body['status']}, operation {body['current_operation']}")
     for s in body["shards"]:
@@ -109,6 +114,18 @@ def dump_cluster(api, t):
             out(f"    {checks.label(n)} {n['az']} {n['role']} {n['status']} "
                 f"replication {json.dumps(n.get('replication'))}")
             out("      " + engine_view(t, n).replace("\n", "\n      "))
+            if n["status"] != "running":
+                log = stack.agent_of_node(n).node_dir(n["id"]) / "engine.log"
+                for ln in engine_log_excerpt(log):
+                    out(f"      engine.log: {ln}")
+
+
+def engine_log_excerpt(path):
+    """What an engine that does not run said: its warnings (the lines the
+    engines mark with '#'), each once, then its last lines."""
+    lines = harness.LogSource("engine", path).text().splitlines()
+    warnings = list(dict.fromkeys(ln.split(" # ", 1)[1] for ln in lines if " # " in ln))
+    return [f"# {w}" for w in warnings[-ENGINE_WARNINGS:]] + lines[-ENGINE_LOG_LINES:]
 
 
 def engine_view(t, n):
