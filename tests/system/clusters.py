@@ -208,9 +208,13 @@ class ClusterStack:
             self.close(failed=True)
             raise
 
-    def _start_agent(self, name, az):
+    def _start_agent(self, name, az, before_start=None):
+        """Start an agent of the stack's shape; before_start(agent), if
+        given, runs first (to prepare its data dir)."""
         a = agents.Agent(self.inst.url, name, az, vcpus=AGENT_VCPUS, memory_mib=AGENT_MEMORY_MIB,
                          port_count=AGENT_PORTS, extra_args=self.agent_args)
+        if before_start is not None:
+            before_start(a)
         self.agents.append(a.start())
         return a
 

@@ -145,7 +145,12 @@ class LogSource:
 
 def _die_with_parent():
     """preexec_fn: have the kernel SIGTERM the child if the test runner dies
-    without cleaning up (SIGKILL, crash), so no daemon outlives the run."""
+    without cleaning up (SIGKILL, crash), so no daemon outlives the run.
+
+    The kernel sends it when the *thread* that started the child ends, not
+    only the process: start daemons from a thread that lives as long as they
+    should (the main thread, or one like tests/chaos/chaos_stack.py's
+    spawner), never from a short-lived worker."""
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)

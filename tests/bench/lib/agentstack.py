@@ -9,6 +9,7 @@ tests/bench/clusters and tests/bench/failover (which adds cairnd arguments:
 its Sentinel-compatible listener on a free port).
 """
 
+import logging
 import signal
 import sys
 import time
@@ -91,6 +92,26 @@ class AgentStack:
         agents.shut_down(self.agents)
         self.cairnd.cleanup()
         self.pg.destroy()
+
+
+def quiet_cluster_client():
+    """Make redis-py's cluster client fit for a long run that kills its nodes.
+
+    It logs every error it retries, with a traceback, through the root
+    logger's last-resort handler: keep stderr readable.
+
+    redis-py 4.3.4 (Debian's python3-redis): when RedisCluster reinitializes
+    after a node died, it deep-copies its connection arguments to reconnect to
+    a seed, and those hold a bound method of the client itself (its on-connect
+    hook), whose locks cannot be copied: RedisClusterException ("cannot pickle
+    '_thread.lock' object"), which is not a RedisError, and a client left
+    without a default node. A deep copy of the client that returns the client
+    itself avoids both."""
+    from redis.cluster import RedisCluster
+    logging.getLogger("redis").addHandler(logging.NullHandler())
+    logging.getLogger("redis").propagate = False
+    if "__deepcopy__" not in vars(RedisCluster):
+        RedisCluster.__deepcopy__ = lambda self, memo: self
 
 
 def percentile(values, p):
