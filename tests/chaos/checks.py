@@ -506,11 +506,20 @@ STATUS_LAG_S = 3.0  # a status may trail the nodes' reports by this much
 WATCH_INTERVAL_S = 0.2
 
 
-def redundancy_lost(t, body):
+def redundancy_lost(t, body, lost_hosts=frozenset()):
     """Whether some shard runs short of nodes (fewer than created, or not
-    all running)."""
+    all running: a node's status is its engine's as last reported, so one
+    on a host cairnd has found lost counts as down too)."""
     return any(len(s["nodes"]) < t.nodes_per_shard or
-               any(n["status"] != "running" for n in s["nodes"]) for s in body["shards"])
+               any(n["status"] != "running" or n["host_id"] in lost_hosts for n in s["nodes"])
+               for s in body["shards"])
+
+
+def lost_hosts(api):
+    """The ids of the hosts that are not healthy."""
+    r = api.get("/v1/hosts", params={"page_size": 500})
+    r.raise_for_status()
+    return frozenset(h["id"] for h in r.json()["hosts"] if h["status"] != "healthy")
 
 
 class Watch:
@@ -551,19 +560,20 @@ class Watch:
             for t in self.stack.targets.values():
                 try:
                     body = clusters.get(self.api, t.id)
+                    lost = lost_hosts(self.api)
                 except Exception:  # noqa: BLE001 -- cairnd down: nothing published
                     continue
                 if body is not None:
-                    self.observe(t, body)
+                    self.observe(t, body, lost)
 
-    def observe(self, t, body):
+    def observe(self, t, body, lost_hosts=frozenset()):
         status = body["status"]
         if status == "degraded":
             Watch.degraded_seen = True
         if status not in self.SERVING:
             self._problem(f"{t.id}: status {status} for a cluster that serves")
         if self.degraded_seen and status != "modifying":
-            lost = redundancy_lost(t, body)
+            lost = redundancy_lost(t, body, lost_hosts)
             self._lasting(("status", t.id, None), (status == "degraded") != lost,
                           f"{t.id}: status {status} while redundancy is "
                           f"{'lost' if lost else 'whole'}")
