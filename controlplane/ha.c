@@ -13,10 +13,13 @@
  * returns still calling itself primary (a frozen VM, a hung engine) is
  * demoted with REPLICAOF before anything else happens to it.
  *
- * Cluster mode: the engines elect; the agents report what they became. If a
- * shard stays without a serving primary for twice the node timeout (too
- * many primaries lost for a vote), cairnd forces its most advanced replica
- * to take over: CLUSTER FAILOVER FORCE, then TAKEOVER.
+ * Cluster mode: when a primary's engine exited (its agent holds it down)
+ * or its host is lost, cairnd has the most advanced replica take over at
+ * once (CLUSTER FAILOVER FORCE, TAKEOVER without a majority to vote) and
+ * records it; otherwise the engines elect and the agents report what they
+ * became. If a shard stays without a serving primary for twice the node
+ * timeout (too many primaries lost for a vote), cairnd forces its most
+ * advanced replica to take over: CLUSTER FAILOVER FORCE, then TAKEOVER.
  *
  * Both modes: a node whose host stays lost (or whose engine stays crashed)
  * for --replace-after, once it is no longer its shard's serving primary, is
@@ -179,16 +182,99 @@ static const struct cluster_node *best_replica(const struct cluster_nodes *nodes
     return best;
 }
 
-/* ---- cluster mode disabled: promotion ----------------------------------- */
+/* ---- cluster mode: taking over -------------------------------------------- */
 
+static bool became_primary(const struct cluster_node *n, const char *password)
+{
+    struct nodeio_repl repl;
+    char err[256];
+    return nodeio_replication(n, password, NODEIO_QUICK, &repl, err, sizeof(err)) && repl.primary;
+}
+
+/* Make replica n its shard's primary: CLUSTER FAILOVER FORCE while a
+ * majority of the cluster's primaries can vote for it, then TAKEOVER (no
+ * vote: the replica takes a new epoch itself) if FORCE has not won within
+ * force_ms or cannot win. *how is what was sent last. */
+static bool take_over(const struct cluster_node *n, const char *password, bool can_win,
+                      int force_ms, enum engine_failover_mode *how, char *err, size_t errsize)
+{
+    if (can_win) {
+        *how = ENGINE_FAILOVER_FORCE;
+        bool sent = nodeio_cluster_failover(n, password, NODEIO_QUICK, *how, err, errsize);
+        for (int waited = 0; sent && waited < force_ms; waited += FORCE_POLL_MS) {
+            if (became_primary(n, password))
+                return true;
+            struct timespec pause = {0, FORCE_POLL_MS * 1000000L};
+            nanosleep(&pause, NULL);
+        }
+        if (sent && became_primary(n, password))
+            return true;
+    }
+    *how = ENGINE_FAILOVER_TAKEOVER;
+    return nodeio_cluster_failover(n, password, NODEIO_QUICK, *how, err, errsize);
+}
+
+/* Whether an election for shard's replica can win: a majority of the
+ * primaries serving slots must answer, and shard's own cannot. */
+static bool majority_votes(const struct cluster_nodes *nodes, int shard)
+{
+    int shards = 0, voters = 0, last = -1;
+    for (size_t i = 0; i < nodes->count; i++) {
+        const struct cluster_node *n = &nodes->items[i];
+        if (n->slot_first < 0)
+            continue;
+        if (n->shard != last)
+            shards++;
+        last = n->shard;
+        if (n->shard != shard && strcmp(n->role, "primary") == 0 && !n->host_lost &&
+            strcmp(n->process_state, "running") == 0)
+            voters++;
+    }
+    return voters >= shards / 2 + 1;
+}
+
+/* ---- promotion ------------------------------------------------------------ */
+
+/* A shard's primary is down and cannot come back as a primary: the most
+ * advanced replica takes its place, and its role is recorded in the same
+ * transaction, under the cluster's failover lock (two cairnds do not both
+ * act).
+ *
+ * Cluster mode disabled: the primary's engine crashed, hung or its host
+ * was lost; cairnd is the authority and promotes with REPLICAOF NO ONE.
+ * Cluster mode: the primary's engine exited and its agent holds it down,
+ * or its host was lost; nothing is gained by waiting for the engines to
+ * notice (node timeout, then an election), so the replica takes over at
+ * once (take_over()). */
 struct promote {
     const struct store_ha_work *w;
     const struct cluster_node *old, *best;
     const char *password;
+    bool cluster_mode;
+    bool can_win;                  /* cluster mode: a majority can vote for it */
+    enum engine_failover_mode how; /* cluster mode: what was sent last */
     char shard_name[16];
     bool done;
     char err[256];
 };
+
+static bool promote_engine(struct promote *p)
+{
+    if (p->cluster_mode)
+        return take_over(p->best, p->password, p->can_win, FAST_FORCE_MS, &p->how, p->err,
+                         sizeof(p->err));
+    struct resp_conn *c =
+        nodeio_connect(p->best, p->password, NODEIO_QUICK, p->err, sizeof(p->err));
+    bool promoted = c != NULL && engine_replicaof_no_one(c, p->err, sizeof(p->err));
+    resp_close(c);
+    return promoted;
+}
+
+/* How the promotion was done, for its event and log. */
+static const char *promote_how(const struct promote *p)
+{
+    return p->cluster_mode ? engine_failover_mode_name(p->how) : "REPLICAOF NO ONE";
+}
 
 static enum db_status promote_fn(struct db_conn *conn, void *arg)
 {
@@ -197,23 +283,28 @@ static enum db_status promote_fn(struct db_conn *conn, void *arg)
     enum db_status st = store_ha_try_lock(conn, p->w->cluster, &locked);
     if (st != DB_OK || !locked) /* another cairnd is at it */
         return st != DB_OK ? st : DB_REFUSED;
-    if ((st = store_node_still_primary(conn, p->old->id, &still)) != DB_OK || !still)
-        return st != DB_OK ? st : DB_REFUSED; /* promoted already */
-    struct resp_conn *c =
-        nodeio_connect(p->best, p->password, NODEIO_QUICK, p->err, sizeof(p->err));
-    bool promoted = c != NULL && engine_replicaof_no_one(c, p->err, sizeof(p->err));
-    resp_close(c);
-    if (!promoted)
+    st = p->cluster_mode ? store_node_still_fallen(conn, p->old->id, &still)
+                         : store_node_still_primary(conn, p->old->id, &still);
+    if (st != DB_OK || !still)
+        return st != DB_OK ? st : DB_REFUSED; /* back, or promoted already */
+    if (!promote_engine(p))
         return DB_REFUSED;
     if ((st = store_node_designate_primary(conn, p->best->id)) != DB_OK)
         return st;
     long long took = time_now_ms() - p->w->since_ms;
-    char *message = xasprintf("shard %s: promoted node %s (%s) because the primary's %s; %lld ms "
-                              "after it went down",
-                              p->shard_name, p->best->id, p->best->az, p->w->why, took);
+    char *message =
+        p->cluster_mode
+            ? xasprintf("shard %s: node %s (%s) took over by CLUSTER FAILOVER %s because the "
+                        "primary's %s; %lld ms after it went down",
+                        p->shard_name, p->best->id, p->best->az, promote_how(p), p->w->why, took)
+            : xasprintf("shard %s: promoted node %s (%s) because the primary's %s; %lld ms "
+                        "after it went down",
+                        p->shard_name, p->best->id, p->best->az, p->w->why, took);
     json_t *detail = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I}", "automatic", 1, "shard",
                                p->shard_name, "from", p->old->id, "to", p->best->id, "az",
                                p->best->az, "reason", p->w->why, "duration_ms", (json_int_t)took);
+    if (p->cluster_mode)
+        json_object_set_new(detail, "mode", json_string(promote_how(p)));
     char *text = json_dumps(detail, JSON_COMPACT);
     st = store_event_add(conn, p->w->cluster, NULL, "FailoverComplete", "warning", message, text);
     free(text);
@@ -224,7 +315,28 @@ static enum db_status promote_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
-static void failover_group(struct ha *h, const struct store_ha_work *w)
+/* Cluster mode disabled: the other replicas follow the new primary now;
+ * those that cannot be told (or restart later) follow it from their
+ * config. The old primary is told too when it can still hear it (a hung
+ * engine that recovers). In cluster mode the engines see to it. */
+static void repoint_replicas(const struct cluster_nodes *nodes, const char *password, int shard,
+                             const struct cluster_node *old, const struct cluster_node *best)
+{
+    char err[256];
+
+    for (size_t i = 0; i < nodes->count; i++) {
+        const struct cluster_node *n = &nodes->items[i];
+        if (n->shard != shard || n == best || n->host_lost ||
+            (n == old && strcmp(n->process_state, "crashed") == 0) ||
+            (n != old && strcmp(n->process_state, "running") != 0))
+            continue;
+        if (!nodeio_follow(n, password, NODEIO_QUICK, best, err, sizeof(err)))
+            log_warn("failover: could not repoint a node; its next report will",
+                     "node=%s error=\"%s\"", n->id, err);
+    }
+}
+
+static void failover_shard(struct ha *h, const struct store_ha_work *w)
 {
     struct cluster_nodes nodes = {0};
     char *password = NULL, err[256];
@@ -235,45 +347,45 @@ static void failover_group(struct ha *h, const struct store_ha_work *w)
         log_warn("failover: cannot load the cluster", "cluster=%s error=\"%s\"", w->cluster, err);
         return;
     }
+    /* Without cairnd, a cluster's engines elect by themselves in the end. */
+    const char *meanwhile = cluster_mode ? "the engines will elect" : "waiting";
     const struct cluster_node *old = cluster_nodes_find(&nodes, w->node);
     const struct cluster_node *best =
         old != NULL ? best_replica(&nodes, password, w->shard, old, false) : NULL;
     if (best == NULL) {
         if (!throttled(h, w->cluster, w->shard, WARN_EVERY_MS))
-            log_warn("failover: no replica holds the data; waiting",
-                     "cluster=%s shard=%04d primary=%s reason=\"%s\"", w->cluster, w->shard + 1,
-                     w->node, w->why);
+            log_warn("failover: no replica holds the data",
+                     "cluster=%s shard=%04d primary=%s "
+                     "reason=\"%s\" meanwhile=\"%s\"",
+                     w->cluster, w->shard + 1, w->node, w->why, meanwhile);
         goto out;
     }
-    struct promote p = {.w = w, .old = old, .best = best, .password = password};
+    struct promote p = {.w = w,
+                        .old = old,
+                        .best = best,
+                        .password = password,
+                        .cluster_mode = cluster_mode,
+                        .can_win = cluster_mode && majority_votes(&nodes, w->shard)};
     snprintf(p.shard_name, sizeof(p.shard_name), "%04d", w->shard + 1);
     enum db_status st = db_tx(h->app->db, DB_READ_COMMITTED, promote_fn, &p);
     if (!p.done) {
-        if (p.err[0] != '\0')
-            log_warn("failover: promotion refused", "cluster=%s node=%s error=\"%s\"", w->cluster,
-                     best->id, p.err);
+        if (p.err[0] != '\0' && !throttled(h, w->cluster, w->shard, WARN_EVERY_MS))
+            log_warn("failover: promotion refused",
+                     "cluster=%s node=%s error=\"%s\" "
+                     "meanwhile=\"%s\"",
+                     w->cluster, best->id, p.err, meanwhile);
         else if (st != DB_REFUSED)
             log_warn("failover: could not record the promotion", "cluster=%s status=%d", w->cluster,
                      (int)st);
         goto out;
     }
-    log_warn("automatic failover", "cluster=%s shard=%s from=%s to=%s reason=\"%s\" ms=%lld",
-             w->cluster, p.shard_name, old->id, best->id, w->why, time_now_ms() - w->since_ms);
-    /* The other replicas follow the new primary now; those that cannot be
-     * told (or restart later) follow it from their config. The old primary
-     * is told too when it can still hear it (a hung engine that recovers). */
-    for (size_t i = 0; i < nodes.count; i++) {
-        const struct cluster_node *n = &nodes.items[i];
-        if (n->shard != w->shard || n == best || n->host_lost ||
-            (n == old && strcmp(n->process_state, "crashed") == 0) ||
-            (n != old && strcmp(n->process_state, "running") != 0))
-            continue;
-        if (!nodeio_follow(n, password, NODEIO_QUICK, best, err, sizeof(err)))
-            log_warn("failover: could not repoint a node; its next report will",
-                     "node=%s "
-                     "error=\"%s\"",
-                     n->id, err);
-    }
+    log_warn("automatic failover",
+             "cluster=%s shard=%s from=%s to=%s how=\"%s\" reason=\"%s\" "
+             "ms=%lld",
+             w->cluster, p.shard_name, old->id, best->id, promote_how(&p), w->why,
+             time_now_ms() - w->since_ms);
+    if (!cluster_mode)
+        repoint_replicas(&nodes, password, w->shard, old, best);
 out:
     cluster_nodes_free(&nodes);
     free(password);
@@ -326,152 +438,6 @@ static void fence(struct ha *h, const struct store_ha_work *w)
         log_warn("could not demote a stray primary", "cluster=%s node=%s error=\"%s\"", w->cluster,
                  n->id, err);
     }
-    cluster_nodes_free(&nodes);
-    free(password);
-}
-
-/* ---- cluster mode: taking over -------------------------------------------- */
-
-static bool became_primary(const struct cluster_node *n, const char *password)
-{
-    struct nodeio_repl repl;
-    char err[256];
-    return nodeio_replication(n, password, NODEIO_QUICK, &repl, err, sizeof(err)) && repl.primary;
-}
-
-/* Make replica n its shard's primary: CLUSTER FAILOVER FORCE while a
- * majority of the cluster's primaries can vote for it, then TAKEOVER (no
- * vote: the replica takes a new epoch itself) if FORCE has not won within
- * force_ms or cannot win. *how is what was sent last. */
-static bool take_over(const struct cluster_node *n, const char *password, bool can_win,
-                      int force_ms, enum engine_failover_mode *how, char *err, size_t errsize)
-{
-    if (can_win) {
-        *how = ENGINE_FAILOVER_FORCE;
-        bool sent = nodeio_cluster_failover(n, password, NODEIO_QUICK, *how, err, errsize);
-        for (int waited = 0; sent && waited < force_ms; waited += FORCE_POLL_MS) {
-            if (became_primary(n, password))
-                return true;
-            struct timespec pause = {0, FORCE_POLL_MS * 1000000L};
-            nanosleep(&pause, NULL);
-        }
-        if (sent && became_primary(n, password))
-            return true;
-    }
-    *how = ENGINE_FAILOVER_TAKEOVER;
-    return nodeio_cluster_failover(n, password, NODEIO_QUICK, *how, err, errsize);
-}
-
-/* Whether an election for shard's replica can win: a majority of the
- * primaries serving slots must answer, and shard's own cannot. */
-static bool majority_votes(const struct cluster_nodes *nodes, int shard)
-{
-    int shards = 0, voters = 0, last = -1;
-    for (size_t i = 0; i < nodes->count; i++) {
-        const struct cluster_node *n = &nodes->items[i];
-        if (n->slot_first < 0)
-            continue;
-        if (n->shard != last)
-            shards++;
-        last = n->shard;
-        if (n->shard != shard && strcmp(n->role, "primary") == 0 && !n->host_lost &&
-            strcmp(n->process_state, "running") == 0)
-            voters++;
-    }
-    return voters >= shards / 2 + 1;
-}
-
-/* ---- cluster mode: fast failover ------------------------------------------ */
-
-/* A primary's engine exited and its agent holds it down: it cannot come
- * back as a primary, so nothing is gained by waiting for the engines to
- * notice (node timeout, then an election). The most advanced replica takes
- * over at once, and its role is recorded in the same transaction, under
- * the cluster's failover lock (two cairnds do not both act). */
-struct fast {
-    const struct store_ha_work *w;
-    const struct cluster_node *old, *best;
-    const char *password;
-    bool can_win;
-    enum engine_failover_mode how;
-    char shard_name[16];
-    bool done;
-    char err[256];
-};
-
-static enum db_status fast_fn(struct db_conn *conn, void *arg)
-{
-    struct fast *f = arg;
-    bool locked = false, still = false;
-    enum db_status st = store_ha_try_lock(conn, f->w->cluster, &locked);
-    if (st != DB_OK || !locked)
-        return st != DB_OK ? st : DB_REFUSED;
-    if ((st = store_node_still_fallen(conn, f->old->id, &still)) != DB_OK || !still)
-        return st != DB_OK ? st : DB_REFUSED; /* back, or taken over already */
-    if (!take_over(f->best, f->password, f->can_win, FAST_FORCE_MS, &f->how, f->err,
-                   sizeof(f->err)))
-        return DB_REFUSED;
-    if ((st = store_node_designate_primary(conn, f->best->id)) != DB_OK)
-        return st;
-    long long took = time_now_ms() - f->w->since_ms;
-    const char *mode = engine_failover_mode_name(f->how);
-    char *message = xasprintf("shard %s: node %s (%s) took over by CLUSTER FAILOVER %s because the "
-                              "primary's %s; %lld ms after it went down",
-                              f->shard_name, f->best->id, f->best->az, mode, f->w->why, took);
-    json_t *detail =
-        json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "automatic", 1, "shard",
-                  f->shard_name, "from", f->old->id, "to", f->best->id, "az", f->best->az, "reason",
-                  f->w->why, "mode", mode, "duration_ms", (json_int_t)took);
-    char *text = json_dumps(detail, JSON_COMPACT);
-    st = store_event_add(conn, f->w->cluster, NULL, "FailoverComplete", "warning", message, text);
-    free(text);
-    json_decref(detail);
-    free(message);
-    if (st == DB_OK)
-        f->done = true;
-    return st;
-}
-
-static void fast_failover(struct ha *h, const struct store_ha_work *w)
-{
-    struct cluster_nodes nodes = {0};
-    char *password = NULL, err[256];
-    bool cluster_mode;
-
-    if (!cluster_nodes_load(h->app, w->cluster, &nodes, &password, &cluster_mode, err,
-                            sizeof(err))) {
-        log_warn("failover: cannot load the cluster", "cluster=%s error=\"%s\"", w->cluster, err);
-        return;
-    }
-    const struct cluster_node *old = cluster_nodes_find(&nodes, w->node);
-    const struct cluster_node *best =
-        old != NULL ? best_replica(&nodes, password, w->shard, old, false) : NULL;
-    if (best == NULL) {
-        if (!throttled(h, w->cluster, w->shard, WARN_EVERY_MS))
-            log_warn("failover: no replica holds the data; the engines will elect",
-                     "cluster=%s shard=%04d primary=%s", w->cluster, w->shard + 1, w->node);
-        goto out;
-    }
-    struct fast f = {.w = w,
-                     .old = old,
-                     .best = best,
-                     .password = password,
-                     .can_win = majority_votes(&nodes, w->shard)};
-    snprintf(f.shard_name, sizeof(f.shard_name), "%04d", w->shard + 1);
-    enum db_status st = db_tx(h->app->db, DB_READ_COMMITTED, fast_fn, &f);
-    if (!f.done) {
-        if (f.err[0] != '\0' && !throttled(h, w->cluster, w->shard, WARN_EVERY_MS))
-            log_warn("failover: the replica did not take over; the engines will elect",
-                     "cluster=%s node=%s error=\"%s\"", w->cluster, best->id, f.err);
-        else if (st != DB_REFUSED)
-            log_warn("failover: could not record the takeover", "cluster=%s status=%d", w->cluster,
-                     (int)st);
-        goto out;
-    }
-    log_warn("automatic failover", "cluster=%s shard=%s from=%s to=%s mode=%s ms=%lld", w->cluster,
-             f.shard_name, old->id, best->id, engine_failover_mode_name(f.how),
-             time_now_ms() - w->since_ms);
-out:
     cluster_nodes_free(&nodes);
     free(password);
 }
@@ -751,14 +717,14 @@ void ha_tick(struct ha *h, bool trust_losses)
     watch_silent_hosts(h, trust_losses);
     n = run_query(h, STORE_HA_DOWN_PRIMARIES, UNRESPONSIVE_GRACE_MS, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
-        failover_group(h, &rows[i]);
+        failover_shard(h, &rows[i]);
     n = run_query(h, STORE_HA_STRAY_PRIMARIES, 0, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         fence(h, &rows[i]);
     int node_timeout_ms = atoi(engine_config_managed_find("cluster-node-timeout")->fallback);
     n = run_query(h, STORE_HA_FALLEN_PRIMARIES, node_timeout_ms, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
-        fast_failover(h, &rows[i]);
+        failover_shard(h, &rows[i]);
     n = run_query(h, STORE_HA_LEADERLESS_SHARDS, node_timeout_ms, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         repair_shard(h, &rows[i]);

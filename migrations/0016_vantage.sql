@@ -6,3 +6,6 @@
 -- longer answer their replicas' agents nor cairnd is lost within about a
 -- second, rather than after the whole heartbeat timeout.
 ALTER TABLE nodes ADD COLUMN primary_silent_since timestamptz;
+-- The monitor looks for silent primaries ten times a second: from the few
+-- replicas that report one.
+CREATE INDEX nodes_primary_silent ON nodes (shard_id) WHERE primary_silent_since IS NOT NULL;

@@ -189,14 +189,18 @@ static const struct db_stmt demoted = {
  * shard's replicas watch it (running, on another healthy host heard from
  * in the last $3 ms), how many of them find it silent for $2 ms, and when
  * its own agent was last heard from (epoch ms, its identity across reads:
- * a live agent asked to report moves it). */
+ * a live agent asked to report moves it). Run every monitor tick, so it
+ * starts from the few silent replicas (migration 0016's index). */
 static const struct db_stmt silent_primaries = {
     "SELECT h.id, p.id, p.cluster_id, count(*),"
     "  count(*) FILTER (WHERE r.primary_silent_since < now() - make_interval(secs => $2 / 1000.0)),"
     "  (extract(epoch FROM h.last_seen_at) * 1000)::bigint,"
     "  (extract(epoch FROM now() - min(r.primary_silent_since)) * 1000)::bigint"
-    " FROM hosts h JOIN nodes p ON p.host_id = h.id AND p.role = 'primary'"
+    " FROM (SELECT DISTINCT shard_id FROM nodes WHERE primary_silent_since"
+    "   < now() - make_interval(secs => $1 / 1000.0)) quiet"
+    " JOIN nodes p ON p.shard_id = quiet.shard_id AND p.role = 'primary'"
     "   AND p.desired_state = 'running'"
+    " JOIN hosts h ON h.id = p.host_id"
     " JOIN nodes r ON r.shard_id = p.shard_id AND r.id <> p.id AND r.role = 'replica'"
     "   AND r.desired_state = 'running' AND r.process_state = 'running'"
     " JOIN hosts rh ON rh.id = r.host_id AND rh.id <> h.id AND rh.status = 'healthy'"
