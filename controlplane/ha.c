@@ -25,6 +25,11 @@
  * for --replace-after, once it is no longer its shard's serving primary, is
  * replaced by a replace_node operation (ops_cluster.c).
  *
+ * A host lost for missing its heartbeats alone is no failover: its agent
+ * died or paused, its engines may serve. Its primaries count as down only
+ * once the vantage points find them silent too (watch_silent_hosts()),
+ * which loses the host again, on their word.
+ *
  * A host's loss is acted on only once the monitor trusts it: after this
  * cairnd has watched heartbeats for a whole timeout since it started or its
  * database came back (monitor.h). Until then a lost host may simply not have
@@ -578,9 +583,11 @@ static enum db_status rebalance_fn(struct db_conn *conn, void *arg)
  * (a live agent does within milliseconds) and probes the primary itself.
  * The host is lost when its agent stays silent and the primary answers a
  * majority of neither those agents (silent for HA_LOST_MS) nor cairnd. A
- * dead agent whose engines answer is not a failover (the engines serve;
- * its heartbeat timeout will call the host lost), nor is an engine that
- * stalls while its agent answers. */
+ * dead agent whose engines answer is not a failover: the engines serve,
+ * and its heartbeat timeout calls the host lost for 'heartbeat' only
+ * (store_hosts.c), which fails nothing over until its engines stop
+ * answering those same vantage points. Nor is an engine that stalls while
+ * its agent answers. */
 
 #define WAKE_GRACE_MS 300  /* a live agent asked to report has done so by then */
 #define REWAKE_MS     1000 /* an agent that answered is asked again at most this often */
@@ -655,7 +662,13 @@ static void judge(struct ha *h, const struct store_silent_primary *sp, bool trus
     struct suspect *s = suspect_of(h, sp->host);
     s->found_ms = now;
     bool answered = s->woken_ms != 0 && sp->agent_seen_ms != s->agent_seen_ms;
-    if (s->woken_ms == 0 || (answered && now - s->woken_ms >= REWAKE_MS)) {
+    if (sp->host_lost && s->woken_ms == 0) {
+        /* Lost for its heartbeats: its agent is long silent, there is no
+         * one to ask; only whether its engines serve is open. */
+        s->woken_ms = now - WAKE_GRACE_MS;
+        s->agent_seen_ms = sp->agent_seen_ms;
+        s->cairnd_silent = !answers_cairnd(h, sp->cluster, sp->node);
+    } else if (s->woken_ms == 0 || (answered && now - s->woken_ms >= REWAKE_MS)) {
         struct host_call c = {sp->host, NULL, NULL, false};
         if (db_run(h->app->db, wake_fn, &c) != DB_OK)
             return;
@@ -676,9 +689,13 @@ static void judge(struct ha *h, const struct store_silent_primary *sp, bool trus
     if (2 * votes <= voters)
         return;
     long long agent_ms = time_now_ms() - sp->agent_seen_ms;
-    char *why = xasprintf("its agent was silent for %lld ms, asked to report %lld ms ago, and "
-                          "node %s did not answer %d of %d vantage points",
-                          agent_ms, now - s->woken_ms, sp->node, votes, voters);
+    char *why = sp->host_lost
+                    ? xasprintf("its agent missed its heartbeats (silent for %lld ms), and node %s "
+                                "did not answer %d of %d vantage points",
+                                agent_ms, sp->node, votes, voters)
+                    : xasprintf("its agent was silent for %lld ms, asked to report %lld ms ago, "
+                                "and node %s did not answer %d of %d vantage points",
+                                agent_ms, now - s->woken_ms, sp->node, votes, voters);
     json_t *detail = json_pack("{s:s, s:s, s:I, s:i, s:i, s:b}", "reason", "vantage", "node",
                                sp->node, "agent_silent_ms", (json_int_t)agent_ms, "vantage_points",
                                voters, "silent_to", votes, "cairnd_reached", !cairnd_silent);

@@ -701,18 +701,21 @@ struct store_silent_primary {
     int silent;              /* of them, finding it silent for lost_ms */
     long long agent_seen_ms; /* its host's agent last heard from, epoch ms */
     long long silent_ms;     /* the longest silence reported */
+    bool host_lost;          /* for its heartbeats: its agent is long silent */
 };
-/* Primaries on healthy hosts that a replica's agent finds silent for
- * suspect_ms, with the agents watching them (heard from in fresh_ms) and
- * how many find them silent for lost_ms; at most max into rows. */
+/* Primaries on healthy hosts (or hosts lost for their heartbeats) that a
+ * replica's agent finds silent for suspect_ms, with the agents watching
+ * them (heard from in fresh_ms) and how many find them silent for lost_ms;
+ * at most max into rows. */
 enum db_status store_ha_silent_primaries(struct db_conn *conn, int suspect_ms, int lost_ms,
                                          int fresh_ms, struct store_silent_primary *rows,
                                          size_t max, size_t *n);
 /* Have the host's agent report at once (its waiting sync is answered). */
 enum db_status store_host_wake(struct db_conn *conn, const char *host_id);
-/* The host is lost: status and a HostLost event with why (its message,
- * after the host's name) and detail (a JSON object merged into the
- * event's); *marked false when it was not healthy. */
+/* The host is lost on the vantage points' word: status, lost_reason and a
+ * HostLost event with why (its message, after the host's name) and detail
+ * (a JSON object merged into the event's); *marked false when it was not
+ * healthy nor lost for its heartbeats alone. */
 enum db_status store_host_lost_now(struct db_conn *conn, const char *host_id, const char *why,
                                    const char *detail, bool *marked);
 /* Clusters available with a node down become degraded, degraded ones

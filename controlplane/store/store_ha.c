@@ -7,6 +7,12 @@
 
 #include "store.h"
 
+/* A host whose engines are gone as far as failover goes (hosts h): lost on
+ * the vantage points' word. A host lost for missing its heartbeats alone
+ * may still serve (its agent died), and its primaries count as serving
+ * until the vantage points find them silent too (migration 0017). */
+#define HOST_DOWN "(h.status = 'lost' AND h.lost_reason = 'vantage')"
+
 /* Clusters whose topology an operation is changing are left to it. */
 #define HA_CLUSTER_IDLE                                                                            \
     "c.status IN ('available', 'modifying', 'degraded')"                                           \
@@ -16,21 +22,24 @@
 /* Cluster mode disabled, automatic failover on: groups whose designated
  * primary is down while a replica runs on a healthy host. A primary on a
  * lost host is left alone while losses are not trusted ($2), whatever its
- * last report said. */
+ * last report said; one on a host lost for its heartbeats alone, until the
+ * vantage points find it silent (HOST_DOWN). */
 static const struct db_stmt down_primaries = {
     "SELECT c.id, s.index, p.id,"
-    "  CASE WHEN h.status = 'lost' THEN 'host was lost'"
+    "  CASE WHEN " HOST_DOWN " THEN 'host was lost'"
     "       WHEN p.process_state = 'crashed' THEN 'engine crashed'"
     "       ELSE 'engine stopped answering' END,"
-    "  (extract(epoch FROM CASE WHEN h.status = 'lost' THEN h.last_seen_at"
+    "  (extract(epoch FROM CASE WHEN " HOST_DOWN " THEN h.last_seen_at"
     "     ELSE coalesce(p.state_since, now()) END) * 1000)::bigint, 0"
     " FROM clusters c JOIN shards s ON s.cluster_id = c.id"
     " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state = 'running'"
     " JOIN hosts h ON h.id = p.host_id"
     " WHERE c.spec ->> 'cluster_mode' = 'disabled'"
     "   AND coalesce((c.spec ->> 'automatic_failover')::boolean, false) AND " HA_CLUSTER_IDLE
-    "   AND (h.status = 'lost' OR p.process_state = 'crashed' OR (p.process_state = 'unresponsive'"
-    "     AND p.state_since < now() - make_interval(secs => $1::int / 1000.0)))"
+    "   AND ((h.status = 'healthy' AND (p.process_state = 'crashed'"
+    "     OR (p.process_state = 'unresponsive'"
+    "       AND p.state_since < now() - make_interval(secs => $1::int / 1000.0))))"
+    "     OR " HOST_DOWN ")"
     "   AND (h.status <> 'lost' OR $2::boolean)"
     "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
     "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
@@ -50,11 +59,12 @@ static const struct db_stmt stray_primaries = {
     " ORDER BY c.id LIMIT 64"};
 
 /* Cluster mode: shards without a primary serving on a healthy host (or on
- * a lost one while losses are not trusted, $1), with the moment the last
+ * a lost one while losses are not trusted, $1, or one lost for its
+ * heartbeats alone), with the moment the last
  * one went down and the node timeout (the cluster's, or the default, $2). */
 static const struct db_stmt leaderless_shards = {
     "SELECT c.id, s.index, '', '',"
-    "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN h.status = 'lost' THEN h.last_seen_at"
+    "  (extract(epoch FROM coalesce((SELECT max(CASE WHEN " HOST_DOWN " THEN h.last_seen_at"
     "      ELSE n.state_since END) FROM nodes n JOIN hosts h ON h.id = n.host_id"
     "    WHERE n.shard_id = s.id AND n.role = 'primary'), now())) * 1000)::bigint,"
     "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $2::int)"
@@ -62,7 +72,8 @@ static const struct db_stmt leaderless_shards = {
     " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled' AND " HA_CLUSTER_IDLE
     "   AND NOT EXISTS (SELECT 1 FROM nodes n JOIN hosts h ON h.id = n.host_id"
     "     WHERE n.shard_id = s.id AND n.role = 'primary' AND n.process_state = 'running'"
-    "     AND (h.status = 'healthy' OR (h.status = 'lost' AND NOT $1::boolean)))"
+    "     AND (h.status = 'healthy' OR (h.status = 'lost' AND NOT ($1::boolean AND " HOST_DOWN
+    "))))"
     "   AND EXISTS (SELECT 1 FROM nodes r JOIN hosts rh ON rh.id = r.host_id"
     "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
     "     AND rh.status = 'healthy')"
@@ -79,14 +90,15 @@ static const struct db_stmt leaderless_shards = {
  * once. The node timeout is the cluster's, or the default ($1). */
 static const struct db_stmt fallen_primaries = {
     "SELECT c.id, s.index, p.id,"
-    "  CASE WHEN h.status = 'lost' THEN 'host was lost' ELSE 'engine exited' END,"
-    "  (extract(epoch FROM CASE WHEN h.status = 'lost' THEN h.updated_at"
+    "  CASE WHEN " HOST_DOWN " THEN 'host was lost' ELSE 'engine exited' END,"
+    "  (extract(epoch FROM CASE WHEN " HOST_DOWN " THEN h.updated_at"
     "     ELSE coalesce(p.state_since, now()) END) * 1000)::bigint,"
     "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $1::int)"
     " FROM clusters c JOIN shards s ON s.cluster_id = c.id AND s.removed_at IS NULL"
     " JOIN nodes p ON p.shard_id = s.id AND p.role = 'primary' AND p.desired_state = 'running'"
     " JOIN hosts h ON h.id = p.host_id"
-    " WHERE (p.process_state = 'crashed' OR (h.status = 'lost' AND $2::boolean))"
+    " WHERE ((p.process_state = 'crashed' AND h.status = 'healthy') OR ($2::boolean AND " HOST_DOWN
+    "))"
     "   AND coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
     "   AND coalesce((c.spec ->> 'automatic_failover')::boolean, false) AND " HA_CLUSTER_IDLE
     "   AND NOT EXISTS (SELECT 1 FROM nodes o WHERE o.shard_id = s.id AND o.id <> p.id"
@@ -168,7 +180,7 @@ static const struct db_stmt still_primary = {
  * view of it while cairnd changes it. */
 static const struct db_stmt still_fallen = {
     "SELECT coalesce(bool_or(id = $1::uuid AND role = 'primary' AND (process_state = 'crashed'"
-    "  OR (SELECT status = 'lost' FROM hosts WHERE hosts.id = shard.host_id))), false)"
+    "  OR (SELECT " HOST_DOWN " FROM hosts h WHERE h.id = shard.host_id))), false)"
     " FROM (SELECT id, role, process_state, host_id FROM nodes"
     "  WHERE shard_id = (SELECT shard_id FROM nodes WHERE id = $1::uuid) FOR UPDATE) shard"};
 
@@ -184,18 +196,20 @@ static const struct db_stmt demoted = {
     "UPDATE nodes SET observed_role = 'replica', master_link_status = 'down',"
     "  role_observed_at = now() WHERE id = $1::uuid"};
 
-/* Primaries on healthy hosts that a replica's agent reports silent for at
- * least $1 ms, with what the vantage points say: how many agents of the
- * shard's replicas watch it (running, on another healthy host heard from
- * in the last $3 ms), how many of them find it silent for $2 ms, and when
- * its own agent was last heard from (epoch ms, its identity across reads:
- * a live agent asked to report moves it). Run every monitor tick, so it
- * starts from the few silent replicas (migration 0016's index). */
+/* Primaries on healthy hosts, or on hosts lost for their heartbeats alone,
+ * that a replica's agent reports silent for at least $1 ms, with what the
+ * vantage points say: how many agents of the shard's replicas watch it
+ * (running, on another healthy host heard from in the last $3 ms), how
+ * many of them find it silent for $2 ms, when its own agent was last heard
+ * from (epoch ms, its identity across reads: a live agent asked to report
+ * moves it), and whether its host is lost already. Run every monitor tick,
+ * so it starts from the few silent replicas (migration 0016's index). */
 static const struct db_stmt silent_primaries = {
     "SELECT h.id, p.id, p.cluster_id, count(*),"
     "  count(*) FILTER (WHERE r.primary_silent_since < now() - make_interval(secs => $2 / 1000.0)),"
     "  (extract(epoch FROM h.last_seen_at) * 1000)::bigint,"
-    "  (extract(epoch FROM now() - min(r.primary_silent_since)) * 1000)::bigint"
+    "  (extract(epoch FROM now() - min(r.primary_silent_since)) * 1000)::bigint,"
+    "  h.status = 'lost'"
     " FROM (SELECT DISTINCT shard_id FROM nodes WHERE primary_silent_since"
     "   < now() - make_interval(secs => $1 / 1000.0)) quiet"
     " JOIN nodes p ON p.shard_id = quiet.shard_id AND p.role = 'primary'"
@@ -205,17 +219,19 @@ static const struct db_stmt silent_primaries = {
     "   AND r.desired_state = 'running' AND r.process_state = 'running'"
     " JOIN hosts rh ON rh.id = r.host_id AND rh.id <> h.id AND rh.status = 'healthy'"
     "   AND rh.last_seen_at > now() - make_interval(secs => $3 / 1000.0)"
-    " WHERE h.status = 'healthy'"
-    " GROUP BY h.id, p.id, p.cluster_id, h.last_seen_at"
+    " WHERE h.status = 'healthy' OR (h.status = 'lost' AND h.lost_reason = 'heartbeat')"
+    " GROUP BY h.id, p.id, p.cluster_id, h.last_seen_at, h.status"
     " HAVING count(*) FILTER (WHERE r.primary_silent_since"
     "   < now() - make_interval(secs => $1 / 1000.0)) > 0"
     " ORDER BY h.id, p.id LIMIT 64"};
 
 /* The host is lost now, on the vantage points' word (the heartbeat rule is
- * store_hosts_mark_lost()'s). */
+ * store_hosts_mark_lost()'s), or was lost for its heartbeats and its
+ * engines are now found silent too. */
 static const struct db_stmt mark_host_lost = {
-    "WITH lost AS (UPDATE hosts SET status = 'lost', updated_at = now()"
-    "   WHERE id = $1::uuid AND status = 'healthy'"
+    "WITH lost AS (UPDATE hosts SET status = 'lost', lost_reason = 'vantage', updated_at = now()"
+    "   WHERE id = $1::uuid AND (status = 'healthy'"
+    "     OR (status = 'lost' AND lost_reason IS DISTINCT FROM 'vantage'))"
     "   RETURNING id, name, az, address, last_seen_at)"
     " INSERT INTO events (host_id, type, severity, message, detail)"
     " SELECT id, 'HostLost', 'warning', format('host %s in %s: %s', name, az, $2::text),"
@@ -366,6 +382,7 @@ static void read_silent(const PGresult *res, int row, void *item)
     sp->silent = (int)db_int(res, row, 4);
     sp->agent_seen_ms = db_int(res, row, 5);
     sp->silent_ms = db_int(res, row, 6);
+    sp->host_lost = db_bool(res, row, 7);
 }
 
 enum db_status store_ha_silent_primaries(struct db_conn *conn, int suspect_ms, int lost_ms,

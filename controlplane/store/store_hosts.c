@@ -129,6 +129,7 @@ static const struct db_stmt heartbeat = {
     "WITH prev AS (SELECT status FROM hosts WHERE id = $1::uuid FOR UPDATE)"
     " UPDATE hosts h SET last_seen_at = now(),"
     "   status = CASE WHEN prev.status = 'lost' THEN 'healthy' ELSE prev.status END,"
+    "   lost_reason = NULL,"
     "   updated_at = CASE WHEN prev.status = 'lost' THEN now() ELSE h.updated_at END"
     " FROM prev WHERE h.id = $1::uuid RETURNING prev.status"};
 
@@ -322,16 +323,22 @@ enum db_status store_host_desired(struct db_conn *conn, const char *host_id,
  * last_seen_at alone, one that just started waits; "status = 'healthy'"
  * makes each loss recorded once, with its event, by whichever decides
  * first. Durations only cross from cairnd to the database, never instants,
- * so the two clocks need not agree. */
+ * so the two clocks need not agree.
+ *
+ * Such a host is lost for 'heartbeat' only: cairnd cannot manage it, but
+ * its engines may be serving (the agent died or was paused), so its
+ * primaries fail over only once the vantage points find them silent too
+ * (ha.c). */
 static const struct db_stmt mark_lost = {
-    "WITH lost AS (UPDATE hosts SET status = 'lost', updated_at = now()"
+    "WITH lost AS (UPDATE hosts SET status = 'lost', lost_reason = 'heartbeat', updated_at = now()"
     "   WHERE status = 'healthy'"
     "     AND greatest(last_seen_at, now() - make_interval(secs => $2::float8))"
     "       < now() - make_interval(secs => $1::int)"
     "   RETURNING id, name, az, address, last_seen_at)"
     " INSERT INTO events (host_id, type, severity, message, detail)"
     " SELECT id, 'HostLost', 'warning',"
-    "   format('host %s in %s missed its heartbeats for %s s', name, az, $1::int),"
+    "   format('host %s in %s missed its heartbeats for %s s; its primaries fail over only"
+    " if they stop answering their replicas and cairnd too', name, az, $1::int),"
     "   json_build_object('host_id', id, 'name', name, 'az', az, 'address', address,"
     "                     'last_seen_at', " STORE_TS(
         "last_seen_at") ")"

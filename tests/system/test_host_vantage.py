@@ -16,6 +16,8 @@ import os
 import signal
 import time
 
+import redis
+
 import clusters
 from clusters import events, nodes, wait_until
 from expect import eq
@@ -155,3 +157,68 @@ def test_paused_agent_or_stalled_engine_fails_nothing_over(stack, cleanup):
     eq([e["type"] for e in events(stack.api, cid) if e["type"] == "FailoverComplete"], [],
        "no failover")
     eq(primary_node(clusters.get(stack.api, cid))["id"], old["id"], "the same primary")
+
+
+def test_agent_silent_past_its_heartbeat_fails_over_only_once_its_engine_goes(stack, cleanup):
+    """The primary's agent stopped for longer than the heartbeat timeout
+    while its engine serves: the host is lost for its heartbeats (cairnd
+    cannot manage it) and nothing fails over; the writer's acknowledged
+    writes all stay. Then the engine is killed too, the agent still stopped:
+    the replicas' agents and cairnd find it silent, the host is lost on
+    their word and a replica is promoted within seconds."""
+    cid = "vp-agentless"
+    body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
+    old = primary_node(body)
+    host = old["host_id"]
+    agent = stack.agent_of(host)
+    _, master = sentinel_master(stack, cid, pw)
+    w = Writer(lambda: master).start()
+    trusted(stack)
+    lost_before = len(host_losses(stack.api, host))
+    with frozen([agent.pid]):
+        wait_until(lambda: stack.host(host)["status"] == "lost", HEARTBEAT_S + 5,
+                   "the host lost for its heartbeats", interval=0.05)
+        time.sleep(1.5)  # anything the loss set off would have happened by now
+        eq([e["type"] for e in events(stack.api, cid) if e["type"] == "FailoverComplete"], [],
+           "no failover while the engine serves")
+        eq(primary_node(clusters.get(stack.api, cid))["id"], old["id"], "the same primary")
+        serving = len(w.acked)
+        time.sleep(0.5)
+        assert len(w.acked) > serving, "writes go on while the agent is silent"
+        lost = host_losses(stack.api, host)[lost_before:]
+        eq(len(lost), 1, "one loss so far")
+        assert "missed its heartbeats" in lost[0]["message"], lost[0]
+
+        os.kill(agent.pidfile(old["id"]), signal.SIGKILL)
+        t0 = time.monotonic()
+
+        def promoted():
+            p = primary_node(clusters.get(stack.api, cid))
+            return p if p["id"] != old["id"] else None
+        wait_until(promoted, 10, "a replica promoted once the engine is gone", interval=0.02)
+        took = time.monotonic() - t0
+        resumed = wait_until(lambda: w.first_ack_after(t0 + 0.01), 10, "writes to resume")
+        print(f"\nagent silent past its heartbeat: no failover while the engine served; after "
+              f"its kill -9, promoted in {took * 1000:.0f} ms, writes back "
+              f"{(resumed - t0) * 1000:.0f} ms after it")
+    w.stop()
+    lost = host_losses(stack.api, host)[lost_before:]
+    eq([e["detail"].get("reason") for e in lost][-1:], ["vantage"],
+       "the second loss on the vantage points' word")
+    fo = [e for e in events(stack.api, cid) if e["type"] == "FailoverComplete"]
+    eq([e["detail"]["reason"] for e in fo], ["host was lost"], "the failover's reason")
+    wait_healthy(stack, host)
+
+    def restarted_as_replica():
+        try:
+            return clusters.engine_role(old["address"], old["port"], pw) == "replica"
+        except (redis.RedisError, OSError):
+            return False  # its agent has not restarted it yet
+    wait_until(restarted_as_replica, 30, "the old primary back as a replica")
+    new = primary_node(clusters.get(stack.api, cid))
+    # What the old primary acknowledged in its last moments may not have
+    # reached a replica (asynchronous replication); everything older has.
+    settled = [k for k, at in w.acked if at < t0 - 0.5]
+    with clusters.client(new["address"], new["port"], pw) as c:
+        missing = [k for k in settled if c.get(k) != k[1:]]
+    eq(missing[:5], [], f"of {len(settled)} acknowledged writes, missing on the new primary")
