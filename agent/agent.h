@@ -111,6 +111,8 @@ struct agent_node {
     struct agent_watch *watch;
     struct agent_watch_times heard; /* when the primary answered, and was asked since */
     bool primary_silent; /* cairnd was told it is silent, and not since that it answers */
+    int64_t
+        astray_since_us; /* its engine follows another primary than designated; 0: it does not */
 
     /* Metrics (telemetry.c). */
     struct agent_cmdtable *cmds; /* the process's command families; NULL until COMMAND answers */

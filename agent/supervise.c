@@ -26,6 +26,7 @@
 #include "report.h"
 #include "resp.h"
 #include "telemetry.h"
+#include "topology.h"
 #include "watch.h"
 #include "xalloc.h"
 
@@ -399,6 +400,64 @@ static void on_primary_answer(struct agent *a, struct agent_node *n, int64_t now
 
     agent_watch_answered(&n->heard, now_us);
     primary_news(a, n, now_us, ended_ms);
+}
+
+/* ---- a replica's primary, as designated --------------------------------- */
+
+/* How long a replica may follow another primary than the designated one
+ * before its agent repoints it: two INFO periods, while cairnd repoints
+ * the replicas itself within milliseconds of a failover. */
+#define AGENT_ASTRAY_US (2 * AGENT_INFO_INTERVAL_US)
+
+static bool same_primary(const char *host, int port, const char *other_host, int other_port)
+{
+    return port == other_port && strcmp(host, other_host) == 0;
+}
+
+/* With cluster mode disabled, a replica whose engine has followed another
+ * primary than the designated one for AGENT_ASTRAY_US is told to follow
+ * the designated one. Its desired config is the designation (a node that
+ * restarts follows it anyway); this is for an engine that keeps running
+ * while the designation moved without it hearing: a cairnd killed between
+ * a failover's promotion and its REPLICAOF to the other replicas, or that
+ * REPLICAOF lost on the way, would leave it following the old primary, a
+ * replica itself by then, for ever. Tried again every AGENT_ASTRAY_US
+ * while it still follows the wrong one. */
+static void keep_following(struct agent_node *n, const char *address, int64_t now_us)
+{
+    const char *want_host, *host;
+    int want_port, port;
+    bool designated =
+        n->wanted && !json_is_true(json_object_get(n->want.config, "cluster_enabled"));
+
+    if (!designated || n->state != AGENT_NODE_RUNNING || n->stopping ||
+        !designated_primary(n, &want_host, &want_port) || !followed_primary(n, &host, &port) ||
+        same_primary(host, port, want_host, want_port)) {
+        n->astray_since_us = 0;
+        return;
+    }
+    if (n->astray_since_us == 0)
+        n->astray_since_us = now_us;
+    if (now_us - n->astray_since_us < AGENT_ASTRAY_US)
+        return;
+    n->astray_since_us = now_us;
+
+    char err[256] = "";
+    struct resp_options o = {.host = address,
+                             .port = n->run.port,
+                             .connect_timeout_ms = 500,
+                             .command_timeout_ms = 500,
+                             .password = n->run.password};
+    struct resp_conn *c = resp_connect(&o, err, sizeof(err));
+    bool ok = c != NULL && engine_replicaof(c, want_host, want_port, err, sizeof(err));
+    resp_close(c);
+    if (ok)
+        log_warn("replica followed another primary than the designated one; repointed",
+                 "node=%s followed=%s:%d primary=%s:%d", n->id, host, port, want_host, want_port);
+    else
+        log_warn("could not repoint a replica to the designated primary",
+                 "node=%s followed=%s:%d primary=%s:%d error=\"%s\"", n->id, host, port, want_host,
+                 want_port, err);
 }
 
 /* ---- start, stop, exit, remove ----------------------------------------- */
@@ -893,6 +952,7 @@ void agent_sup_tick(struct agent *a, int64_t now_us)
             on_probe(a, n, &before, &res, now_us);
         }
         watch_tick(a, n, now_us);
+        keep_following(n, a->cfg->address, now_us);
     }
     for (size_t i = 0; i < a->n_nodes; i++) {
         struct agent_node *n = a->nodes[i];

@@ -583,6 +583,37 @@ def test_replica_in_full_sync_is_not_offered(stack, cleanup):
     sentinel.close()
 
 
+def test_replica_following_another_node_is_repointed_by_its_agent(stack, cleanup):
+    """Disabled mode: a replica's engine told to follow the other replica
+    (as a failover whose cairnd died before repointing it would leave it,
+    following the old primary) follows the designated primary again within
+    seconds, repointed by its own agent, and has the writes made since."""
+    cid = "ha-astray"
+    body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
+    primary = primary_node(body)
+    stray, other = [n for n in nodes(body) if n["role"] == "replica"]
+    with clusters.client(stray["address"], stray["port"], pw) as c:
+        c.execute_command("REPLICAOF", other["address"], other["port"])
+
+    def follows_primary():
+        try:
+            with clusters.client(stray["address"], stray["port"], pw) as c:
+                info = c.info("replication")
+        except redis.RedisError:
+            return False
+        return info.get("master_port") == primary["port"] and \
+            info.get("master_link_status") == "up"
+    t0 = time.monotonic()
+    wait_until(lambda: not follows_primary(), 5, "the replica following the other one")
+    wait_until(follows_primary, 15, "the replica following the designated primary again")
+    print(f"\nreplica following another node repointed {time.monotonic() - t0:.1f} s later")
+    with clusters.client(primary["address"], primary["port"], pw) as c:
+        c.set("astray", "back")
+    with clusters.client(stray["address"], stray["port"], pw) as c:
+        wait_until(lambda: c.get("astray") == "back", 5, "the write replicated to it")
+    eq(primary_node(clusters.get(stack.api, cid))["id"], primary["id"], "the same primary")
+
+
 def test_cluster_mode_without_a_majority_is_forced_to_take_over(stack, cleanup):
     """Cluster mode, 3 shards: freeze two of the three primaries' engines.
     One primary alone cannot vote a replica in, so the engines elect
