@@ -62,6 +62,7 @@
 #define TAKEOVER_AFTER_MS     1000 /* FORCE not done by then: TAKEOVER */
 #define FAST_FORCE_MS         500  /* the same, when a primary's engine exited */
 #define FORCE_POLL_MS         5
+#define RELEASE_AFTER_MS      3000 /* replicas restarted from their disks have loaded by then */
 #define WARN_EVERY_MS         30000
 #define REBALANCE_SETTLE_S    5  /* quiet this long before primaries are moved back */
 #define MAX_WORK              64 /* groups handled per tick; the rest next tick */
@@ -341,6 +342,83 @@ static void repoint_replicas(const struct cluster_nodes *nodes, const char *pass
     }
 }
 
+/* ---- no replica to promote: the primary restarts ------------------------- */
+
+/* Whether no replica of shard can take over from its primary: each one
+ * that answers holds no data from a sync with it and is not loading. So
+ * it is when every engine of the shard went down at once: the replicas
+ * restarted from their own disks while the primary was down and never
+ * completed a sync since, and cairnd promotes none of them (they may hold
+ * less than the primary's disk does). */
+static bool no_replica_can_take_over(const struct cluster_nodes *nodes, const char *password,
+                                     int shard)
+{
+    char err[256];
+
+    for (size_t i = 0; i < nodes->count; i++) {
+        const struct cluster_node *n = &nodes->items[i];
+        struct nodeio_repl repl;
+        if (n->shard != shard || n->host_lost || strcmp(n->role, "replica") != 0 ||
+            strcmp(n->process_state, "running") != 0)
+            continue;
+        if (!nodeio_replication(n, password, NODEIO_QUICK, &repl, err, sizeof(err)) ||
+            repl.primary || repl.has_data || repl.loading)
+            return false;
+    }
+    return true;
+}
+
+struct release {
+    const struct store_ha_work *w;
+    const struct cluster_node *old;
+    char shard_name[16];
+    bool done;
+};
+
+static enum db_status release_fn(struct db_conn *conn, void *arg)
+{
+    struct release *r = arg;
+    bool locked = false;
+    enum db_status st = store_ha_try_lock(conn, r->w->cluster, &locked);
+    if (st != DB_OK || !locked)
+        return st != DB_OK ? st : DB_REFUSED;
+    if ((st = store_node_release_hold(conn, r->old->id, &r->done)) != DB_OK || !r->done)
+        return st;
+    long long down_ms = time_now_ms() - r->w->since_ms;
+    char *message = xasprintf("shard %s: no replica holds data from a sync with primary %s (they "
+                              "restarted while it was down), so it restarts from its own disk "
+                              "instead of failing over; down %lld ms",
+                              r->shard_name, r->old->id, down_ms);
+    json_t *detail = json_pack("{s:s, s:s, s:s, s:I}", "shard", r->shard_name, "node", r->old->id,
+                               "reason", r->w->why, "down_ms", (json_int_t)down_ms);
+    char *text = json_dumps(detail, JSON_COMPACT);
+    st = store_event_add(conn, r->w->cluster, NULL, "PrimaryRestarted", "warning", message, text);
+    free(text);
+    json_decref(detail);
+    free(message);
+    return st;
+}
+
+/* A crashed primary, held down by its agent for a replica to take its
+ * place, when none ever can: released, it comes back as the primary it
+ * still is, with its own data, and the replicas sync from it. */
+static bool restart_primary(struct ha *h, const struct store_ha_work *w,
+                            const struct cluster_nodes *nodes, const char *password,
+                            const struct cluster_node *old)
+{
+    if (strcmp(old->process_state, "crashed") != 0 || old->host_lost ||
+        time_now_ms() - w->since_ms < RELEASE_AFTER_MS ||
+        !no_replica_can_take_over(nodes, password, w->shard))
+        return false;
+    struct release r = {.w = w, .old = old};
+    snprintf(r.shard_name, sizeof(r.shard_name), "%04d", w->shard + 1);
+    if (db_tx(h->app->db, DB_READ_COMMITTED, release_fn, &r) != DB_OK || !r.done)
+        return false;
+    log_warn("no replica can take over; the primary restarts", "cluster=%s shard=%s node=%s",
+             w->cluster, r.shard_name, old->id);
+    return true;
+}
+
 static void failover_shard(struct ha *h, const struct store_ha_work *w)
 {
     struct cluster_nodes nodes = {0};
@@ -358,6 +436,8 @@ static void failover_shard(struct ha *h, const struct store_ha_work *w)
     const struct cluster_node *best =
         old != NULL ? best_replica(&nodes, password, w->shard, old, false) : NULL;
     if (best == NULL) {
+        if (old != NULL && restart_primary(h, w, &nodes, password, old))
+            goto out;
         if (!throttled(h, w->cluster, w->shard, WARN_EVERY_MS))
             log_warn("failover: no replica holds the data",
                      "cluster=%s shard=%04d primary=%s "

@@ -722,6 +722,10 @@ enum db_status store_host_lost_now(struct db_conn *conn, const char *host_id, co
  * whose nodes all run become available again, each with an event; *changed
  * of them. */
 enum db_status store_clusters_track_health(struct db_conn *conn, int *changed);
+/* The crashed primary's agent may restart it: no replica can take its
+ * place (migration 0018); *released false when it is no longer a crashed
+ * primary or was released already. Its agent is told at once. */
+enum db_status store_node_release_hold(struct db_conn *conn, const char *node_id, bool *released);
 /* A stray primary was made a replica (not yet linked). */
 enum db_status store_node_demoted(struct db_conn *conn, const char *node_id);
 

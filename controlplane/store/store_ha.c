@@ -192,6 +192,15 @@ static const struct db_stmt designate = {
     " WHERE shard_id = (SELECT shard_id FROM nodes WHERE id = $1::uuid)"
     "   AND desired_state <> 'deleted'"};
 
+/* Let the crashed primary's agent restart it (migration 0018), telling
+ * the agent at once; none when it is no longer a crashed primary or was
+ * let go already. */
+static const struct db_stmt release_hold = {
+    "WITH r AS (UPDATE nodes SET hold_released_at = now() WHERE id = $1::uuid"
+    "   AND role = 'primary' AND process_state = 'crashed'"
+    "   AND NOT coalesce(hold_released_at >= state_since, false) RETURNING host_id)"
+    " SELECT hosts_bump_desired(host_id) FROM r"};
+
 static const struct db_stmt demoted = {
     "UPDATE nodes SET observed_role = 'replica', master_link_status = 'down',"
     "  role_observed_at = now() WHERE id = $1::uuid"};
@@ -354,6 +363,18 @@ enum db_status store_node_still_fallen(struct db_conn *conn, const char *node_id
 enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id)
 {
     return store_exec(conn, &designate, node_id, NULL);
+}
+
+enum db_status store_node_release_hold(struct db_conn *conn, const char *node_id, bool *released)
+{
+    const char *params[1] = {node_id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &release_hold, 1, params, &st);
+    if (res == NULL)
+        return st;
+    *released = PQntuples(res) > 0;
+    PQclear(res);
+    return DB_OK;
 }
 
 enum db_status store_node_demoted(struct db_conn *conn, const char *node_id)

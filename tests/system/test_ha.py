@@ -614,6 +614,56 @@ def test_replica_following_another_node_is_repointed_by_its_agent(stack, cleanup
     eq(primary_node(clusters.get(stack.api, cid))["id"], primary["id"], "the same primary")
 
 
+def test_whole_group_killed_while_its_primary_host_is_frozen_restarts_the_primary(
+        stack, cleanup):
+    """Disabled mode, 1 + 2: the primary's host frozen and every engine of
+    the group killed. The replicas restart from their own disks first and
+    never complete a sync (their primary is gone), so none may be promoted;
+    once the host is back, its agent holds the crashed primary down for a
+    replica that never comes. cairnd lets it go (PrimaryRestarted): the
+    same primary serves again with the data it had, and the replicas sync
+    from it."""
+    cid = "ha-all-down"
+    body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
+    old = primary_node(body)
+    with clusters.client(old["address"], old["port"], pw) as c:
+        for i in range(200):
+            c.set(f"d{i}", i)
+    time.sleep(1.5)  # appendfsync everysec: on the disks by now
+    agent = stack.agent_of(old["host_id"])
+    pids = {n["id"]: stack.agent_of(n["host_id"]).pidfile(n["id"]) for n in nodes(body)}
+    agent.signal(signal.SIGSTOP)
+    try:
+        os.kill(pids[old["id"]], signal.SIGSTOP)
+        for pid in pids.values():
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(4)  # the replicas restart without their primary; the host is lost
+    finally:
+        agent.signal(signal.SIGCONT)
+    thawed = time.monotonic()
+
+    def serving():
+        try:
+            with clusters.client(old["address"], old["port"], pw) as c:
+                return c.info("replication")["role"] == "master" and c.get("d199") == "199"
+        except redis.RedisError:
+            return False
+    wait_until(serving, 30, "the old primary serving again with its data")
+    print(f"\nwhole group killed: the primary serves again "
+          f"{time.monotonic() - thawed:.1f} s after its host came back")
+    restarted = [e for e in events(stack.api, cid) if e["type"] == "PrimaryRestarted"]
+    eq(len(restarted), 1, "PrimaryRestarted events")
+    eq(restarted[0]["detail"]["node"], old["id"], "the node restarted")
+    eq(automatic_failovers(stack.api, cid), [], "no failover")
+    wait_available(stack.api, cid)
+    for n in nodes(body):
+        if n["id"] == old["id"]:
+            continue
+        with clusters.client(n["address"], n["port"], pw) as c:
+            wait_until(lambda: c.info("replication").get("master_link_status") == "up"
+                       and c.get("d199") == "199", 20, f"replica {n['id']} synced")
+
+
 def test_cluster_mode_without_a_majority_is_forced_to_take_over(stack, cleanup):
     """Cluster mode, 3 shards: freeze two of the three primaries' engines.
     One primary alone cannot vote a replica in, so the engines elect
