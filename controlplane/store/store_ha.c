@@ -109,8 +109,9 @@ static const struct db_stmt fallen_primaries = {
     " ORDER BY c.id, s.index LIMIT 64"};
 
 /* Nodes to replace: their host lost (while losses are trusted, $2), or (a
- * replica's) engine crashed, for the replace-after time, and no longer a
- * serving shard's only primary (a
+ * replica's) engine not serving -- crashed, or restarted again and again
+ * without ever coming up (down_since spans the restarts) -- for the
+ * replace-after time, and no longer a serving shard's only primary (a
  * failover comes first). A crashed primary is not counted: its agent holds
  * it down until a replica took over and then restarts it as a replica. One
  * replacement per cluster at a time; one that failed (no room) is tried
@@ -123,8 +124,8 @@ static const struct db_stmt dead_nodes = {
     "     AND o.status IN ('pending', 'running'))"
     "   AND ((h.status = 'lost' AND $2::boolean"
     "       AND h.updated_at < now() - make_interval(secs => $1::int))"
-    "     OR (n.process_state = 'crashed' AND n.role = 'replica'"
-    "       AND n.state_since < now() - make_interval(secs => $1::int)))"
+    "     OR (n.process_state IN ('crashed', 'starting') AND n.role = 'replica'"
+    "       AND n.down_since < now() - make_interval(secs => $1::int)))"
     "   AND (n.role IS DISTINCT FROM 'primary' OR EXISTS (SELECT 1 FROM nodes p"
     "     JOIN hosts ph ON ph.id = p.host_id WHERE p.shard_id = n.shard_id AND p.id <> n.id"
     "     AND p.role = 'primary' AND p.process_state = 'running' AND ph.status = 'healthy'))"

@@ -149,6 +149,8 @@ static const struct db_stmt record_nodes = {
     "UPDATE nodes n SET pid = r.pid, process_state = r.status,"
     "   state_since = CASE WHEN n.process_state IS DISTINCT FROM r.status THEN now()"
     "     ELSE n.state_since END,"
+    "   down_since = CASE WHEN r.status IN ('running', 'loading', 'unresponsive') THEN NULL"
+    "     ELSE coalesce(n.down_since, now()) END,"
     "   observed_role = CASE WHEN " CAIRND_READ_IT " THEN n.observed_role ELSE r.role END,"
     "   role = CASE WHEN " CAIRND_READ_IT " OR c.spec ->> 'cluster_mode' = 'disabled' THEN n.role"
     "     ELSE coalesce(r.role, n.role) END,"
@@ -184,6 +186,21 @@ static const struct db_stmt record_elections = {
     "   AND n.role = 'replica' AND r.role = 'primary' AND NOT " CAIRND_READ_IT
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
     "     AND o.status IN ('pending', 'running') AND o.kind = 'failover')"};
+
+/* Cluster mode: once a node's engine reports that it serves as its
+ * shard's primary, a shard-mate still recorded primary whose engine does
+ * not run is no longer one: it can only rejoin as a replica (the new
+ * primary's epoch is newer), and meanwhile it must be neither published as
+ * a primary nor spared replacement as one. */
+static const struct db_stmt demote_fallen = {
+    "UPDATE nodes o SET role = 'replica'"
+    " FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
+    " JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, role text, status text)"
+    "   ON r.node_id = n.id"
+    " WHERE n.host_id = $1::uuid AND coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
+    "   AND r.role = 'primary' AND r.status = 'running'"
+    "   AND o.shard_id = n.shard_id AND o.id <> n.id AND o.role = 'primary'"
+    "   AND o.process_state IS DISTINCT FROM 'running'"};
 
 /* A deleted node's row goes once its agent no longer reports it: the
  * engine is stopped and its data removed. */
@@ -256,6 +273,7 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
      * generation), so the two cannot deadlock. */
     if ((st = exec_stmt(conn, &record_elections, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
+        (st = exec_stmt(conn, &demote_fallen, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &purge_removed_shards, 0, NULL)) != DB_OK)
         return st;

@@ -530,6 +530,50 @@ def test_lost_replica_is_replaced_in_disabled_mode(stack, cleanup):
     eq(automatic_failovers(stack.api, cid), [], "no failover")
 
 
+def test_replica_that_never_comes_up_again_is_replaced(stack, cleanup):
+    """A replica's AOF made unreadable while its engine is down: its agent
+    restarts it again and again and it exits at once each time. It never
+    served since it went down, so after --replace-after a new replica
+    takes its place (the restarts do not reset that clock), and the
+    primary never changes."""
+    cid = "ha-crashloop"
+    body, pw = create(stack, cleanup, clusters.redis_group(
+        cid, engine="valkey", engine_version="8.0", replicas_per_shard=1))
+    primary = primary_node(body)
+    dead = next(n for n in nodes(body) if n["role"] == "replica")
+    agent = stack.agent_of(dead["host_id"])
+    with clusters.client(primary["address"], primary["port"], pw) as c:
+        for i in range(200):
+            c.set(f"c{i}", i)
+    time.sleep(1.5)  # on the replica's disk too
+    manifests = list(agent.node_dir(dead["id"]).rglob("*.manifest"))
+    assert manifests, f"no AOF manifest under {agent.node_dir(dead['id'])}"
+    agent.signal(signal.SIGSTOP)
+    try:
+        os.kill(agent.pidfile(dead["id"]), signal.SIGKILL)
+        for m in manifests:
+            m.write_text("this is not an AOF manifest\n")
+    finally:
+        agent.signal(signal.SIGCONT)
+    went_down = time.monotonic()
+
+    def replaced():
+        b = clusters.get(stack.api, cid)
+        ns = nodes(b)
+        ok = len(ns) == 2 and dead["id"] not in [n["id"] for n in ns] and \
+            all(n["status"] == "running" for n in ns) and len(b["endpoints"]["readers"]) == 1
+        return b if ok else None
+    after = wait_until(replaced, REPLACE_AFTER_S + 40, "the crash-looping replica replaced",
+                       interval=0.2)
+    print(f"\ncrash-looping replica replaced {time.monotonic() - went_down:.1f} s after it went "
+          f"down (--replace-after {REPLACE_AFTER_S} s)")
+    eq(primary_node(after)["id"], primary["id"], "the primary did not change")
+    new = next(n for n in nodes(after) if n["role"] == "replica")
+    with clusters.client(new["address"], new["port"], pw) as c:
+        wait_until(lambda: c.get("c199") == "199", 20, "the new replica has the data")
+    eq(automatic_failovers(stack.api, cid), [], "no failover")
+
+
 def test_replica_in_full_sync_is_not_offered(stack, cleanup):
     """A replica that restarts needs a full sync; while it runs (made slow
     here with the engines' rdb-key-save-delay) the replica is offered
@@ -614,12 +658,11 @@ def test_replica_following_another_node_is_repointed_by_its_agent(stack, cleanup
     eq(primary_node(clusters.get(stack.api, cid))["id"], primary["id"], "the same primary")
 
 
-def test_whole_group_killed_while_its_primary_host_is_frozen_restarts_the_primary(
-        stack, cleanup):
-    """Disabled mode, 1 + 2: the primary's host frozen and every engine of
-    the group killed. The replicas restart from their own disks first and
-    never complete a sync (their primary is gone), so none may be promoted;
-    once the host is back, its agent holds the crashed primary down for a
+def test_whole_group_down_with_no_replica_synced_restarts_the_primary(stack, cleanup):
+    """Disabled mode, 1 + 2: every engine of the group killed, the replicas
+    first, while the primary hangs (as when its host froze): the replicas
+    restart from their own disks and never complete a sync, so none may be
+    promoted, and the primary's agent holds its crashed engine down for a
     replica that never comes. cairnd lets it go (PrimaryRestarted): the
     same primary serves again with the data it had, and the replicas sync
     from it."""
@@ -630,17 +673,16 @@ def test_whole_group_killed_while_its_primary_host_is_frozen_restarts_the_primar
         for i in range(200):
             c.set(f"d{i}", i)
     time.sleep(1.5)  # appendfsync everysec: on the disks by now
-    agent = stack.agent_of(old["host_id"])
     pids = {n["id"]: stack.agent_of(n["host_id"]).pidfile(n["id"]) for n in nodes(body)}
-    agent.signal(signal.SIGSTOP)
+    primary_pid = pids.pop(old["id"])
+    os.kill(primary_pid, signal.SIGSTOP)
     try:
-        os.kill(pids[old["id"]], signal.SIGSTOP)
         for pid in pids.values():
             os.kill(pid, signal.SIGKILL)
-        time.sleep(4)  # the replicas restart without their primary; the host is lost
+        time.sleep(2.5)  # the replicas restart, and cannot sync from a hung primary
     finally:
-        agent.signal(signal.SIGCONT)
-    thawed = time.monotonic()
+        os.kill(primary_pid, signal.SIGKILL)
+    killed = time.monotonic()
 
     def serving():
         try:
@@ -649,8 +691,8 @@ def test_whole_group_killed_while_its_primary_host_is_frozen_restarts_the_primar
         except redis.RedisError:
             return False
     wait_until(serving, 30, "the old primary serving again with its data")
-    print(f"\nwhole group killed: the primary serves again "
-          f"{time.monotonic() - thawed:.1f} s after its host came back")
+    print(f"\nwhole group down, no replica synced: the primary serves again "
+          f"{time.monotonic() - killed:.1f} s after its engine was killed")
     restarted = [e for e in events(stack.api, cid) if e["type"] == "PrimaryRestarted"]
     eq(len(restarted), 1, "PrimaryRestarted events")
     eq(restarted[0]["detail"]["node"], old["id"], "the node restarted")
@@ -661,7 +703,55 @@ def test_whole_group_killed_while_its_primary_host_is_frozen_restarts_the_primar
             continue
         with clusters.client(n["address"], n["port"], pw) as c:
             wait_until(lambda: c.info("replication").get("master_link_status") == "up"
-                       and c.get("d199") == "199", 20, f"replica {n['id']} synced")
+                       and c.get("d199") == "199", 30, f"replica {n['id']} synced")
+
+
+def test_cluster_mode_primary_that_never_comes_back_is_not_kept_as_a_primary(stack, cleanup):
+    """Cluster mode, cairnd down: a primary's engine killed with its AOF
+    made unreadable (as a full disk leaves it), so the engines elect its
+    replica. When cairnd is back, the shard has one primary in the API --
+    the elected one -- and the old node, restarted again and again and
+    never coming up, is replaced after --replace-after."""
+    cid = "ha-cm-gone"
+    body, pw = create(stack, cleanup, clusters.valkey_cluster(cid))
+    shard = body["shards"][0]
+    old = next(n for n in shard["nodes"] if n["role"] == "primary")
+    agent = stack.agent_of(old["host_id"])
+    rc = ClusterClient(stack, cid, pw)
+    for i in range(300):
+        rc.set(f"g{i}", i)
+    time.sleep(1.5)  # appendfsync everysec
+    manifests = list(agent.node_dir(old["id"]).rglob("*.manifest"))
+    assert manifests, f"no AOF manifest under {agent.node_dir(old['id'])}"
+    stack.kill9_cairnd()
+    try:
+        agent.signal(signal.SIGSTOP)
+        try:
+            os.kill(agent.pidfile(old["id"]), signal.SIGKILL)
+            for m in manifests:
+                m.write_text("this is not an AOF manifest\n")
+        finally:
+            agent.signal(signal.SIGCONT)
+        # The engines notice after the node timeout (5 s) and elect.
+        time.sleep(8)
+    finally:
+        stack.restart_cairnd()
+
+    def one_primary_elected():
+        b = clusters.get(stack.api, cid)
+        ps = [n["id"] for n in b["shards"][0]["nodes"] if n["role"] == "primary"]
+        return b if len(ps) == 1 and ps[0] != old["id"] else None
+    wait_until(one_primary_elected, 20, "one primary, the elected one, in the API")
+
+    def replaced():
+        b = clusters.get(stack.api, cid)
+        ns = b["shards"][0]["nodes"]
+        ok = len(ns) == 2 and old["id"] not in [n["id"] for n in ns] and \
+            all(n["status"] == "running" for n in ns)
+        return b if ok else None
+    wait_until(replaced, REPLACE_AFTER_S + 60, "the old primary replaced", interval=0.2)
+    wait_until(lambda: rc.all(lambda c: all(c.get(f"g{i}") == str(i) for i in range(300))), 20,
+               "every key readable")
 
 
 def test_cluster_mode_without_a_majority_is_forced_to_take_over(stack, cleanup):
