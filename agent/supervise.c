@@ -405,9 +405,10 @@ static void on_primary_answer(struct agent *a, struct agent_node *n, int64_t now
 /* ---- a replica's primary, as designated --------------------------------- */
 
 /* How long a replica may follow another primary than the designated one
- * before its agent repoints it: two INFO periods, while cairnd repoints
- * the replicas itself within milliseconds of a failover. */
-#define AGENT_ASTRAY_US (2 * AGENT_INFO_INTERVAL_US)
+ * before its agent repoints it: five INFO periods. cairnd repoints the
+ * replicas itself within milliseconds of a failover, and an operation
+ * that moves the primary within seconds; this is for when nobody did. */
+#define AGENT_ASTRAY_US (5 * AGENT_INFO_INTERVAL_US)
 
 static bool same_primary(const char *host, int port, const char *other_host, int other_port)
 {

@@ -302,7 +302,9 @@ def test_hung_primary_delays_no_sample(stack, cleanup):
                "the replica's ReplicationLag")
 
     # A listener nobody accepts from: connections complete in its backlog,
-    # and nothing ever answers them.
+    # and nothing ever answers them. (The replica's agent points it back at
+    # the designated primary 10 s after it sees it follow another; the
+    # periods checked here end before that.)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as hung:
         hung.bind(("127.0.0.1", 0))
         hung.listen(64)
