@@ -151,6 +151,14 @@ static size_t run_query(struct ha *h, enum store_ha_finding which, int limit, bo
 
 /* ---- choosing a replica ------------------------------------------------- */
 
+/* Whether n is one of shard's replicas that could take its primary's
+ * place: running, on a host not lost. */
+static bool candidate(const struct cluster_node *n, int shard)
+{
+    return n->shard == shard && !n->host_lost && strcmp(n->role, "replica") == 0 &&
+           strcmp(n->process_state, "running") == 0;
+}
+
 /* The replica of shard to promote: one that holds the group's data (it
  * completed a sync and is not loading or in a new one), with the highest
  * replication offset; on a tie, one outside the lost primary's zone, then
@@ -168,8 +176,7 @@ static const struct cluster_node *best_replica(const struct cluster_nodes *nodes
     for (size_t i = 0; i < nodes->count; i++) {
         const struct cluster_node *n = &nodes->items[i];
         struct nodeio_repl repl;
-        if (n->shard != shard || n->host_lost || strcmp(n->role, "replica") != 0 ||
-            strcmp(n->process_state, "running") != 0)
+        if (!candidate(n, shard))
             continue;
         if (!nodeio_replication(n, password, NODEIO_QUICK, &repl, err, sizeof(err))) {
             log_warn("failover candidate did not answer", "node=%s error=\"%s\"", n->id, err);
@@ -358,8 +365,7 @@ static bool no_replica_can_take_over(const struct cluster_nodes *nodes, const ch
     for (size_t i = 0; i < nodes->count; i++) {
         const struct cluster_node *n = &nodes->items[i];
         struct nodeio_repl repl;
-        if (n->shard != shard || n->host_lost || strcmp(n->role, "replica") != 0 ||
-            strcmp(n->process_state, "running") != 0)
+        if (!candidate(n, shard))
             continue;
         if (!nodeio_replication(n, password, NODEIO_QUICK, &repl, err, sizeof(err)) ||
             repl.primary || repl.has_data || repl.loading)

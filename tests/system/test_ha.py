@@ -530,6 +530,21 @@ def test_lost_replica_is_replaced_in_disabled_mode(stack, cleanup):
     eq(automatic_failovers(stack.api, cid), [], "no failover")
 
 
+def kill_with_an_unreadable_aof(agent, node_id):
+    """kill -9 the node's engine and make its AOF unreadable before its
+    agent restarts it (the agent is stopped meanwhile): every restart exits
+    at once, as after a write that hit a full disk."""
+    manifests = list(agent.node_dir(node_id).rglob("*.manifest"))
+    assert manifests, f"no AOF manifest under {agent.node_dir(node_id)}"
+    agent.signal(signal.SIGSTOP)
+    try:
+        os.kill(agent.pidfile(node_id), signal.SIGKILL)
+        for m in manifests:
+            m.write_text("this is not an AOF manifest\n")
+    finally:
+        agent.signal(signal.SIGCONT)
+
+
 def test_replica_that_never_comes_up_again_is_replaced(stack, cleanup):
     """A replica's AOF made unreadable while its engine is down: its agent
     restarts it again and again and it exits at once each time. It never
@@ -546,15 +561,7 @@ def test_replica_that_never_comes_up_again_is_replaced(stack, cleanup):
         for i in range(200):
             c.set(f"c{i}", i)
     time.sleep(1.5)  # on the replica's disk too
-    manifests = list(agent.node_dir(dead["id"]).rglob("*.manifest"))
-    assert manifests, f"no AOF manifest under {agent.node_dir(dead['id'])}"
-    agent.signal(signal.SIGSTOP)
-    try:
-        os.kill(agent.pidfile(dead["id"]), signal.SIGKILL)
-        for m in manifests:
-            m.write_text("this is not an AOF manifest\n")
-    finally:
-        agent.signal(signal.SIGCONT)
+    kill_with_an_unreadable_aof(agent, dead["id"])
     went_down = time.monotonic()
 
     def replaced():
@@ -721,17 +728,9 @@ def test_cluster_mode_primary_that_never_comes_back_is_not_kept_as_a_primary(sta
     for i in range(300):
         rc.set(f"g{i}", i)
     time.sleep(1.5)  # appendfsync everysec
-    manifests = list(agent.node_dir(old["id"]).rglob("*.manifest"))
-    assert manifests, f"no AOF manifest under {agent.node_dir(old['id'])}"
     stack.kill9_cairnd()
     try:
-        agent.signal(signal.SIGSTOP)
-        try:
-            os.kill(agent.pidfile(old["id"]), signal.SIGKILL)
-            for m in manifests:
-                m.write_text("this is not an AOF manifest\n")
-        finally:
-            agent.signal(signal.SIGCONT)
+        kill_with_an_unreadable_aof(agent, old["id"])
         # The engines notice after the node timeout (5 s) and elect.
         time.sleep(8)
     finally:
