@@ -72,7 +72,7 @@ class ChaosStack(clusters.ClusterStack):
         self.own_pg = harness.PostgresServer("chaos-pg").start()
         self.async_windows = []      # (cluster id, slot ranges or None, monotonic time)
         self.throwaways = set()      # ids of throwaway clusters that may still exist
-        self.upgrading = {}          # {id: Target}: throwaway clusters an upgrade scenario writes to
+        self.upgrading = {}          # {id: Target}: throwaways an upgrade scenario writes to
         self._throwaway_seq = itertools.count(1)
         # The harness starts every daemon with PR_SET_PDEATHSIG, which fires
         # when the *thread* that started it ends: a daemon restarted by a
