@@ -7,7 +7,10 @@ fourth agent, vm-a2, in az-a, so that losing one host and losing one AZ are
 different faults and a lost host's nodes always have somewhere to go.
 Every agent's data dir is a small tmpfs, which a scenario fills up.
 cairnd runs with a 3 s heartbeat timeout and replaces lost nodes 4 s after
-that, as in test_ha.py, so that every recovery is bounded by seconds.
+that, as in test_ha.py, so that every recovery is bounded by seconds; an
+engine upgrade's node that does not come up on its new engine is rolled
+back after 30 s (not 300), so that an upgrade scenario ends within its
+iteration.
 
   chaos-cm     valkey 8.0, cluster mode, 3 shards x (1 primary + 1 replica),
                cluster-node-timeout 2000 ms (Cairn's default is 5000)
@@ -31,6 +34,7 @@ import writers
 
 HEARTBEAT_S = 3
 REPLACE_AFTER_S = 4
+UPGRADE_NODE_TIMEOUT_S = 30
 NODE_TIMEOUT_MS = 2000
 SPARE_HOST = ("vm-a2", "az-a")
 SMALL_DISK_MIB = 128  # an agent's data dir: room for its engines' files, quick to fill
@@ -68,6 +72,7 @@ class ChaosStack(clusters.ClusterStack):
         self.own_pg = harness.PostgresServer("chaos-pg").start()
         self.async_windows = []      # (cluster id, slot ranges or None, monotonic time)
         self.throwaways = set()      # ids of throwaway clusters that may still exist
+        self.upgrading = {}          # {id: Target}: throwaways an upgrade scenario writes to
         self._throwaway_seq = itertools.count(1)
         # The harness starts every daemon with PR_SET_PDEATHSIG, which fires
         # when the *thread* that started it ends: a daemon restarted by a
@@ -77,7 +82,8 @@ class ChaosStack(clusters.ClusterStack):
         self._spawner = ThreadPoolExecutor(1, thread_name_prefix="spawner")
         try:
             super().__init__(self.own_pg, "chaos", cairnd_args=[
-                "--heartbeat-timeout", str(HEARTBEAT_S), "--replace-after", str(REPLACE_AFTER_S)])
+                "--heartbeat-timeout", str(HEARTBEAT_S), "--replace-after", str(REPLACE_AFTER_S),
+                "--upgrade-node-timeout", str(UPGRADE_NODE_TIMEOUT_S)])
             self.add_host(*SPARE_HOST)
             self._create_targets()
         except BaseException:
@@ -188,7 +194,7 @@ class ChaosStack(clusters.ClusterStack):
             return
         self._closed = True
         procs.thaw_all()
-        for t in self.targets.values():
+        for t in list(self.targets.values()) + list(self.upgrading.values()):
             if t.writer is not None:
                 t.writer.stop()
         try:

@@ -17,6 +17,7 @@ from typing import Callable
 
 import redis
 
+import chaos_stack
 import checks
 import clusters
 import disk
@@ -52,6 +53,7 @@ class Fault:
         self.stack, self.rng, self.record = stack, rng, record
         self.api = stack.new_api()
         self.what = ""
+        self.upgrade = None  # an upgrade scenario's Upgrade, from prepare to run
 
     # ---- the topology ---------------------------------------------------
 
@@ -68,7 +70,7 @@ class Fault:
             except Exception:  # noqa: BLE001 -- cairnd down: wait, then fall back
                 pass
             if time.monotonic() >= deadline:
-                return self.record.snapshot[cid]
+                return self.record.snapshot.get(cid)  # None for a throwaway
             time.sleep(0.2)
 
     def cluster(self):
@@ -101,11 +103,15 @@ class Fault:
         return self.rng.choice(self.stack.agents)
 
     def primaries_on(self, agents_):
-        """(target, node) for every primary on the hosts of agents_."""
+        """(target, node) for every primary on the hosts of agents_, of the
+        clusters under test and of those an upgrade scenario writes to."""
         hosts = {a.name for a in agents_}
-        return [(t, n) for t in self.stack.targets.values()
-                for n in clusters.nodes(self.body(t.id, fresh=False))
-                if n["role"] == "primary" and n.get("host_name") in hosts]
+        found = []
+        for t in list(self.stack.targets.values()) + list(self.stack.upgrading.values()):
+            body = self.body(t.id, fresh=False)
+            found += [(t, n) for n in (clusters.nodes(body) if body else [])
+                      if n["role"] == "primary" and n.get("host_name") in hosts]
+        return found
 
     # ---- what the verification must know ----------------------------------
 
@@ -382,6 +388,49 @@ def kill_cairnd_mid_reshard(f):
     delete_throwaway(f, cid)
 
 
+def kill_cairnd_mid_upgrade(f):
+    """An in-place upgrade (redis 7.0 to valkey 8.0) of a throwaway cluster
+    with a writer, and cairnd killed after 0 to all but one of its nodes
+    were upgraded, 0 to 400 ms into the next (a node's restart, or the
+    shard's failover): the next cairnd must end the operation, every node
+    on one engine, one primary per shard, no acknowledged write lost."""
+    up = f.upgrade
+    if up is None:
+        return
+    before = f.rng.randint(0, len(clusters.nodes(up.body)) - 1)
+    into = f.rng.uniform(0, 0.4)
+    try:
+        f.hit(up.describe())
+        if not up.request(f):
+            return
+        f.hit(f"{up.describe()}, cairnd killed {into * 1000:.0f} ms after "
+              f"{before} node(s) upgraded")
+        if not up.wait_nodes_upgraded(f, before):
+            f.note(f"{up.t.id}: the upgrade ended before {before} node(s) were counted upgraded")
+        time.sleep(into)
+        if up.ended(f):
+            f.note(f"{up.t.id}: the upgrade had ended when cairnd was killed")
+        restart_cairnd(f)
+        up.verify(f)
+    finally:
+        up.close(f)
+
+
+def upgrade_engine(f):
+    """An in-place upgrade (redis 7.0 to valkey 8.0) of a throwaway cluster
+    with a writer, always fired with another fault: it must end, every node
+    on one engine, one primary per shard, no acknowledged write lost."""
+    up = f.upgrade
+    if up is None:
+        return
+    try:
+        f.hit(up.describe())
+        if up.request(f):
+            up.verify(f)
+    finally:
+        up.close(f)
+
+
 def rolling_parameters(f):
     """PATCH of parameters (maxmemory-policy, set live on every node by an
     apply_parameters operation) on a cluster under test, always fired with
@@ -529,6 +578,236 @@ def check_resharded(f, cid, body, pw):
 
 
 # --------------------------------------------------------------------------
+# In-place engine upgrades of throwaway clusters (redis to valkey is one way:
+# the clusters under test keep their engines)
+
+UPGRADE_TO = {"engine": "valkey", "engine_version": "8.0"}
+UPGRADE_KEYS = 5_000
+UPGRADE_READY_S = 30.0  # for the precheck to pass (replicas linked) after the create
+UPGRADE_STEADY_S = 30.0  # for the cluster to be whole and serving once the upgrade ended
+
+
+class Upgrade:
+    """A throwaway redis 7.0 cluster, a group of 1 + 1 or 1 + 2 nodes or 2
+    shards of 1 + 1 drawn at random, with UPGRADE_KEYS keys and a writer
+    (registered with the stack, so that faults on its hosts open the
+    asynchronous-replication windows of its primaries), and its upgrade to
+    valkey 8.0 from the PATCH to the verdict."""
+
+    def __init__(self, f):
+        cid = f.stack.throwaway_id()
+        if f.rng.random() < 0.5:
+            replicas = f.rng.choice([1, 2])
+            body = clusters.redis_group(cid, replicas_per_shard=replicas)
+            shape = (1, replicas + 1)
+        else:
+            body = clusters.valkey_cluster(cid, engine="redis", engine_version="7.0",
+                                           num_shards=2, replicas_per_shard=1)
+            shape = (2, 2)
+        self.t = chaos_stack.Target(cid, body, *shape)
+        self.body = None    # the resource once available
+        self.op_id = None
+        self.duration = None  # from the PATCH to the operation's end, seconds
+
+    def describe(self):
+        shape = (f"{self.t.shards} shards x {self.t.nodes_per_shard}" if self.t.sharded
+                 else f"group of {self.t.nodes_per_shard}")
+        return f"{self.t.id} ({shape})"
+
+    def create(self, f):
+        """Created, available, loaded and written to; False (a problem
+        recorded) when it did not come up."""
+        if not create_throwaway(f, self.t.body):
+            return False
+        self.body = wait_throwaway(f, self.t.id, lambda b: b["status"] == "available",
+                                   "available")
+        if self.body is None:
+            return False
+        t = self.t
+        t.password = clusters.password(f.api, t.id)
+        if t.sharded:
+            t.connect = writers.cluster_connector(f.stack.new_api(), t.id, t.password)
+        else:
+            t.connect = writers.sentinel_connector(f.stack, t.id, t.password)
+        client = t.connect()
+        try:
+            for start in range(0, UPGRADE_KEYS, 1000):
+                p = client.pipeline(transaction=False) if not t.sharded else client.pipeline()
+                for i in range(start, min(UPGRADE_KEYS, start + 1000)):
+                    p.set(f"pre:{i}", i)
+                p.execute()
+        finally:
+            client.close()
+        t.writer = writers.Writer(t.id, t.connect).start()
+        f.stack.upgrading[t.id] = t
+        return True
+
+    def request(self, f):
+        """PATCH to valkey 8.0 once the precheck lets it through (a fresh
+        cluster's replicas may still be syncing, a fault may hold a node);
+        False (a problem recorded) when it never does."""
+        refused = []
+
+        def sent():
+            try:
+                r = f.api.patch(f"/v1/clusters/{self.t.id}", json=UPGRADE_TO)
+            except Exception as e:  # noqa: BLE001 -- cairnd restarting
+                refused[:] = [str(e)]
+                return None
+            if r.status_code == 202:
+                return r.json()["pending_changes"]["engine_upgrade"]["operation_id"]
+            refused[:] = [f"{r.status_code} {r.text[:300]}"]
+            return None
+        try:
+            self.op_id = clusters.wait_until(sent, UPGRADE_READY_S, "the upgrade accepted",
+                                             interval=0.2)
+        except AssertionError:
+            f.problem(f"{self.t.id}: PATCH to valkey 8.0 never accepted: {refused}")
+            return False
+        self.requested_at = time.monotonic()
+        return True
+
+    def ended(self, f):
+        op = get_operation(f, self.op_id)
+        return op is not None and op["status"] not in ("pending", "running")
+
+    def wait_nodes_upgraded(self, f, count):
+        """Until count NodeUpgraded events of the operation (polling every
+        20 ms); False when it ended first or it took too long."""
+        def reached():
+            try:
+                evs = [e for e in clusters.events(f.api, self.t.id)
+                       if e["type"] == "NodeUpgraded" and e.get("operation_id") == self.op_id]
+            except Exception:  # noqa: BLE001
+                return None
+            return len(evs) >= count or (self.ended(f) and "ended")
+        try:
+            return clusters.wait_until(reached, THROWAWAY_TIMEOUT_S, f"{count} nodes upgraded",
+                                       interval=0.02) is True
+        except AssertionError:
+            return False
+
+    def verify(self, f):
+        """The operation ends (one primary published per shard of a group
+        meanwhile); then the cluster is whole and serving, every node on one
+        engine (valkey 8.0 when the upgrade succeeded), and every key and
+        acknowledged write reads back."""
+        op = self.wait_end(f)
+        if op is None:
+            return
+        self.duration = time.monotonic() - self.requested_at
+        f.note(f"{self.t.id}: upgrade {op['status']} {self.duration:.1f} s after the PATCH"
+               + (f": {op['error']['code']} {op['error']['message'][:200]}"
+                  if op["status"] == "failed" else ""))
+        body = self.wait_steady(f)
+        if body is None:
+            return
+        self.check_engines(f, op, body)
+        self.t.writer.stop()
+        self.check_writes(f)
+
+    def wait_end(self, f):
+        def ended():
+            op = get_operation(f, self.op_id)
+            try:
+                body = clusters.get(f.api, self.t.id)
+            except Exception:  # noqa: BLE001 -- cairnd restarting
+                body = None
+            for s in (body or {}).get("shards", []):
+                ps = [label(n) for n in s["nodes"] if n["role"] == "primary"]
+                if len(ps) > 1 and not self.t.sharded:
+                    f.problem(f"{self.t.id}: two primaries published during the upgrade: {ps}")
+            return op if op and op["status"] in ("succeeded", "failed", "cancelled") else None
+        try:
+            return clusters.wait_until(ended, THROWAWAY_TIMEOUT_S * 2,
+                                       f"upgrade {self.op_id} ended", interval=0.2)
+        except AssertionError:
+            op = get_operation(f, self.op_id) or {}
+            f.problem(f"{self.t.id}: the upgrade did not end in {THROWAWAY_TIMEOUT_S * 2:.0f} s: "
+                      f"{op.get('status')} at {op.get('step_name')}")
+            return None
+
+    def wait_steady(self, f):
+        """The checks the clusters under test pass (checks.cluster_problems),
+        polled until they hold; the body, or None and a problem."""
+        last = []
+
+        def steady():
+            try:
+                found, body = checks.cluster_problems(f.stack, f.api, self.t)
+            except Exception as e:  # noqa: BLE001
+                found, body = [f"{type(e).__name__}: {e}"], None
+            last[:] = found
+            return body if not found else None
+        try:
+            return clusters.wait_until(steady, UPGRADE_STEADY_S, "whole and serving",
+                                       interval=0.2)
+        except AssertionError:
+            f.problem(f"{self.t.id}: not whole {UPGRADE_STEADY_S:.0f} s after its upgrade "
+                      f"ended: {last[:4]}")
+            return None
+
+    def check_engines(self, f, op, body):
+        """Every node runs one engine (valkey 8.0 once succeeded) and the
+        resource shows what each runs."""
+        running = {}
+        for n in clusters.nodes(body):
+            with checks.engine(n, self.t.password) as c:
+                info = c.info("server")
+            running[label(n)] = (("valkey", info["valkey_version"]) if "valkey_version" in info
+                                 else ("redis", info["redis_version"]))
+            if (n["engine"], n["engine_version"]) != running[label(n)]:
+                f.problem(f"{self.t.id}: {label(n)} shown as {n['engine']} "
+                          f"{n['engine_version']}, runs {' '.join(running[label(n)])}")
+        kinds = {(e, v.rsplit(".", 1)[0]) for e, v in running.values()}
+        if len(kinds) > 1:
+            f.problem(f"{self.t.id}: nodes on more than one engine after the upgrade "
+                      f"{op['status']}: {running}")
+        elif op["status"] == "succeeded" and kinds != {("valkey", "8.0")}:
+            f.problem(f"{self.t.id}: the upgrade succeeded, the nodes run {running}")
+
+    def check_writes(self, f):
+        """The keys loaded before and every acknowledged write read back."""
+        t = self.t
+        try:
+            keys = [f"pre:{i}" for i in range(UPGRADE_KEYS)]
+            values = writers.read_back(t.connect, keys)
+            lost, async_lost = checks.lost_writes(f.stack, t)
+        except Exception as e:  # noqa: BLE001
+            f.problem(f"{t.id}: cannot read back: {type(e).__name__}: {e}")
+            return
+        missing = [k for k in keys  # bytes through Sentinel, str through the cluster client
+                   if values.get(k) is None or int(values[k]) != int(k[4:])]
+        if missing:
+            f.problem(f"{t.id}: {len(missing)} of the keys loaded before lost, e.g. {missing[:5]}")
+        if lost:
+            f.problem(f"{t.id}: {len(lost)} acknowledged writes lost, e.g. "
+                      + ", ".join(f"{k}={seq}" for k, seq, _ in lost[:5]))
+        if async_lost:
+            f.note(f"{t.id}: {len(async_lost)} acknowledged writes lost in an "
+                   "asynchronous-replication window")
+        f.note(f"{t.id}: {t.writer.counts()[1]} writes acknowledged, "
+               f"{len(lost) + len(async_lost)} lost")
+
+    def close(self, f):
+        """The writer stopped and the cluster deleted, whatever happened."""
+        if self.t.writer is not None:
+            self.t.writer.stop()
+        f.stack.upgrading.pop(self.t.id, None)
+        if self.t.id in f.stack.throwaways:
+            delete_throwaway(f, self.t.id)
+
+
+def prepare_upgrade(f):
+    """Before the fault: the throwaway cluster an upgrade scenario upgrades."""
+    up = Upgrade(f)
+    if up.create(f):
+        f.upgrade = up
+    else:
+        up.close(f)
+
+
+# --------------------------------------------------------------------------
 # The table
 
 @dataclass(frozen=True)
@@ -538,6 +817,7 @@ class Scenario:
     weight: int = 2
     control: bool = False     # restarts cairnd or PostgreSQL: never two such at once
     with_fault: bool = False  # always fired together with another scenario
+    prepare: Callable = None  # sets up what the fault needs, before the iteration's clock
 
 
 SCENARIOS = [
@@ -555,7 +835,11 @@ SCENARIOS = [
     Scenario("restart_postgres", restart_postgres, control=True),
     Scenario("lose_az", lose_az, weight=1),
     Scenario("fill_disk", fill_disk, weight=1),
+    Scenario("kill_cairnd_mid_upgrade", kill_cairnd_mid_upgrade, weight=1, control=True,
+             prepare=prepare_upgrade),
     Scenario("rolling_parameters", rolling_parameters, with_fault=True),
+    Scenario("upgrade_engine", upgrade_engine, weight=1, with_fault=True,
+             prepare=prepare_upgrade),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 COMPOUND_SHARE = 0.25
