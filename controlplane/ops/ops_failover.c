@@ -140,9 +140,23 @@ static bool send_failover(const struct ops_topo *t, const struct cluster_node *p
     return ok;
 }
 
+/* Whether the node the failover chose already serves as the primary: a
+ * failover sent by a cairnd that died before recording so. */
+static bool target_primary(const struct observed *seen, size_t n, const char *target)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(seen[i].node->id, target) == 0)
+            return seen[i].repl.primary;
+    return false;
+}
+
 /* Start the failover once: CLUSTER FAILOVER (default, lossless mode) on the
  * chosen replica in cluster mode; FAILOVER TO it on the primary otherwise.
- * Both pause writes on the primary until the replica has caught up. */
+ * Both pause writes on the primary until the replica has caught up. The
+ * choice is recorded before anything is sent (the step waits once), so a
+ * cairnd killed around the sending resumes with the same target: choosing
+ * again could find the failover already done and no replica left to
+ * choose (an upgrade fails over only to a replica on the new version). */
 static enum op_result start_failover(struct op_ctx *ctx)
 {
     struct observed seen[OBSERVE_MAX];
@@ -150,32 +164,46 @@ static enum op_result start_failover(struct op_ctx *ctx)
     struct ops_topo t;
     char err[256];
 
-    if (json_object_get(ctx->context, "target") != NULL)
-        return OP_NEXT; /* already sent: a resumed runner must not send it twice */
+    if (json_object_get(ctx->context, "sent") != NULL)
+        return OP_NEXT; /* a resumed runner must not send it twice */
     if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, OPS_POLL_MS);
     if (!observe_shard(&t, (int)ops_context_int(ctx, "shard"), seen, &n, err, sizeof(err))) {
         ops_topo_free(&t);
         return op_fail(ctx, PROBLEM_NODE_UNREACHABLE, "%s", err);
     }
-    const struct observed *primary = NULL, *best = NULL;
-    choose(ctx, seen, n, &primary, &best);
-    if (primary == NULL || best == NULL) {
+    const char *target = ops_context_str(ctx, "target");
+    if (target == NULL) {
+        const struct observed *primary = NULL, *best = NULL;
+        choose(ctx, seen, n, &primary, &best);
+        if (primary != NULL && best != NULL) {
+            json_object_set_new(ctx->context, "target", json_string(best->node->id));
+            json_object_set_new(ctx->context, "previous", json_string(primary->node->id));
+        }
         ops_topo_free(&t);
-        return op_fail(ctx, PROBLEM_NO_IN_SYNC_REPLICA,
-                       "shard %04d has %s; a planned failover needs a primary and an in-sync "
-                       "replica",
-                       (int)ops_context_int(ctx, "shard") + 1,
-                       primary == NULL ? "no primary" : "no in-sync replica");
+        if (primary == NULL || best == NULL)
+            return op_fail(ctx, PROBLEM_NO_IN_SYNC_REPLICA,
+                           "shard %04d has %s; a planned failover needs a primary and an in-sync "
+                           "replica",
+                           (int)ops_context_int(ctx, "shard") + 1,
+                           primary == NULL ? "no primary" : "no in-sync replica");
+        return op_wait(ctx, 0); /* recorded; sent on the next run */
     }
-    long long started = time_now_ms();
-    if (!send_failover(&t, primary->node, best->node, err, sizeof(err))) {
+    const struct cluster_node *to = cluster_nodes_find(&t.nodes, target);
+    const struct cluster_node *from =
+        cluster_nodes_find(&t.nodes, ops_context_str(ctx, "previous"));
+    if (to == NULL || from == NULL) {
+        ops_topo_free(&t);
+        return op_fail(ctx, PROBLEM_NODE_UNREACHABLE, "node %s or %s is gone from the shard",
+                       target, ops_context_str(ctx, "previous"));
+    }
+    json_object_set_new(ctx->context, "started_ms", json_integer(time_now_ms()));
+    bool done = target_primary(seen, n, target);
+    if (!done && !send_failover(&t, from, to, err, sizeof(err))) {
         ops_topo_free(&t);
         return op_fail(ctx, PROBLEM_FAILOVER_REFUSED, "the engine refused the failover: %s", err);
     }
-    json_object_set_new(ctx->context, "target", json_string(best->node->id));
-    json_object_set_new(ctx->context, "previous", json_string(primary->node->id));
-    json_object_set_new(ctx->context, "started_ms", json_integer(started));
+    json_object_set_new(ctx->context, "sent", json_true());
     ops_topo_free(&t);
     return OP_NEXT;
 }

@@ -216,7 +216,7 @@ static enum db_status failed(struct db_conn *conn, const struct op_ctx *ctx)
     const json_t *lane = json_object_get(ctx->context, "lane");
     const json_t *shards = json_object_get(ctx->context, "shards");
     size_t next = (size_t)ops_context_int(ctx, "next");
-    bool sent = json_object_get(json_object_get(lane, "failover"), "target") != NULL ||
+    bool sent = json_object_get(json_object_get(lane, "failover"), "sent") != NULL ||
                 (lane != NULL && strcmp(str(lane, "phase"), "forget") == 0);
     enum db_status st = DB_OK;
 
