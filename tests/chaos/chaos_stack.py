@@ -5,7 +5,12 @@ A ClusterStack (tests/system/clusters.py: cairnd on a PostgreSQL of the
 suite's own, agents vm-a, vm-b and vm-c in az-a, az-b and az-c) plus a
 fourth agent, vm-a2, in az-a, so that losing one host and losing one AZ are
 different faults and a lost host's nodes always have somewhere to go.
-Every agent's data dir is a small tmpfs, which a scenario fills up.
+Every agent's data dir is a small tmpfs, which a scenario fills up. Each
+agent, with the engines it starts, runs in a network namespace of its own
+(netns.py), so that a scenario can cut a host off; cairnd listens on the
+bridge that joins them, PostgreSQL and cairnd's Sentinel listener stay on
+127.0.0.1. Both take root (and the namespaces a kernel that allows them):
+without, every host is on 127.0.0.1 and those scenarios are left out.
 cairnd runs with a 3 s heartbeat timeout and replaces lost nodes 4 s after
 that, as in test_ha.py, so that every recovery is bounded by seconds; an
 engine upgrade's node that does not come up on its new engine is rolled
@@ -29,6 +34,7 @@ import agents
 import clusters
 import disk
 import harness
+import netns
 import procs
 import writers
 
@@ -39,10 +45,23 @@ NODE_TIMEOUT_MS = 2000
 SPARE_HOST = ("vm-a2", "az-a")
 SMALL_DISK_MIB = 128  # an agent's data dir: room for its engines' files, quick to fill
 SMALL_DISKS = os.geteuid() == 0  # mounting a tmpfs takes root; without, no fill_disk
+PARTITIONS = ("partition_host", "partition_host_peers")  # need a network per host
 SHARDED = "chaos-cm"
 GROUP = "chaos-group"
 CREATE_TIMEOUT_S = 90
 API_TIMEOUT_S = 5
+
+
+def left_out():
+    """{scenario name: why} for the scenarios this machine cannot run."""
+    why = {}
+    if not SMALL_DISKS:
+        why["fill_disk"] = "not root: no tmpfs data dirs"
+    usable, reason = netns.usable()
+    if not usable:
+        why.update((name, f"{reason}: no network namespaces, every host on 127.0.0.1")
+                   for name in PARTITIONS)
+    return why
 
 
 @dataclass
@@ -80,10 +99,14 @@ class ChaosStack(clusters.ClusterStack):
         # returns. Restarts go through this one thread, which lives as long
         # as the stack.
         self._spawner = ThreadPoolExecutor(1, thread_name_prefix="spawner")
+        self.network = None
         try:
+            if netns.usable()[0]:
+                self.network = netns.Network()
             super().__init__(self.own_pg, "chaos", cairnd_args=[
                 "--heartbeat-timeout", str(HEARTBEAT_S), "--replace-after", str(REPLACE_AFTER_S),
-                "--upgrade-node-timeout", str(UPGRADE_NODE_TIMEOUT_S)])
+                "--upgrade-node-timeout", str(UPGRADE_NODE_TIMEOUT_S)],
+                listen_host=self.network.gateway if self.network else "127.0.0.1")
             self.add_host(*SPARE_HOST)
             self._create_targets()
         except BaseException:
@@ -129,11 +152,15 @@ class ChaosStack(clusters.ClusterStack):
         self._start_writing(t)
 
     def _start_agent(self, name, az, before_start=None):
-        """Every agent of the stack on a data dir of its own small tmpfs."""
-        if not SMALL_DISKS:
-            return super()._start_agent(name, az)
-        return super()._start_agent(name, az, lambda a: disk.mount_tmpfs(a.data_dir,
-                                                                         SMALL_DISK_MIB))
+        """Every agent of the stack on a data dir of its own small tmpfs,
+        in a network namespace of its own."""
+        where = {}
+        if self.network is not None:
+            h = self.network.add_host(name)
+            where = {"address": h.address, "netns": h.netns}
+        small_disk = (lambda a: disk.mount_tmpfs(a.data_dir, SMALL_DISK_MIB)) \
+            if SMALL_DISKS else None
+        return super()._start_agent(name, az, small_disk, **where)
 
     def new_api(self):
         """An API client of its own (a requests session is not for sharing
@@ -204,6 +231,8 @@ class ChaosStack(clusters.ClusterStack):
             self.own_pg.destroy()
             self._spawner.shutdown()
             self._remove_small_disks()
+            if self.network is not None:
+                self.network.remove()
 
     def _remove_small_disks(self):
         """The agents' clean-up emptied their tmpfs but could not remove

@@ -11,6 +11,7 @@ replicated), and whether a failover must or must not follow.
 """
 
 import random
+import socket
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -31,6 +32,9 @@ SYNC_CYCLE_S = 1.5         # an agent's sync is held this long (half the heartbe
 LONG_PAUSE_MIN_S = 3.0     # a primary stopped this long, and until a failover, must fail over
 FAILOVER_WAIT_S = 20.0
 TOPOLOGY_WAIT_S = 30.0     # for cairnd to answer again when a compound fault restarted it
+PARTITION_S = (2.0, 6.0)    # how long a host stays cut off
+REACH_AFTER_S = 1.0        # into a cut, the root namespace tries to reach the host's engines
+REACH_TIMEOUT_S = 0.5
 THROWAWAY_TIMEOUT_S = 90.0
 RESHARD_KEYS = 5_000
 
@@ -297,6 +301,75 @@ def fill_disk(f):
         time.sleep(seconds)
     finally:
         disk.free(agent.data_dir)
+
+
+# --------------------------------------------------------------------------
+# The network (each host in a network namespace of its own: netns.py)
+
+def partition_host(f):
+    """A host (one holding a primary when one does) cut off from
+    everything for 2 to 6 s, its link down, then back: unlike a frozen
+    host its processes run on. Once cut long enough its primaries fail
+    over, on the word of the replicas' agents and cairnd; nobody could
+    reach them meanwhile, so they acknowledged no write; back, they step
+    down and rejoin as replicas."""
+    net = f.stack.network
+    agent, seconds = cut_off(f, "cut off")
+    net.cut(net.host(agent.name))
+    try:
+        engines_reachable(f, agent, seconds, want=False)
+    finally:
+        net.mend(net.host(agent.name))
+
+
+def partition_host_peers(f):
+    """A host (one holding a primary when one does) cut off from the other
+    hosts only, for 2 to 6 s: cairnd and the applications still reach it.
+    Its primaries' replicas find them silent and a sharded cluster's
+    elect another primary while the applications may still write to the
+    old one: the split brain that a node timeout bounds."""
+    net = f.stack.network
+    agent, seconds = cut_off(f, "cut off from the other hosts")
+    net.split(net.host(agent.name))
+    try:
+        engines_reachable(f, agent, seconds, want=True)
+    finally:
+        net.unsplit(net.host(agent.name))
+
+
+def cut_off(f, how):
+    """The host to cut (one holding a primary when one does) and for how
+    long; the asynchronous-replication window of its primaries opened."""
+    held = {n["host_name"] for t in f.stack.targets.values()
+            for n in clusters.nodes(f.body(t.id)) if n["role"] == "primary"}
+    agent = f.rng.choice([a for a in f.stack.agents if a.name in held] or f.stack.agents)
+    seconds = f.rng.uniform(*PARTITION_S)
+    f.hit(f"{agent.name} {how} for {seconds:.1f} s")
+    for t, n in f.primaries_on([agent]):
+        f.async_window(t, n)
+    return agent, seconds
+
+
+def engines_reachable(f, agent, seconds, want):
+    """Wait out a cut of `seconds`, trying REACH_AFTER_S into it whether
+    the root namespace (cairnd, the applications) can open a connection to
+    each engine of the host: a problem when it can and want is False, or
+    the other way round (the cut is not the one the scenario says)."""
+    ends = time.monotonic() + seconds
+    time.sleep(min(REACH_AFTER_S, seconds))
+    for t in f.stack.targets.values():
+        for n in clusters.nodes(f.body(t.id, fresh=False)):
+            if n.get("host_name") != agent.name:
+                continue
+            try:
+                socket.create_connection((n["address"], n["port"]), REACH_TIMEOUT_S).close()
+                reached = True
+            except OSError:
+                reached = False
+            if reached != want:
+                f.problem(f"{label(n)} {'reached' if reached else 'not reached'} from the root "
+                          f"namespace during the cut")
+    time.sleep(max(0.0, ends - time.monotonic()))
 
 
 # --------------------------------------------------------------------------
@@ -837,6 +910,8 @@ SCENARIOS = [
     Scenario("fill_disk", fill_disk, weight=1),
     Scenario("kill_cairnd_mid_upgrade", kill_cairnd_mid_upgrade, weight=1, control=True,
              prepare=prepare_upgrade),
+    Scenario("partition_host", partition_host),
+    Scenario("partition_host_peers", partition_host_peers),
     Scenario("rolling_parameters", rolling_parameters, with_fault=True),
     Scenario("upgrade_engine", upgrade_engine, weight=1, with_fault=True,
              prepare=prepare_upgrade),

@@ -20,6 +20,7 @@ import atexit
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +36,7 @@ BOOTSTRAP = "bootstrap-secret-for-agent-tests-0123"
 REDIS_SERVER = "/usr/bin/redis-server"
 VALKEY_SERVER = "/usr/bin/valkey-server"
 ENGINE_NAMES = ("redis-server", "valkey-server")
+IP = shutil.which("ip") or "/usr/sbin/ip"  # iproute2, for agents in a network namespace
 
 _agents = []           # every Agent created in this process
 _data_dirs = set()     # every data dir an agent was given
@@ -218,10 +220,15 @@ def require_agent():
 
 class Agent:
     """One cairn-agent, acting as a VM of its own: name, AZ, port range,
-    small capacity, and a data dir in a temp dir that outlives restarts."""
+    small capacity, and a data dir in a temp dir that outlives restarts.
+
+    It announces `address` (its engines bind it). With netns, it runs in
+    that network namespace (`ip netns exec`, which execs the agent: the pid
+    is the agent's, and so are the signals sent to it), and so do the
+    engines it starts; address must then be one of that namespace's."""
 
     def __init__(self, control_plane, name, az, ports=None, memory_mib=1024, vcpus=1,
-                 port_count=10, extra_args=()):
+                 port_count=10, extra_args=(), address="127.0.0.1", netns=None):
         require_agent()
         self.control_plane = control_plane
         self.name = name
@@ -230,6 +237,8 @@ class Agent:
         self.memory_mib = memory_mib
         self.vcpus = vcpus
         self.extra_args = list(extra_args)
+        self.address = address
+        self.netns = netns
         self.dir = harness.make_temp_dir(f"agent-{name}")
         self.data_dir = self.dir / "data"
         self.log_path = self.dir / "agent.log"
@@ -241,9 +250,10 @@ class Agent:
         _data_dirs.add(str(self.data_dir))
 
     def argv(self):
-        return [AGENT, "--control-plane", self.control_plane, "--bootstrap-token", BOOTSTRAP,
-                "--az", self.az, "--data-dir", self.data_dir,
-                "--ports", f"{self.ports[0]}-{self.ports[1]}", "--address", "127.0.0.1",
+        netns = [IP, "netns", "exec", self.netns] if self.netns else []
+        return [*netns, AGENT, "--control-plane", self.control_plane,
+                "--bootstrap-token", BOOTSTRAP, "--az", self.az, "--data-dir", self.data_dir,
+                "--ports", f"{self.ports[0]}-{self.ports[1]}", "--address", self.address,
                 "--vcpus", self.vcpus, "--memory-mib", self.memory_mib, "--name", self.name,
                 *self.extra_args]
 

@@ -185,12 +185,16 @@ class ClusterStack:
     """cairnd on a fresh database plus three agents in three AZs; cairnd can
     be killed and replaced by a new one on the same port, database and
     secret key file (the agents keep talking to the same URL). cairnd_args
-    are added to cairnd's command line (e.g. a shorter heartbeat timeout)."""
+    are added to cairnd's command line (e.g. a shorter heartbeat timeout);
+    cairnd listens on listen_host (agents in network namespaces of their
+    own need an address other than 127.0.0.1 to reach it)."""
 
-    def __init__(self, pg, name="clusters", cairnd_args=(), agent_args=()):
+    def __init__(self, pg, name="clusters", cairnd_args=(), agent_args=(),
+                 listen_host="127.0.0.1"):
         agents.require_agent()
         self.pg = pg
         self.name = name
+        self.listen_host = listen_host
         self.cairnd_args = list(cairnd_args)
         self.db = Database(pg, pg.create_database(name))
         self.cairnds = []
@@ -208,11 +212,12 @@ class ClusterStack:
             self.close(failed=True)
             raise
 
-    def _start_agent(self, name, az, before_start=None):
+    def _start_agent(self, name, az, before_start=None, **agent_kw):
         """Start an agent of the stack's shape; before_start(agent), if
-        given, runs first (to prepare its data dir)."""
+        given, runs first (to prepare its data dir). agent_kw go to
+        agents.Agent (its address and network namespace)."""
         a = agents.Agent(self.inst.url, name, az, vcpus=AGENT_VCPUS, memory_mib=AGENT_MEMORY_MIB,
-                         port_count=AGENT_PORTS, extra_args=self.agent_args)
+                         port_count=AGENT_PORTS, extra_args=self.agent_args, **agent_kw)
         if before_start is not None:
             before_start(a)
         self.agents.append(a.start())
@@ -234,7 +239,7 @@ class ClusterStack:
                                                f"127.0.0.1:{self.sentinel_port}"]
                                  + self.cairnd_args,
                                  label=f"cairnd-{self.name}-{len(self.cairnds) + 1}",
-                                 port=port, workdir=workdir)
+                                 port=port, workdir=workdir, host=self.listen_host)
         self.cairnds.append(c)
         return c
 

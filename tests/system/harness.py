@@ -444,18 +444,20 @@ def check_values(db, table, column):
 
 
 class Cairnd:
-    """One running `cairnd serve` on a free 127.0.0.1 port."""
+    """One running `cairnd serve` on a free port of 127.0.0.1, or of host
+    (an address of this machine that agents in other network namespaces
+    reach)."""
 
     def __init__(self, database_url, args=(), env=None, label=None, port=None,
                  workdir=None, pass_url_as="flag", listen_via="flag", web_root="",
-                 binary=CAIRND):
+                 binary=CAIRND, host="127.0.0.1"):
         require_cairnd()
         self.label = label or f"cairnd{next(_seq)}"
         self.own_dir = workdir is None
         self.dir = Path(workdir) if workdir else make_temp_dir(self.label)
         self.database_url = database_url
         self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.log_path = self.dir / f"{self.label}.log"
         # Sentinel discovery off unless a test asks for it (args come later and win):
         # many cairnd run at once here, and the default port is shared.
@@ -468,9 +470,9 @@ class Cairnd:
             argv += ["--web-root", str(web_root)]
         extra_env = dict(env or {})
         if listen_via == "flag":
-            argv += ["--listen", f"127.0.0.1:{self.port}"]
+            argv += ["--listen", f"{host}:{self.port}"]
         else:
-            extra_env["CAIRN_LISTEN"] = f"127.0.0.1:{self.port}"
+            extra_env["CAIRN_LISTEN"] = f"{host}:{self.port}"
         if database_url is not None:
             if pass_url_as == "flag":
                 argv += ["--database-url", database_url]
