@@ -63,6 +63,7 @@
 #define FAST_FORCE_MS         500  /* the same, when a primary's engine exited */
 #define FORCE_POLL_MS         5
 #define RELEASE_AFTER_MS      3000 /* replicas restarted from their disks have loaded by then */
+#define STALE_SLACK_MS        2500 /* the engines count a link's downtime in whole seconds */
 #define WARN_EVERY_MS         30000
 #define REBALANCE_SETTLE_S    5  /* quiet this long before primaries are moved back */
 #define MAX_WORK              64 /* groups handled per tick; the rest next tick */
@@ -160,14 +161,19 @@ static bool candidate(const struct cluster_node *n, int shard)
 }
 
 /* The replica of shard to promote: one that holds the group's data (it
- * completed a sync and is not loading or in a new one), with the highest
- * replication offset; on a tie, one outside the lost primary's zone, then
- * the lowest ordinal. With relaxed, any answering replica will do (a
- * cluster-mode shard that has had no primary for long). */
+ * completed a sync and is not loading or in a new one) and was linked to
+ * its primary until that went down (at down_ms, epoch ms, when known: a
+ * replica cut off from it seconds before lacks what it acknowledged
+ * since), with the highest replication offset; on a tie, one outside the
+ * lost primary's zone, then the lowest ordinal. With relaxed, any
+ * answering replica will do (a cluster-mode shard that has had no primary
+ * for long). */
 static const struct cluster_node *best_replica(const struct cluster_nodes *nodes,
                                                const char *password, int shard,
-                                               const struct cluster_node *old, bool relaxed)
+                                               const struct cluster_node *old, long long down_ms,
+                                               bool relaxed)
 {
+    long long down_for_ms = down_ms > 0 ? time_now_ms() - down_ms : -1;
     const struct cluster_node *best = NULL;
     long long best_offset = -1;
     bool best_away = false;
@@ -184,6 +190,13 @@ static const struct cluster_node *best_replica(const struct cluster_nodes *nodes
         }
         if (repl.primary || repl.loading || !(repl.has_data || relaxed))
             continue;
+        if (!relaxed && down_for_ms >= 0 &&
+            repl.link_down_s * 1000 > down_for_ms + STALE_SLACK_MS) {
+            log_info("failover candidate was cut off from its primary before it went down",
+                     "node=%s link_down_s=%lld primary_down_ms=%lld", n->id, repl.link_down_s,
+                     down_for_ms);
+            continue;
+        }
         bool away = old == NULL || strcmp(n->az, old->az) != 0;
         if (best == NULL || repl.offset > best_offset ||
             (repl.offset == best_offset && away && !best_away)) {
@@ -440,7 +453,7 @@ static void failover_shard(struct ha *h, const struct store_ha_work *w)
     const char *meanwhile = cluster_mode ? "the engines will elect" : "waiting";
     const struct cluster_node *old = cluster_nodes_find(&nodes, w->node);
     const struct cluster_node *best =
-        old != NULL ? best_replica(&nodes, password, w->shard, old, false) : NULL;
+        old != NULL ? best_replica(&nodes, password, w->shard, old, w->since_ms, false) : NULL;
     if (best == NULL) {
         if (old != NULL && restart_primary(h, w, &nodes, password, old))
             goto out;
@@ -561,9 +574,9 @@ static void repair_shard(struct ha *h, const struct store_ha_work *w)
         return;
     if (!cluster_nodes_load(h->app, w->cluster, &nodes, &password, &cluster_mode, err, sizeof(err)))
         return;
-    const struct cluster_node *best = best_replica(&nodes, password, w->shard, NULL, false);
+    const struct cluster_node *best = best_replica(&nodes, password, w->shard, NULL, 0, false);
     if (best == NULL)
-        best = best_replica(&nodes, password, w->shard, NULL, true);
+        best = best_replica(&nodes, password, w->shard, NULL, 0, true);
     if (best == NULL) {
         log_warn("shard without a primary and no replica to force", "cluster=%s shard=%04d",
                  w->cluster, w->shard + 1);

@@ -162,6 +162,7 @@ bool nodeio_replication(const struct cluster_node *n, const char *password, stru
         snprintf(out->master_host, sizeof(out->master_host), "%s", host);
     if (engine_info_get_ll(info, "replication", "master_port", &port))
         out->master_port = (int)port;
+    out->link_down_s = link_up ? -1 : down_s;
     out->in_sync = !out->primary && link_up && !syncing && !out->loading;
     out->has_data = !out->primary && !syncing && !out->loading &&
                     (link_up || (down_s >= 0 && down_s <= NODEIO_LINK_RECENT_S));

@@ -80,8 +80,9 @@ struct nodeio_repl {
     bool has_data; /* a replica that completed a sync with its primary: link up, or
                       down for at most NODEIO_LINK_RECENT_S (its primary just died) */
     bool loading;
-    long long offset;     /* a replica: slave_repl_offset; a primary: master_repl_offset */
-    char master_host[64]; /* a replica: the primary it follows */
+    long long link_down_s; /* a replica: seconds its link has been down; -1: up, or never was */
+    long long offset;      /* a replica: slave_repl_offset; a primary: master_repl_offset */
+    char master_host[64];  /* a replica: the primary it follows */
     int master_port;
 };
 #define NODEIO_LINK_RECENT_S 60
