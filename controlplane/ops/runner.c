@@ -33,8 +33,11 @@ struct runner {
 
 enum op_result op_failv(struct op_ctx *ctx, enum problem_code code, const char *fmt, va_list ap)
 {
+    /* Formatted apart first: an argument may be ctx->error itself. */
+    char message[sizeof(ctx->error)];
+    vsnprintf(message, sizeof(message), fmt, ap);
     snprintf(ctx->code, sizeof(ctx->code), "%s", problem_info(code)->code);
-    vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
+    memcpy(ctx->error, message, sizeof(message));
     return OP_FAILED;
 }
 
