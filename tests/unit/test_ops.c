@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -39,11 +40,23 @@ static void test_names_mirror_the_list(void **state)
     assert_ptr_equal(op_kind_names(), names);
 }
 
+/* A step's failure may quote its own error text (ctx->error). */
+static void test_a_failure_may_quote_the_error_so_far(void **state)
+{
+    (void)state;
+    struct op_ctx ctx = {0};
+    snprintf(ctx.error, sizeof(ctx.error), "no healthy host has room");
+    assert_int_equal(op_fail(&ctx, PROBLEM_INSUFFICIENT_CAPACITY, "%s", ctx.error), OP_FAILED);
+    assert_string_equal(ctx.error, "no healthy host has room");
+    assert_string_equal(ctx.code, "INSUFFICIENT_CAPACITY");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kinds_are_distinct),
         cmocka_unit_test(test_names_mirror_the_list),
+        cmocka_unit_test(test_a_failure_may_quote_the_error_so_far),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
