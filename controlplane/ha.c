@@ -390,8 +390,10 @@ static bool no_replica_can_take_over(const struct cluster_nodes *nodes, const ch
 struct release {
     const struct store_ha_work *w;
     const struct cluster_node *old;
+    bool soon; /* down for less than RELEASE_AFTER_MS: not yet */
     char shard_name[16];
-    bool done;
+    bool done;   /* released now */
+    bool failed; /* released in the last minute, and crashed again */
 };
 
 static enum db_status release_fn(struct db_conn *conn, void *arg)
@@ -401,6 +403,9 @@ static enum db_status release_fn(struct db_conn *conn, void *arg)
     enum db_status st = store_ha_try_lock(conn, r->w->cluster, &locked);
     if (st != DB_OK || !locked)
         return st != DB_OK ? st : DB_REFUSED;
+    if ((st = store_node_restart_failed(conn, r->old->id, &r->failed)) != DB_OK || r->failed ||
+        r->soon)
+        return st;
     if ((st = store_node_release_hold(conn, r->old->id, &r->done)) != DB_OK || !r->done)
         return st;
     long long down_ms = time_now_ms() - r->w->since_ms;
@@ -418,24 +423,36 @@ static enum db_status release_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
+enum restart {
+    RESTART_NOT_NOW,
+    RESTART_SENT,   /* its agent is told to start it */
+    RESTART_FAILED, /* it was, and crashed again */
+};
+
 /* A crashed primary, held down by its agent for a replica to take its
  * place, when none ever can: released, it comes back as the primary it
- * still is, with its own data, and the replicas sync from it. */
-static bool restart_primary(struct ha *h, const struct store_ha_work *w,
-                            const struct cluster_nodes *nodes, const char *password,
-                            const struct cluster_node *old)
+ * still is, with its own data, and the replicas sync from it. Should that
+ * restart crash too (its own data unreadable), the primary's disk is no
+ * better than the replicas': RESTART_FAILED, and the caller promotes the
+ * replica with the most of what it loaded from its own. */
+static enum restart restart_primary(struct ha *h, const struct store_ha_work *w,
+                                    const struct cluster_nodes *nodes, const char *password,
+                                    const struct cluster_node *old)
 {
     if (strcmp(old->process_state, "crashed") != 0 || old->host_lost ||
-        time_now_ms() - w->since_ms < RELEASE_AFTER_MS ||
         !no_replica_can_take_over(nodes, password, w->shard))
-        return false;
-    struct release r = {.w = w, .old = old};
+        return RESTART_NOT_NOW;
+    struct release r = {.w = w, .old = old, .soon = time_now_ms() - w->since_ms < RELEASE_AFTER_MS};
     snprintf(r.shard_name, sizeof(r.shard_name), "%04d", w->shard + 1);
-    if (db_tx(h->app->db, DB_READ_COMMITTED, release_fn, &r) != DB_OK || !r.done)
-        return false;
+    if (db_tx(h->app->db, DB_READ_COMMITTED, release_fn, &r) != DB_OK)
+        return RESTART_NOT_NOW;
+    if (r.failed)
+        return RESTART_FAILED;
+    if (!r.done)
+        return RESTART_NOT_NOW;
     log_warn("no replica can take over; the primary restarts", "cluster=%s shard=%s node=%s",
              w->cluster, r.shard_name, old->id);
-    return true;
+    return RESTART_SENT;
 }
 
 static void failover_shard(struct ha *h, const struct store_ha_work *w)
@@ -454,9 +471,19 @@ static void failover_shard(struct ha *h, const struct store_ha_work *w)
     const struct cluster_node *old = cluster_nodes_find(&nodes, w->node);
     const struct cluster_node *best =
         old != NULL ? best_replica(&nodes, password, w->shard, old, w->since_ms, false) : NULL;
+    struct store_ha_work failed;
+    enum restart restart = best == NULL && old != NULL
+                               ? restart_primary(h, w, &nodes, password, old)
+                               : RESTART_NOT_NOW;
+    if (restart == RESTART_SENT)
+        goto out;
+    if (restart == RESTART_FAILED) {
+        best = best_replica(&nodes, password, w->shard, old, 0, true);
+        failed = *w;
+        snprintf(failed.why, sizeof(failed.why), "%s", "engine crashed, and again when restarted");
+        w = &failed;
+    }
     if (best == NULL) {
-        if (old != NULL && restart_primary(h, w, &nodes, password, old))
-            goto out;
         if (!throttled(h, w->cluster, w->shard, WARN_EVERY_MS))
             log_warn("failover: no replica holds the data",
                      "cluster=%s shard=%04d primary=%s "

@@ -726,6 +726,9 @@ enum db_status store_clusters_track_health(struct db_conn *conn, int *changed);
  * place (migration 0018); *released false when it is no longer a crashed
  * primary or was released already. Its agent is told at once. */
 enum db_status store_node_release_hold(struct db_conn *conn, const char *node_id, bool *released);
+/* Whether the crashed primary was released in the last minute and its
+ * restart crashed too. */
+enum db_status store_node_restart_failed(struct db_conn *conn, const char *node_id, bool *failed);
 /* A stray primary was made a replica (not yet linked). */
 enum db_status store_node_demoted(struct db_conn *conn, const char *node_id);
 

@@ -194,13 +194,20 @@ static const struct db_stmt designate = {
     "   AND desired_state <> 'deleted'"};
 
 /* Let the crashed primary's agent restart it (migration 0018), telling
- * the agent at once; none when it is no longer a crashed primary or was
- * let go already. */
+ * the agent at once; none when it is no longer a crashed primary, was let
+ * go already, or was let go in the last minute and crashed again. */
 static const struct db_stmt release_hold = {
     "WITH r AS (UPDATE nodes SET hold_released_at = now() WHERE id = $1::uuid"
     "   AND role = 'primary' AND process_state = 'crashed'"
-    "   AND NOT coalesce(hold_released_at >= state_since, false) RETURNING host_id)"
+    "   AND NOT coalesce(hold_released_at > least(state_since, now() - interval '60 s'), false)"
+    "   RETURNING host_id)"
     " SELECT hosts_bump_desired(host_id) FROM r"};
+
+/* Whether the primary was let go in the last minute and crashed again. */
+static const struct db_stmt restart_failed = {
+    "SELECT coalesce(hold_released_at > now() - interval '60 s'"
+    "  AND hold_released_at < state_since AND process_state = 'crashed', false)"
+    " FROM nodes WHERE id = $1::uuid"};
 
 static const struct db_stmt demoted = {
     "UPDATE nodes SET observed_role = 'replica', master_link_status = 'down',"
@@ -376,6 +383,11 @@ enum db_status store_node_release_hold(struct db_conn *conn, const char *node_id
     *released = PQntuples(res) > 0;
     PQclear(res);
     return DB_OK;
+}
+
+enum db_status store_node_restart_failed(struct db_conn *conn, const char *node_id, bool *failed)
+{
+    return one_bool(conn, &restart_failed, node_id, failed);
 }
 
 enum db_status store_node_demoted(struct db_conn *conn, const char *node_id)

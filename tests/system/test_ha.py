@@ -753,6 +753,55 @@ def test_cluster_mode_primary_that_never_comes_back_is_not_kept_as_a_primary(sta
                "every key readable")
 
 
+def test_whole_group_down_and_the_primary_unable_to_restart_promotes_a_replica(stack, cleanup):
+    """As above, but the primary's own AOF is unreadable too: released, it
+    crashes again at once. Its disk being no better than the replicas', the
+    replica with the most of what it loaded from its own is promoted (the
+    failover's reason says why), the writes every disk held are served, and
+    the broken node is replaced."""
+    cid = "ha-all-broken"
+    body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
+    old = primary_node(body)
+    with clusters.client(old["address"], old["port"], pw) as c:
+        for i in range(200):
+            c.set(f"b{i}", i)
+    time.sleep(1.5)  # appendfsync everysec: on the disks by now
+    pids = {n["id"]: stack.agent_of(n["host_id"]).pidfile(n["id"]) for n in nodes(body)}
+    primary_pid = pids.pop(old["id"])
+    os.kill(primary_pid, signal.SIGSTOP)
+    try:
+        for pid in pids.values():
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(2.5)  # the replicas restart, and cannot sync from a hung primary
+    finally:
+        os.kill(primary_pid, signal.SIGCONT)
+    # Its agent holds it down once it exits: its AOF is broken meanwhile.
+    kill_with_an_unreadable_aof(stack.agent_of(old["host_id"]), old["id"])
+    killed = time.monotonic()
+
+    def promoted():
+        b = clusters.get(stack.api, cid)
+        p = [n for n in nodes(b) if n["role"] == "primary"]
+        return p[0] if p and p[0]["id"] != old["id"] else None
+    new = wait_until(promoted, 30, "a replica promoted once the primary cannot restart")
+    print(f"\nwhole group down, the primary's AOF broken: a replica promoted "
+          f"{time.monotonic() - killed:.1f} s after the primary was killed")
+    fo = automatic_failovers(stack.api, cid)
+    eq([e["detail"]["reason"] for e in fo], ["engine crashed, and again when restarted"],
+       "the failover's reason")
+    eq([e["type"] for e in events(stack.api, cid)].count("PrimaryRestarted"), 1,
+       "PrimaryRestarted events")
+    with clusters.client(new["address"], new["port"], pw) as c:
+        wait_until(lambda: c.get("b199") == "199", 10, "the new primary serves the data")
+
+    def replaced():
+        b = clusters.get(stack.api, cid)
+        ns = nodes(b)
+        return b if len(ns) == 3 and old["id"] not in [n["id"] for n in ns] and \
+            all(n["status"] == "running" for n in ns) else None
+    wait_until(replaced, REPLACE_AFTER_S + 60, "the broken node replaced", interval=0.2)
+
+
 def test_cluster_mode_without_a_majority_is_forced_to_take_over(stack, cleanup):
     """Cluster mode, 3 shards: freeze two of the three primaries' engines.
     One primary alone cannot vote a replica in, so the engines elect
