@@ -569,10 +569,14 @@ def delete_throwaway(f, cid):
         except Exception:  # noqa: BLE001
             return False
         return r.status_code in (202, 204, 404)
+    def gone():
+        try:
+            return clusters.get(f.api, cid) is None
+        except Exception:  # noqa: BLE001 -- cairnd restarting
+            return False
     try:
         clusters.wait_until(deleted, THROWAWAY_TIMEOUT_S, f"DELETE {cid} accepted", interval=0.5)
-        clusters.wait_until(lambda: clusters.get(f.api, cid) is None, THROWAWAY_TIMEOUT_S,
-                            f"{cid} gone", interval=0.2)
+        clusters.wait_until(gone, THROWAWAY_TIMEOUT_S, f"{cid} gone", interval=0.2)
         f.stack.throwaways.discard(cid)
     except Exception as e:  # noqa: BLE001
         f.problem(f"{cid}: {e}")
