@@ -15,6 +15,7 @@ acknowledgement, so a test can say when writes resumed and check that the
 data is where it should be.
 """
 
+import contextlib
 import os
 import signal
 import threading
@@ -669,6 +670,31 @@ def test_replica_following_another_node_is_repointed_by_its_agent(stack, cleanup
     eq(primary_node(clusters.get(stack.api, cid))["id"], primary["id"], "the same primary")
 
 
+@contextlib.contextmanager
+def replicas_restarted_while_the_primary_hangs(stack, body, pw, prefix):
+    """200 keys prefix<i> written and on every disk; the primary's engine
+    stopped (SIGSTOP) and every replica killed, restarted by its agent from
+    its own disk and unable to sync from the hung primary. Yields the
+    primary's pid, still stopped; SIGCONT after the block (a no-op if the
+    block killed it)."""
+    old = primary_node(body)
+    with clusters.client(old["address"], old["port"], pw) as c:
+        for i in range(200):
+            c.set(f"{prefix}{i}", i)
+    time.sleep(1.5)  # appendfsync everysec: on the disks by now
+    pids = {n["id"]: stack.agent_of(n["host_id"]).pidfile(n["id"]) for n in nodes(body)}
+    primary_pid = pids.pop(old["id"])
+    os.kill(primary_pid, signal.SIGSTOP)
+    try:
+        for pid in pids.values():
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(2.5)  # the replicas restart, and cannot sync from a hung primary
+        yield primary_pid
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(primary_pid, signal.SIGCONT)
+
+
 def test_whole_group_down_with_no_replica_synced_restarts_the_primary(stack, cleanup):
     """Disabled mode, 1 + 2: every engine of the group killed, the replicas
     first, while the primary hangs (as when its host froze): the replicas
@@ -680,18 +706,7 @@ def test_whole_group_down_with_no_replica_synced_restarts_the_primary(stack, cle
     cid = "ha-all-down"
     body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
     old = primary_node(body)
-    with clusters.client(old["address"], old["port"], pw) as c:
-        for i in range(200):
-            c.set(f"d{i}", i)
-    time.sleep(1.5)  # appendfsync everysec: on the disks by now
-    pids = {n["id"]: stack.agent_of(n["host_id"]).pidfile(n["id"]) for n in nodes(body)}
-    primary_pid = pids.pop(old["id"])
-    os.kill(primary_pid, signal.SIGSTOP)
-    try:
-        for pid in pids.values():
-            os.kill(pid, signal.SIGKILL)
-        time.sleep(2.5)  # the replicas restart, and cannot sync from a hung primary
-    finally:
+    with replicas_restarted_while_the_primary_hangs(stack, body, pw, "d") as primary_pid:
         os.kill(primary_pid, signal.SIGKILL)
     killed = time.monotonic()
 
@@ -766,19 +781,8 @@ def test_whole_group_down_and_the_primary_unable_to_restart_promotes_a_replica(s
     cid = "ha-all-broken"
     body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
     old = primary_node(body)
-    with clusters.client(old["address"], old["port"], pw) as c:
-        for i in range(200):
-            c.set(f"b{i}", i)
-    time.sleep(1.5)  # appendfsync everysec: on the disks by now
-    pids = {n["id"]: stack.agent_of(n["host_id"]).pidfile(n["id"]) for n in nodes(body)}
-    primary_pid = pids.pop(old["id"])
-    os.kill(primary_pid, signal.SIGSTOP)
-    try:
-        for pid in pids.values():
-            os.kill(pid, signal.SIGKILL)
-        time.sleep(2.5)  # the replicas restart, and cannot sync from a hung primary
-    finally:
-        os.kill(primary_pid, signal.SIGCONT)
+    with replicas_restarted_while_the_primary_hangs(stack, body, pw, "b"):
+        pass
     # Its agent holds it down once it exits: its AOF is broken meanwhile.
     kill_with_an_unreadable_aof(stack.agent_of(old["host_id"]), old["id"])
     killed = time.monotonic()
