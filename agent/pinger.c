@@ -12,14 +12,15 @@
 #include "collect.h"
 #include "log.h"
 #include "resp.h"
+#include "topology.h"
 #include "xalloc.h"
 
-#define INFO_SECTIONS "server replication persistence"
+#define INFO_SECTIONS "server replication persistence cluster"
 
 /* Replies are taken in the order the commands were sent. At most one of
  * each kind is outstanding, except that a PING may follow an INFO still
  * unanswered. */
-enum sent { SENT_PING, SENT_INFO, SENT_METRICS, SENT_COMMANDS };
+enum sent { SENT_PING, SENT_INFO, SENT_METRICS, SENT_COMMANDS, SENT_EPOCH };
 #define SENT_MAX 8
 
 struct agent_pinger {
@@ -32,6 +33,8 @@ struct agent_pinger {
     bool info_outstanding;
     bool metrics_outstanding;
     bool commands_wanted, commands_outstanding;
+    bool cluster_enabled; /* an INFO said cluster_enabled:1 */
+    bool epoch_outstanding;
     int64_t ping_sent_us; /* 0: no PING awaits its reply */
     int64_t next_ping_us;
     int64_t next_info_us;
@@ -107,6 +110,7 @@ static void fail(struct agent_pinger *p, const char *why, bool timed_out, int64_
         p->next_info_us = 0; /* ask again with the next PING */
     p->info_outstanding = false;
     p->metrics_outstanding = false; /* that sample is lost */
+    p->epoch_outstanding = false;
     if (p->commands_outstanding)
         p->commands_wanted = true;
     p->commands_outstanding = false;
@@ -129,6 +133,18 @@ static bool queue(struct agent_pinger *p, enum sent kind, const char *command, c
     if (!resp_append(p->conn, err, errsize, command))
         return false;
     p->sent[p->n_sent++] = kind;
+    return true;
+}
+
+/* A cluster-mode engine's epoch, asked right after an INFO so that the
+ * two readings go together. */
+static bool queue_epoch(struct agent_pinger *p, char *err, size_t errsize)
+{
+    if (!p->cluster_enabled || p->epoch_outstanding)
+        return true;
+    if (!queue(p, SENT_EPOCH, "CLUSTER INFO", err, errsize))
+        return false;
+    p->epoch_outstanding = true;
     return true;
 }
 
@@ -157,7 +173,8 @@ static void send_round(struct agent_pinger *p, int64_t now_us, struct agent_ping
         p->commands_outstanding = true;
     }
     if (!p->info_outstanding && now_us >= p->next_info_us) {
-        if (!queue(p, SENT_INFO, "INFO " INFO_SECTIONS, err, sizeof(err))) {
+        if (!queue(p, SENT_INFO, "INFO " INFO_SECTIONS, err, sizeof(err)) ||
+            !queue_epoch(p, err, sizeof(err))) {
             fail(p, err, false, now_us, res);
             return;
         }
@@ -176,7 +193,8 @@ bool agent_pinger_want_metrics(struct agent_pinger *p, int64_t now_us)
         return false;
     /* Written by the next agent_pinger_io(): the loop polls for POLLOUT
      * while bytes wait. A failed connection shows up there too. */
-    if (!queue(p, SENT_METRICS, "INFO " AGENT_COLLECT_INFO_SECTIONS, err, sizeof(err)))
+    if (!queue(p, SENT_METRICS, "INFO " AGENT_COLLECT_INFO_SECTIONS, err, sizeof(err)) ||
+        !queue_epoch(p, err, sizeof(err)))
         return false;
     p->metrics_outstanding = true;
     p->next_info_us = now_us + AGENT_INFO_INTERVAL_US; /* this INFO says what that one would */
@@ -240,6 +258,11 @@ static void take_replies(struct agent_pinger *p, int64_t now_us, struct agent_ob
             res->commands = r; /* handed over */
             r = NULL;
             break;
+        case SENT_EPOCH:
+            p->epoch_outstanding = false;
+            seen->has_epoch = resp_reply_is_string(r) &&
+                              engine_cluster_info_epoch_parse(r->str, r->len, &seen->config_epoch);
+            break;
         case SENT_INFO:
         case SENT_METRICS:
             if (kind == SENT_INFO)
@@ -248,7 +271,10 @@ static void take_replies(struct agent_pinger *p, int64_t now_us, struct agent_ob
                 p->metrics_outstanding = false;
             if (resp_reply_is_string(r)) {
                 struct engine_info *info = engine_info_parse(r->str, r->len);
+                const char *enabled = engine_info_get(info, "cluster", "cluster_enabled");
                 agent_pinger_observe(info, seen);
+                if (enabled != NULL)
+                    p->cluster_enabled = strcmp(enabled, "1") == 0;
                 seen->at_us = now_us;
                 res->observed = true;
                 if (kind == SENT_METRICS) {
@@ -309,7 +335,10 @@ void agent_pinger_observe(const struct engine_info *info, struct agent_observed 
     const char *version = NULL;
     const char *role = engine_info_get(info, "replication", "role");
     const char *link = engine_info_get(info, "replication", "master_link_status");
-    long long v;
+    long long v, pid;
+    long long epoch = out->config_epoch;
+    bool has_epoch = out->has_epoch;
+    long long was = out->process_id;
 
     memset(out, 0, sizeof(*out));
     if (engine_kind_from_info(info, NULL, &version))
@@ -324,5 +353,10 @@ void agent_pinger_observe(const struct engine_info *info, struct agent_observed 
         (engine_info_get_ll(info, "persistence", "rdb_bgsave_in_progress", &v) && v != 0);
     if (!engine_info_get_ll(info, "server", "process_id", &out->process_id))
         out->process_id = 0;
+    pid = out->process_id;
+    if (has_epoch && pid != 0 && pid == was) {
+        out->has_epoch = true;
+        out->config_epoch = epoch;
+    }
     out->valid = role != NULL;
 }

@@ -2,7 +2,8 @@
  * every two over one persistent non-blocking RESP connection
  * (engine/resp.h), driven by the agent's poll loop. The same connection
  * carries what metrics need: a wider INFO when asked (it stands in for the
- * next usual one) and, once per engine process, COMMAND.
+ * next usual one) and, once per engine process, COMMAND; and, after each
+ * INFO of a cluster-mode engine, CLUSTER INFO for its configuration epoch.
  *
  * The loop polls agent_pinger_fd() for agent_pinger_events(), calls
  * agent_pinger_io() when it is ready and agent_pinger_tick() when
@@ -45,6 +46,12 @@ struct agent_observed {
     int master_port;
     bool loading;
     bool sync_in_progress;
+    /* Cluster mode: the configuration epoch (CLUSTER INFO's
+     * cluster_my_epoch), read right after each INFO on the same connection
+     * once an INFO said cluster_enabled:1, and kept across INFO readings
+     * of the same process. */
+    bool has_epoch;
+    long long config_epoch;
     char version[ENGINE_VERSION_MAX];
     int64_t at_us; /* when INFO answered (monotonic) */
 };
@@ -95,7 +102,8 @@ void agent_pinger_io(struct agent_pinger *p, short revents, int64_t now_us,
                      struct agent_observed *seen, struct agent_pinger_result *res);
 
 /* Fill *out from a parsed INFO reply with the server, replication and
- * persistence sections. Pure. */
+ * persistence sections; the epoch is kept when the same process answered.
+ * Pure. */
 void agent_pinger_observe(const struct engine_info *info, struct agent_observed *out);
 
 #endif

@@ -79,6 +79,11 @@ json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
     if (j != NULL && n->watch != NULL)
         json_object_set_new(j, "primary_silent_ms",
                             json_integer(agent_watch_silent_ms(&n->heard, now_us)));
+    /* A cluster-mode node's epoch, read with the INFO behind its role:
+     * cairnd tells a stale claim to be primary by it. */
+    if (j != NULL && n->pid != 0 && n->seen.valid && n->seen.process_id == n->pid &&
+        n->seen.has_epoch)
+        json_object_set_new(j, "config_epoch", json_integer(n->seen.config_epoch));
     return j;
 }
 

@@ -17,7 +17,9 @@
  * or its host is lost, cairnd has the most advanced replica take over at
  * once (CLUSTER FAILOVER FORCE, TAKEOVER without a majority to vote) and
  * records it; otherwise the engines elect and the agents report what they
- * became. If a shard stays without a serving primary for twice the node
+ * became. An old primary that comes back still saying it is the primary
+ * (its configuration epoch is lower than the new one's) has its writes held
+ * until it rejoins as a replica. If a shard stays without a serving primary for twice the node
  * timeout (too many primaries lost for a vote), cairnd forces its most
  * advanced replica to take over: CLUSTER FAILOVER FORCE, then TAKEOVER.
  *
@@ -85,10 +87,21 @@ struct suspect {
     bool cairnd_silent;      /* its primary did not answer cairnd's probe at the wake */
 };
 
+/* An old primary whose writes are held (hold_stale()). */
+struct hold {
+    char cluster[48];
+    char node[40];
+    long long next_ms;  /* monotonic: when to try it again */
+    long long held_ms;  /* when its writes were first held; 0: not (yet) */
+    bool released;      /* a replica now, and its hold ended */
+    long long found_ms; /* the last tick that found it */
+};
+
 struct ha {
     struct app *app;
     struct mark marks[MAX_WORK];
     struct suspect suspects[MAX_WORK];
+    struct hold holds[MAX_WORK];
 };
 
 struct ha *ha_new(struct app *app)
@@ -315,7 +328,12 @@ static enum db_status promote_fn(struct db_conn *conn, void *arg)
         return st != DB_OK ? st : DB_REFUSED; /* back, or promoted already */
     if (!promote_engine(p))
         return DB_REFUSED;
-    if ((st = store_node_designate_primary(conn, p->best->id)) != DB_OK)
+    /* The epoch it took over with marks the old primary's claim stale
+     * should it come back saying it is still the primary (hold_stale()). */
+    long long epoch = -1;
+    if (p->cluster_mode && !nodeio_cluster_epoch(p->best, p->password, NODEIO_QUICK, &epoch))
+        epoch = -1;
+    if ((st = store_node_designate_primary(conn, p->best->id, epoch)) != DB_OK)
         return st;
     long long took = time_now_ms() - p->w->since_ms;
     char *message =
@@ -571,6 +589,112 @@ static void fence(struct ha *h, const struct store_ha_work *w)
     }
     cluster_nodes_free(&nodes);
     free(password);
+}
+
+/* ---- cluster mode: an old primary's writes held -------------------------- */
+
+/* An old primary that comes back from a cut or a freeze still says it is
+ * its shard's primary until the cluster bus tells it of the takeover, which
+ * takes up to a couple of seconds (its links to the other nodes connect
+ * again), and meanwhile takes the writes of any client whose slot map still
+ * names it -- writes that are lost when it steps down. cairnd holds its
+ * writes (CLIENT PAUSE WRITE) from the moment it can reach it: the finding
+ * lists it while its host is still lost, so it is tried every tick and
+ * fenced within a tick of coming back. A held write runs afresh once the
+ * node is a replica, and is redirected. Each hold lasts twice the node
+ * timeout, renewed while the node is still a primary; it is ended as soon
+ * as the node answers as a replica. */
+
+#define HOLD_WAIT       ((struct nodeio_wait){50, 200})
+#define HOLD_RECHECK_MS 200  /* a held node is asked whether it is a replica yet */
+#define HOLD_SILENT_MS  1000 /* connected but unanswered (frozen): asked again then */
+
+/* The hold entry of node (a free or the oldest one if it has none). */
+static struct hold *hold_of(struct ha *h, const char *cluster, const char *node)
+{
+    struct hold *oldest = &h->holds[0];
+    for (size_t i = 0; i < MAX_WORK; i++) {
+        struct hold *e = &h->holds[i];
+        if (strcmp(e->node, node) == 0)
+            return e;
+        if (e->found_ms < oldest->found_ms)
+            oldest = e;
+    }
+    *oldest = (struct hold){0};
+    snprintf(oldest->cluster, sizeof(oldest->cluster), "%s", cluster);
+    snprintf(oldest->node, sizeof(oldest->node), "%s", node);
+    return oldest;
+}
+
+struct fenced_call {
+    const char *node, *primary;
+};
+
+static enum db_status held_fn(struct db_conn *conn, void *arg)
+{
+    const struct fenced_call *f = arg;
+    return store_node_fenced(conn, f->node, f->primary);
+}
+
+/* w: a stale primary (why: its shard's primary), found this tick. */
+static void hold_stale(struct ha *h, const struct store_ha_work *w, long long now)
+{
+    struct hold *e = hold_of(h, w->cluster, w->node);
+    e->found_ms = now;
+    if (e->released || now < e->next_ms)
+        return;
+    struct cluster_nodes nodes = {0};
+    char *password = NULL, err[256] = "";
+    bool cluster_mode;
+    if (!cluster_nodes_load(h->app, w->cluster, &nodes, &password, &cluster_mode, err, sizeof(err)))
+        return;
+    const struct cluster_node *n = cluster_nodes_find(&nodes, w->node);
+    int pause_ms = 2 * w->timeout_ms;
+    enum nodeio_fenced how = n != NULL && n->port > 0
+                                 ? nodeio_fence_writes(n, password, HOLD_WAIT, pause_ms,
+                                                       e->held_ms != 0, err, sizeof(err))
+                                 : NODEIO_FENCE_UNREACHED;
+    switch (how) {
+    case NODEIO_FENCE_UNREACHED:
+        e->next_ms = now; /* still cut off: every tick */
+        break;
+    case NODEIO_FENCE_FAILED:
+        e->next_ms = now + HOLD_SILENT_MS;
+        if (!throttled(h, w->cluster, -1000 - w->shard, WARN_EVERY_MS))
+            log_warn("could not hold an old primary's writes", "cluster=%s node=%s error=\"%s\"",
+                     w->cluster, w->node, err);
+        break;
+    case NODEIO_FENCE_HELD:
+        e->next_ms = now + HOLD_RECHECK_MS;
+        if (e->held_ms == 0) {
+            e->held_ms = now;
+            struct fenced_call f = {w->node, w->why};
+            (void)db_run(h->app->db, held_fn, &f);
+            log_warn("old primary's writes held until it rejoins as a replica",
+                     "cluster=%s shard=%04d node=%s primary=%s pause_ms=%d", w->cluster,
+                     w->shard + 1, w->node, w->why, pause_ms);
+        }
+        break;
+    case NODEIO_FENCE_REPLICA:
+        e->released = true;
+        if (e->held_ms != 0)
+            log_info("old primary rejoined as a replica; its writes go on",
+                     "cluster=%s node=%s held_ms=%lld", w->cluster, w->node, now - e->held_ms);
+        break;
+    }
+    cluster_nodes_free(&nodes);
+    free(password);
+}
+
+/* Entries no tick found any more: the node's report says replica, or it
+ * went away. One still held (it is gone from the finding before cairnd saw
+ * it a replica) is let go by its own timeout. */
+static void forget_holds(struct ha *h, long long now)
+{
+    for (size_t i = 0; i < MAX_WORK; i++) {
+        if (h->holds[i].found_ms != now)
+            h->holds[i] = (struct hold){0};
+    }
 }
 
 /* ---- cluster mode: repair ------------------------------------------------ */
@@ -868,6 +992,11 @@ void ha_tick(struct ha *h, bool trust_losses)
     n = run_query(h, STORE_HA_FALLEN_PRIMARIES, node_timeout_ms, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         failover_shard(h, &rows[i]);
+    n = run_query(h, STORE_HA_STALE_PRIMARIES, node_timeout_ms, trust_losses, rows);
+    long long now = time_mono_us() / 1000;
+    for (size_t i = 0; i < n; i++)
+        hold_stale(h, &rows[i], now);
+    forget_holds(h, now);
     n = run_query(h, STORE_HA_LEADERLESS_SHARDS, node_timeout_ms, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         repair_shard(h, &rows[i]);

@@ -160,6 +160,19 @@ bool engine_cluster_myid(struct resp_conn *c, char id[ENGINE_CLUSTER_ID_LEN + 1]
     return run_read(c, read_myid, id, err, errsize, "CLUSTER MYID");
 }
 
+static bool read_epoch(const redisReply *reply, void *epoch, char *why, size_t whysize)
+{
+    (void)why;
+    (void)whysize;
+    return resp_reply_is_string(reply) &&
+           engine_cluster_info_epoch_parse(reply->str, reply->len, epoch);
+}
+
+bool engine_cluster_epoch(struct resp_conn *c, long long *epoch, char *err, size_t errsize)
+{
+    return run_read(c, read_epoch, epoch, err, errsize, "CLUSTER INFO");
+}
+
 static bool read_slot_stats(const redisReply *reply, void *stats, char *why, size_t whysize)
 {
     (void)why;
@@ -325,6 +338,18 @@ bool engine_replconf_getack(struct resp_conn *c, char *err, size_t errsize)
     return flushed == 1;
 }
 
+/* ---- fencing ------------------------------------------------------------- */
+
+bool engine_pause_writes(struct resp_conn *c, int ms, char *err, size_t errsize)
+{
+    return run_ok(c, err, errsize, "CLIENT PAUSE %d WRITE", ms);
+}
+
+bool engine_unpause(struct resp_conn *c, char *err, size_t errsize)
+{
+    return run_ok(c, err, errsize, "CLIENT UNPAUSE");
+}
+
 /* ---- parameters ---------------------------------------------------------- */
 
 bool engine_config_set(struct resp_conn *c, const char *name, const char *value, char *err,
@@ -350,6 +375,15 @@ bool engine_cluster_info_state_parse(const char *text, size_t len, bool *ok)
         *ok = strcmp(state, "ok") == 0;
     engine_info_free(info);
     return state != NULL;
+}
+
+bool engine_cluster_info_epoch_parse(const char *text, size_t len, long long *epoch)
+{
+    struct engine_info *info = engine_info_parse(text, len);
+    bool found = engine_info_get_ll(info, NULL, "cluster_my_epoch", epoch) && *epoch >= 0;
+
+    engine_info_free(info);
+    return found;
 }
 
 bool engine_cluster_myid_parse(const redisReply *reply, char id[ENGINE_CLUSTER_ID_LEN + 1])

@@ -92,6 +92,11 @@ bool engine_cluster_nodes(struct resp_conn *c, struct engine_cluster_nodes *out,
  * reply has no cluster_state. */
 bool engine_cluster_info_state(struct resp_conn *c, bool *ok, char *err, size_t errsize);
 
+/* CLUSTER INFO: c's node's configuration epoch (cluster_my_epoch; a
+ * replica's is its primary's). Of two nodes that claim the same slots, the
+ * engines side with the higher one. */
+bool engine_cluster_epoch(struct resp_conn *c, long long *epoch, char *err, size_t errsize);
+
 /* CLUSTER MYID: c's node's id, 40 hex digits, into id. */
 bool engine_cluster_myid(struct resp_conn *c, char id[ENGINE_CLUSTER_ID_LEN + 1], char *err,
                          size_t errsize);
@@ -198,6 +203,18 @@ bool engine_failover_to(struct resp_conn *c, const char *host, int port, int tim
  * command is written. */
 bool engine_replconf_getack(struct resp_conn *c, char *err, size_t errsize);
 
+/* ---- fencing ------------------------------------------------------------ */
+
+/* CLIENT PAUSE ms WRITE: c's node holds every write (and every command
+ * that may write) for ms, reads go on. A held command runs afresh when the
+ * pause ends, so one that reaches a node which has become a replica
+ * meanwhile is redirected (MOVED), never acknowledged by it. */
+bool engine_pause_writes(struct resp_conn *c, int ms, char *err, size_t errsize);
+
+/* CLIENT UNPAUSE: the pause above ends now (a failover's own pause is not
+ * touched). */
+bool engine_unpause(struct resp_conn *c, char *err, size_t errsize);
+
 /* ---- parameters -------------------------------------------------------- */
 
 /* CONFIG SET name value on c's node. Refused for a name it does not know,
@@ -214,6 +231,10 @@ bool engine_reply_ok(const redisReply *reply);
 /* CLUSTER INFO's text, len bytes: *ok is whether its cluster_state is
  * "ok". False when the text has no cluster_state line. */
 bool engine_cluster_info_state_parse(const char *text, size_t len, bool *ok);
+
+/* CLUSTER INFO's text: its cluster_my_epoch into *epoch. False when the
+ * text has none (or a negative one). */
+bool engine_cluster_info_epoch_parse(const char *text, size_t len, long long *epoch);
 
 /* CLUSTER MYID's reply: a string of 40 hex digits, copied into id. */
 bool engine_cluster_myid_parse(const redisReply *reply, char id[ENGINE_CLUSTER_ID_LEN + 1]);

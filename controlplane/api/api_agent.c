@@ -133,6 +133,12 @@ static const struct jspec_field node_fields[] = {
      .has_range = true,
      .min = 0,
      .max = 1e9},
+    {.name = "config_epoch",
+     .type = JSPEC_INTEGER,
+     .nullable = true,
+     .has_range = true,
+     .min = 0,
+     .max = 9e18},
     {0},
 };
 static const struct jspec_field node_item = {.type = JSPEC_OBJECT, .fields = node_fields};

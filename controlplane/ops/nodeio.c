@@ -119,6 +119,17 @@ bool nodeio_cluster_state_ok(const struct cluster_node *n, const char *password,
     return asked && ok;
 }
 
+bool nodeio_cluster_epoch(const struct cluster_node *n, const char *password,
+                          struct nodeio_wait wait, long long *epoch)
+{
+    char err[256];
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, sizeof(err));
+    bool read = c != NULL && engine_cluster_epoch(c, epoch, err, sizeof(err));
+
+    resp_close(c);
+    return read;
+}
+
 bool nodeio_request_ack(const struct cluster_node *n, const char *password, char *err,
                         size_t errsize)
 {
@@ -168,4 +179,24 @@ bool nodeio_replication(const struct cluster_node *n, const char *password, stru
                     (link_up || (down_s >= 0 && down_s <= NODEIO_LINK_RECENT_S));
     engine_info_free(info);
     return true;
+}
+
+enum nodeio_fenced nodeio_fence_writes(const struct cluster_node *n, const char *password,
+                                       struct nodeio_wait wait, int pause_ms, bool unpause,
+                                       char *err, size_t errsize)
+{
+    struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
+    if (c == NULL)
+        return NODEIO_FENCE_UNREACHED;
+    struct engine_info *info = resp_info(c, "replication", err, errsize);
+    enum nodeio_fenced done = NODEIO_FENCE_FAILED;
+    if (info != NULL && info_is(info, "replication", "role", "master"))
+        done = engine_pause_writes(c, pause_ms, err, errsize) ? NODEIO_FENCE_HELD
+                                                              : NODEIO_FENCE_FAILED;
+    else if (info != NULL)
+        done = !unpause || engine_unpause(c, err, errsize) ? NODEIO_FENCE_REPLICA
+                                                           : NODEIO_FENCE_FAILED;
+    engine_info_free(info);
+    resp_close(c);
+    return done;
 }

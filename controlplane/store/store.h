@@ -659,6 +659,7 @@ enum store_ha_finding {
     STORE_HA_LEADERLESS_SHARDS, /* limit: the default node timeout, ms */
     STORE_HA_FALLEN_PRIMARIES,  /* limit: the default node timeout, ms */
     STORE_HA_DEAD_NODES,        /* limit: seconds before a node is replaced */
+    STORE_HA_STALE_PRIMARIES,   /* limit: the default node timeout, ms */
 };
 /* One finding: the columns each query returns ('' or 0 where one does not
  * apply). */
@@ -692,8 +693,13 @@ enum db_status store_node_still_primary(struct db_conn *conn, const char *node_i
 /* Whether the node is still its shard's primary with its engine exited or
  * its host lost (locks the shard's nodes). */
 enum db_status store_node_still_fallen(struct db_conn *conn, const char *node_id, bool *still);
-/* The node becomes its shard's designated primary, the others replicas. */
-enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id);
+/* The node becomes its shard's designated primary, the others replicas;
+ * config_epoch is the one it took over with (cluster mode; -1: not known). */
+enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id,
+                                            long long config_epoch);
+/* The PrimaryFenced event: node_id's writes are held, primary_id is the
+ * shard's primary (both epochs are in it). */
+enum db_status store_node_fenced(struct db_conn *conn, const char *node_id, const char *primary_id);
 /* A primary some replica's agent finds silent (store_ha.c, ha.c). */
 struct store_silent_primary {
     char host[40], node[40], cluster[48];

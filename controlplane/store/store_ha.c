@@ -84,8 +84,10 @@ static const struct db_stmt leaderless_shards = {
  * healthy host. Its agent holds an exited primary down (the desired set's
  * hold_after_crash: automatic failover, which cluster mode always has, and
  * a running shard-mate), and a lost host's engines answer no one; either
- * way it cannot serve as a primary again before it learns of the new one
- * (a frozen engine that wakes sees a newer epoch claim its slots), so the
+ * way it takes no writes as a primary again: restarted, it rejoins as a
+ * replica; a lost host's engine that comes back still calling itself the
+ * primary has a lower epoch than the new one, and cairnd holds its writes
+ * until the cluster bus makes it a replica (stale_primaries). So the
  * failover need not wait for the engines to notice: cairnd starts it at
  * once. The node timeout is the cluster's, or the default ($1). */
 static const struct db_stmt fallen_primaries = {
@@ -107,6 +109,24 @@ static const struct db_stmt fallen_primaries = {
     "     WHERE r.shard_id = s.id AND r.role = 'replica' AND r.process_state = 'running'"
     "     AND rh.status = 'healthy')"
     " ORDER BY c.id, s.index LIMIT 64"};
+
+/* Cluster mode: nodes whose last word is that they are their shard's
+ * primary while a shard-mate recorded primary holds a higher configuration
+ * epoch -- an old primary that has not heard of the failover yet (a host
+ * back from a cut or a freeze, before the cluster bus reaches it), or that
+ * is still cut off: its host's status does not matter, so that its writes
+ * are held the moment it can be reached again. The why column is the
+ * shard's primary; the node timeout is the cluster's, or the default ($1). */
+static const struct db_stmt stale_primaries = {
+    "SELECT n.cluster_id, s.index, n.id, m.id::text, 0,"
+    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $1::int)"
+    " FROM nodes n JOIN clusters c ON c.id = n.cluster_id JOIN shards s ON s.id = n.shard_id"
+    " JOIN nodes m ON m.shard_id = n.shard_id AND m.id <> n.id AND m.role = 'primary'"
+    "   AND m.desired_state <> 'deleted' AND m.config_epoch > n.config_epoch"
+    " WHERE coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
+    "   AND n.role = 'replica' AND n.observed_role = 'primary' AND n.desired_state = 'running'"
+    "   AND n.process_state IN ('running', 'unresponsive')"
+    " ORDER BY n.cluster_id, n.id LIMIT 64"};
 
 /* Nodes to replace: their host lost (while losses are trusted, $2), or (a
  * replica's) engine not serving -- crashed, or restarted again and again
@@ -187,6 +207,8 @@ static const struct db_stmt still_fallen = {
 
 static const struct db_stmt designate = {
     "UPDATE nodes SET role = CASE WHEN id = $1::uuid THEN 'primary' ELSE 'replica' END,"
+    "  config_epoch = CASE WHEN id = $1::uuid THEN coalesce($2::bigint, config_epoch)"
+    "    ELSE config_epoch END,"
     "  observed_role = CASE WHEN id = $1::uuid THEN 'primary' ELSE observed_role END,"
     "  master_link_status = CASE WHEN id = $1::uuid THEN NULL ELSE master_link_status END,"
     "  role_observed_at = CASE WHEN id = $1::uuid THEN now() ELSE role_observed_at END"
@@ -208,6 +230,18 @@ static const struct db_stmt restart_failed = {
     "SELECT coalesce(hold_released_at > now() - interval '60 s'"
     "  AND hold_released_at < state_since AND process_state = 'crashed', false)"
     " FROM nodes WHERE id = $1::uuid"};
+
+/* The event of an old primary's writes held, naming the epochs. */
+static const struct db_stmt fenced_event = {
+    "INSERT INTO events (cluster_id, type, severity, message, detail)"
+    " SELECT n.cluster_id, 'PrimaryFenced', 'warning',"
+    "   format('shard %s: node %s still says it is the primary, with configuration epoch %s;"
+    " node %s is, with %s. Its writes are held until it rejoins as a replica',"
+    "     s.name, n.id, n.config_epoch, m.id, m.config_epoch),"
+    "   jsonb_build_object('shard', s.name, 'node', n.id, 'config_epoch', n.config_epoch,"
+    "     'primary', m.id, 'primary_config_epoch', m.config_epoch)"
+    " FROM nodes n JOIN shards s ON s.id = n.shard_id, nodes m"
+    " WHERE n.id = $1::uuid AND m.id = $2::uuid"};
 
 static const struct db_stmt demoted = {
     "UPDATE nodes SET observed_role = 'replica', master_link_status = 'down',"
@@ -290,8 +324,9 @@ static const struct db_stmt track_health = {
     " FROM changed RETURNING cluster_id"};
 
 /* In the order of enum store_ha_finding. */
-static const struct db_stmt *const findings[] = {
-    &down_primaries, &stray_primaries, &leaderless_shards, &fallen_primaries, &dead_nodes};
+static const struct db_stmt *const findings[] = {&down_primaries,    &stray_primaries,
+                                                 &leaderless_shards, &fallen_primaries,
+                                                 &dead_nodes,        &stale_primaries};
 
 static void read_work(const PGresult *res, int row, void *item)
 {
@@ -310,9 +345,9 @@ enum db_status store_ha_find(struct db_conn *conn, enum store_ha_finding which, 
     struct db_params p = {0};
     if (which == STORE_HA_DOWN_PRIMARIES || which == STORE_HA_DEAD_NODES)
         db_param_int(&p, limit);
-    if (which == STORE_HA_FALLEN_PRIMARIES)
+    if (which == STORE_HA_FALLEN_PRIMARIES || which == STORE_HA_STALE_PRIMARIES)
         db_param_int(&p, limit);
-    if (which != STORE_HA_STRAY_PRIMARIES)
+    if (which != STORE_HA_STRAY_PRIMARIES && which != STORE_HA_STALE_PRIMARIES)
         db_param_bool(&p, trust_losses);
     if (which == STORE_HA_LEADERLESS_SHARDS)
         db_param_int(&p, limit);
@@ -368,9 +403,21 @@ enum db_status store_node_still_fallen(struct db_conn *conn, const char *node_id
     return one_bool(conn, &still_fallen, node_id, still);
 }
 
-enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id)
+enum db_status store_node_designate_primary(struct db_conn *conn, const char *node_id,
+                                            long long config_epoch)
 {
-    return store_exec(conn, &designate, node_id, NULL);
+    struct db_params p = {0};
+    db_param_text(&p, node_id);
+    if (config_epoch >= 0)
+        db_param_int(&p, config_epoch);
+    else
+        db_param_text(&p, NULL);
+    return db_exec_params(conn, &designate, &p);
+}
+
+enum db_status store_node_fenced(struct db_conn *conn, const char *node_id, const char *primary_id)
+{
+    return store_exec(conn, &fenced_event, node_id, primary_id);
 }
 
 enum db_status store_node_release_hold(struct db_conn *conn, const char *node_id, bool *released)

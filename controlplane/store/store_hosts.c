@@ -141,10 +141,20 @@ static const struct db_stmt heartbeat = {
     "coalesce(n.role_observed_at > now() - make_interval(secs =>"                                  \
     " coalesce(r.observed_ms_ago, 3000) / 1000.0), false)"
 
+/* Cluster mode: the report's claim that node n is its shard's primary is
+ * stale -- a shard-mate recorded primary holds a higher configuration epoch,
+ * and the engines side with that one. An old primary back from a cut or a
+ * freeze says so until the cluster bus tells it otherwise; it is recorded a
+ * replica, and ha.c holds its writes meanwhile. */
+#define STALE_CLAIM                                                                                \
+    "(r.role = 'primary' AND EXISTS (SELECT 1 FROM nodes m WHERE m.shard_id = n.shard_id"          \
+    "   AND m.id <> n.id AND m.role = 'primary' AND m.desired_state <> 'deleted'"                  \
+    "   AND m.config_epoch > r.config_epoch))"
+
 /* In cluster mode disabled cairnd designates the primary (nodes.role), so
  * a report changes only observed_role there; in cluster mode the engines
- * elect, and their reported role is the role. A crashed engine reports no
- * role, and keeps the one it had. */
+ * elect, and their reported role is the role, unless the claim is stale.
+ * A crashed engine reports no role, and keeps the one it had. */
 static const struct db_stmt record_nodes = {
     "UPDATE nodes n SET pid = r.pid, process_state = r.status,"
     "   state_since = CASE WHEN n.process_state IS DISTINCT FROM r.status THEN now()"
@@ -153,7 +163,9 @@ static const struct db_stmt record_nodes = {
     "     ELSE coalesce(n.down_since, now()) END,"
     "   observed_role = CASE WHEN " CAIRND_READ_IT " THEN n.observed_role ELSE r.role END,"
     "   role = CASE WHEN " CAIRND_READ_IT " OR c.spec ->> 'cluster_mode' = 'disabled' THEN n.role"
-    "     ELSE coalesce(r.role, n.role) END,"
+    "     WHEN " STALE_CLAIM " THEN 'replica' ELSE coalesce(r.role, n.role) END,"
+    "   config_epoch = CASE WHEN " CAIRND_READ_IT " THEN n.config_epoch"
+    "     ELSE coalesce(r.config_epoch, n.config_epoch) END,"
     "   running_version = r.version, replication_offset = r.replication_offset,"
     "   master_link_status = CASE WHEN " CAIRND_READ_IT " THEN n.master_link_status"
     "     ELSE r.master_link_status END,"
@@ -166,7 +178,7 @@ static const struct db_stmt record_nodes = {
     " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, status text, role text,"
     "   version text, replication_offset bigint, master_link_status text,"
     "   sync_in_progress boolean, loading boolean, restarts int, observed_ms_ago int,"
-    "   primary_silent_ms int), clusters c"
+    "   primary_silent_ms int, config_epoch bigint), clusters c"
     " WHERE n.id = r.node_id AND n.host_id = $1::uuid AND c.id = n.cluster_id"};
 
 /* Cluster mode: a replica that reports itself primary was elected by the
@@ -180,10 +192,11 @@ static const struct db_stmt record_elections = {
     "     'az', h.az)"
     " FROM nodes n JOIN shards s ON s.id = n.shard_id JOIN clusters c ON c.id = n.cluster_id"
     " JOIN hosts h ON h.id = n.host_id"
-    " JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, role text, observed_ms_ago int)"
-    "   ON r.node_id = n.id"
+    " JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, role text, observed_ms_ago int,"
+    "   config_epoch bigint) ON r.node_id = n.id"
     " WHERE n.host_id = $1::uuid AND c.spec ->> 'cluster_mode' <> 'disabled'"
     "   AND n.role = 'replica' AND r.role = 'primary' AND NOT " CAIRND_READ_IT
+    "   AND NOT " STALE_CLAIM
     "   AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id"
     "     AND o.status IN ('pending', 'running') AND o.kind = 'failover')"};
 
@@ -195,10 +208,10 @@ static const struct db_stmt record_elections = {
 static const struct db_stmt demote_fallen = {
     "UPDATE nodes o SET role = 'replica'"
     " FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
-    " JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, role text, status text)"
-    "   ON r.node_id = n.id"
+    " JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, role text, status text,"
+    "   config_epoch bigint) ON r.node_id = n.id"
     " WHERE n.host_id = $1::uuid AND coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
-    "   AND r.role = 'primary' AND r.status = 'running'"
+    "   AND r.role = 'primary' AND r.status = 'running' AND NOT " STALE_CLAIM
     "   AND o.shard_id = n.shard_id AND o.id <> n.id AND o.role = 'primary'"
     "   AND o.process_state IS DISTINCT FROM 'running'"};
 

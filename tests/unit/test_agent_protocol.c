@@ -17,6 +17,7 @@
 #include "fixtures/fixture.h"
 #include "info.h"
 #include "pinger.h"
+#include "topology.h"
 #include "report.h"
 #include "watch.h"
 
@@ -176,7 +177,7 @@ static void expect_observed(const char *path, const char *version, bool replica,
     size_t len;
     char *text = fixture_load(path, &len);
     struct engine_info *info = engine_info_parse(text, len);
-    struct agent_observed o;
+    struct agent_observed o = {0};
 
     agent_pinger_observe(info, &o);
     assert_true(o.valid);
@@ -211,7 +212,7 @@ static void test_observe_sync_and_loading(void **state)
                                "# Replication\r\nrole:slave\r\nmaster_link_status:down\r\n"
                                "master_sync_in_progress:1\r\n";
     struct engine_info *info = engine_info_parse(text, sizeof(text) - 1);
-    struct agent_observed o;
+    struct agent_observed o = {0};
 
     (void)state;
     agent_pinger_observe(info, &o);
@@ -230,6 +231,31 @@ static void test_observe_sync_and_loading(void **state)
     agent_pinger_observe(info, &o);
     assert_true(o.sync_in_progress);
     assert_false(o.replica);
+    engine_info_free(info);
+}
+
+/* A cluster-mode node's epoch comes from CLUSTER INFO, read after its
+ * INFO: the next INFO of the same process keeps it, another's drops it. */
+static void test_observe_keeps_the_epoch_of_the_same_process(void **state)
+{
+    static const char first[] = "# Server\nprocess_id:41\n# Replication\nrole:master\n";
+    static const char other[] = "# Server\nprocess_id:42\n# Replication\nrole:master\n";
+    struct engine_info *info = engine_info_parse(first, sizeof(first) - 1);
+    struct agent_observed o = {0};
+
+    (void)state;
+    agent_pinger_observe(info, &o);
+    assert_false(o.has_epoch);
+    o.has_epoch = engine_cluster_info_epoch_parse("cluster_my_epoch:7\r\n", 20, &o.config_epoch);
+    assert_true(o.has_epoch);
+    agent_pinger_observe(info, &o);
+    assert_true(o.has_epoch);
+    assert_int_equal(o.config_epoch, 7);
+    engine_info_free(info);
+
+    info = engine_info_parse(other, sizeof(other) - 1);
+    agent_pinger_observe(info, &o);
+    assert_false(o.has_epoch);
     engine_info_free(info);
 }
 
@@ -405,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_desired_refused),
         cmocka_unit_test(test_observe_fixtures),
         cmocka_unit_test(test_observe_sync_and_loading),
+        cmocka_unit_test(test_observe_keeps_the_epoch_of_the_same_process),
         cmocka_unit_test(test_report_node),
         cmocka_unit_test(test_report_engines),
         cmocka_unit_test(test_cp_backoff),

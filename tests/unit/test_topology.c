@@ -562,6 +562,30 @@ static void test_cluster_info_state_parse(void **state)
     assert_true(ok); /* untouched */
 }
 
+static void test_cluster_info_epoch_parse(void **state)
+{
+    long long epoch;
+
+    (void)state;
+    for (size_t e = 0; e < NENGINES; e++) {
+        size_t len;
+        char *name = xasprintf("%s/cluster_info.txt", engines[e]);
+        char *text = fixture_load(name, &len);
+        epoch = -1;
+        /* The node's own epoch, not the cluster's current one (7). */
+        assert_true(engine_cluster_info_epoch_parse(text, len, &epoch));
+        assert_int_equal(epoch, 1);
+        free(text);
+        free(name);
+    }
+    assert_true(engine_cluster_info_epoch_parse("cluster_my_epoch:9000000000\n", 28, &epoch));
+    assert_int_equal(epoch, 9000000000LL);
+    assert_false(engine_cluster_info_epoch_parse("cluster_current_epoch:3\r\n", 25, &epoch));
+    assert_false(engine_cluster_info_epoch_parse("cluster_my_epoch:-1\r\n", 21, &epoch));
+    assert_false(engine_cluster_info_epoch_parse("cluster_my_epoch:x\r\n", 20, &epoch));
+    assert_false(engine_cluster_info_epoch_parse("", 0, &epoch));
+}
+
 static void test_cluster_myid_parse(void **state)
 {
     char id[ENGINE_CLUSTER_ID_LEN + 1] = "";
@@ -817,6 +841,7 @@ int main(void)
         cmocka_unit_test(test_slot_move_big_key),
         cmocka_unit_test(test_reply_ok),
         cmocka_unit_test(test_cluster_info_state_parse),
+        cmocka_unit_test(test_cluster_info_epoch_parse),
         cmocka_unit_test(test_cluster_myid_parse),
         cmocka_unit_test(test_keys_parse),
         cmocka_unit_test(test_slot_stats_parse),

@@ -46,6 +46,7 @@ const MARKERS = {
   FailoverComplete: ['failover', 'F'],
   FailoverForced: ['failover', 'F'],
   PrimaryDemoted: ['failover', 'D'],
+  PrimaryFenced: ['failover', 'D'],
   EngineUpgradeStarted: ['upgrade', 'U'],
   EngineUpgradeComplete: ['upgrade', 'U'],
   EngineUpgradeFailed: ['upgrade', 'U'],

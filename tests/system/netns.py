@@ -1,4 +1,4 @@
-"""netns.py -- a network of its own for each host of the chaos stack, so
+"""netns.py -- a network of its own for each host of a test stack, so
 that one host can be cut off the way a network partition cuts a VM.
 
 One Linux bridge in the root namespace holds the subnet's first address
