@@ -651,7 +651,7 @@ static void hold_stale(struct ha *h, const struct store_ha_work *w, long long no
     const struct cluster_node *n = cluster_nodes_find(&nodes, w->node);
     int pause_ms = 2 * w->timeout_ms;
     enum nodeio_fenced how = n != NULL && n->port > 0
-                                 ? nodeio_fence_writes(n, password, HOLD_WAIT, pause_ms,
+                                 ? nodeio_fence_writes(n, password, HOLD_WAIT, w->epoch, pause_ms,
                                                        e->held_ms != 0, err, sizeof(err))
                                  : NODEIO_FENCE_UNREACHED;
     switch (how) {
@@ -681,19 +681,50 @@ static void hold_stale(struct ha *h, const struct store_ha_work *w, long long no
             log_info("old primary rejoined as a replica; its writes go on",
                      "cluster=%s node=%s held_ms=%lld", w->cluster, w->node, now - e->held_ms);
         break;
+    case NODEIO_FENCE_CURRENT:
+        /* The stored epochs were behind the engines; its report will say. */
+        e->released = true;
+        log_info("a primary's claim is not stale after all; its writes go on",
+                 "cluster=%s node=%s held_ms=%lld", w->cluster, w->node,
+                 e->held_ms != 0 ? now - e->held_ms : 0);
+        break;
     }
     cluster_nodes_free(&nodes);
     free(password);
 }
 
+/* End a hold at once (CLIENT UNPAUSE), for a node no longer found stale
+ * before cairnd saw it a replica; one that cannot be reached is let go by
+ * the pause's own timeout. */
+static void end_hold(struct ha *h, const struct hold *e)
+{
+    struct cluster_nodes nodes = {0};
+    char *password = NULL, err[256] = "";
+    bool cluster_mode;
+    if (!cluster_nodes_load(h->app, e->cluster, &nodes, &password, &cluster_mode, err, sizeof(err)))
+        return;
+    const struct cluster_node *n = cluster_nodes_find(&nodes, e->node);
+    struct resp_conn *c =
+        n != NULL && n->port > 0 ? nodeio_connect(n, password, HOLD_WAIT, err, sizeof(err)) : NULL;
+    if (c != NULL && engine_unpause(c, err, sizeof(err)))
+        log_info("a held node is not found stale any more; its writes go on", "cluster=%s node=%s",
+                 e->cluster, e->node);
+    resp_close(c);
+    cluster_nodes_free(&nodes);
+    free(password);
+}
+
 /* Entries no tick found any more: the node's report says replica, or it
- * went away. One still held (it is gone from the finding before cairnd saw
- * it a replica) is let go by its own timeout. */
+ * went away; one still held is released. */
 static void forget_holds(struct ha *h, long long now)
 {
     for (size_t i = 0; i < MAX_WORK; i++) {
-        if (h->holds[i].found_ms != now)
-            h->holds[i] = (struct hold){0};
+        struct hold *e = &h->holds[i];
+        if (e->found_ms == now || e->found_ms == 0)
+            continue;
+        if (e->held_ms != 0 && !e->released)
+            end_hold(h, e);
+        *e = (struct hold){0};
     }
 }
 

@@ -181,21 +181,31 @@ bool nodeio_replication(const struct cluster_node *n, const char *password, stru
     return true;
 }
 
+/* outcome, once a hold is ended when unpause asks for it. */
+static enum nodeio_fenced unheld(struct resp_conn *c, bool unpause, enum nodeio_fenced outcome,
+                                 char *err, size_t errsize)
+{
+    return !unpause || engine_unpause(c, err, errsize) ? outcome : NODEIO_FENCE_FAILED;
+}
+
 enum nodeio_fenced nodeio_fence_writes(const struct cluster_node *n, const char *password,
-                                       struct nodeio_wait wait, int pause_ms, bool unpause,
-                                       char *err, size_t errsize)
+                                       struct nodeio_wait wait, long long newer_epoch, int pause_ms,
+                                       bool unpause, char *err, size_t errsize)
 {
     struct resp_conn *c = nodeio_connect(n, password, wait, err, errsize);
     if (c == NULL)
         return NODEIO_FENCE_UNREACHED;
     struct engine_info *info = resp_info(c, "replication", err, errsize);
+    long long epoch = -1;
     enum nodeio_fenced done = NODEIO_FENCE_FAILED;
-    if (info != NULL && info_is(info, "replication", "role", "master"))
-        done = engine_pause_writes(c, pause_ms, err, errsize) ? NODEIO_FENCE_HELD
-                                                              : NODEIO_FENCE_FAILED;
-    else if (info != NULL)
-        done = !unpause || engine_unpause(c, err, errsize) ? NODEIO_FENCE_REPLICA
-                                                           : NODEIO_FENCE_FAILED;
+    if (info != NULL && !info_is(info, "replication", "role", "master"))
+        done = unheld(c, unpause, NODEIO_FENCE_REPLICA, err, errsize);
+    else if (info != NULL && engine_cluster_epoch(c, &epoch, err, errsize)) {
+        if (epoch >= newer_epoch) /* the database's word was old: the claim is good */
+            done = unheld(c, unpause, NODEIO_FENCE_CURRENT, err, errsize);
+        else if (engine_pause_writes(c, pause_ms, err, errsize))
+            done = NODEIO_FENCE_HELD;
+    }
     engine_info_free(info);
     resp_close(c);
     return done;

@@ -72,18 +72,21 @@ bool nodeio_cluster_epoch(const struct cluster_node *n, const char *password,
                           struct nodeio_wait wait, long long *epoch);
 
 /* Fencing an old primary, cluster mode: while node n's engine says it is a
- * primary, its writes are held for pause_ms (engine_pause_writes());
- * once it says it is a replica, a hold is ended (CLIENT UNPAUSE) when
- * unpause is set. One connection; which it was is the result. */
+ * primary with a configuration epoch lower than newer_epoch (its shard's
+ * primary's), its writes are held for pause_ms (engine_pause_writes());
+ * once it says it is a replica, or its epoch is not lower after all, a hold
+ * is ended (CLIENT UNPAUSE) when unpause is set. One connection; which it
+ * was is the result. */
 enum nodeio_fenced {
     NODEIO_FENCE_UNREACHED, /* no connection */
     NODEIO_FENCE_FAILED,    /* connected, but no answer or refused: err says */
-    NODEIO_FENCE_HELD,      /* a primary: its writes are held */
+    NODEIO_FENCE_HELD,      /* a stale primary: its writes are held */
     NODEIO_FENCE_REPLICA,   /* a replica now (and released, if asked) */
+    NODEIO_FENCE_CURRENT,   /* a primary whose epoch is not lower: not stale (released) */
 };
 enum nodeio_fenced nodeio_fence_writes(const struct cluster_node *n, const char *password,
-                                       struct nodeio_wait wait, int pause_ms, bool unpause,
-                                       char *err, size_t errsize);
+                                       struct nodeio_wait wait, long long newer_epoch, int pause_ms,
+                                       bool unpause, char *err, size_t errsize);
 
 /* Ask a replica to acknowledge its replication offset to its primary now
  * (REPLCONF GETACK, which answers nothing) instead of at its next

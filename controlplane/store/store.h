@@ -670,6 +670,7 @@ struct store_ha_work {
     char why[48];
     long long since_ms; /* epoch ms when it went down */
     int timeout_ms;     /* the cluster's node timeout */
+    long long epoch;    /* stale primaries: the shard's primary's configuration epoch */
 };
 /* At most max rows of a finding into rows, *n of them. trust_losses: the
  * monitor trusts host losses (monitor.h). The rules are at the statements. */

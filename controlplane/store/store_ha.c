@@ -116,10 +116,11 @@ static const struct db_stmt fallen_primaries = {
  * back from a cut or a freeze, before the cluster bus reaches it), or that
  * is still cut off: its host's status does not matter, so that its writes
  * are held the moment it can be reached again. The why column is the
- * shard's primary; the node timeout is the cluster's, or the default ($1). */
+ * shard's primary, the last its epoch; the node timeout is the cluster's,
+ * or the default ($1). */
 static const struct db_stmt stale_primaries = {
     "SELECT n.cluster_id, s.index, n.id, m.id::text, 0,"
-    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $1::int)"
+    "  coalesce((c.spec #>> '{parameters,cluster-node-timeout}')::int, $1::int), m.config_epoch"
     " FROM nodes n JOIN clusters c ON c.id = n.cluster_id JOIN shards s ON s.id = n.shard_id"
     " JOIN nodes m ON m.shard_id = n.shard_id AND m.id <> n.id AND m.role = 'primary'"
     "   AND m.desired_state <> 'deleted' AND m.config_epoch > n.config_epoch"
@@ -337,6 +338,7 @@ static void read_work(const PGresult *res, int row, void *item)
     store_copy_text(w->why, sizeof(w->why), res, row, 3);
     w->since_ms = db_int(res, row, 4);
     w->timeout_ms = (int)db_int(res, row, 5);
+    w->epoch = PQnfields(res) > 6 ? db_int(res, row, 6) : 0;
 }
 
 enum db_status store_ha_find(struct db_conn *conn, enum store_ha_finding which, int limit,

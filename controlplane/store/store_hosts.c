@@ -202,9 +202,10 @@ static const struct db_stmt record_elections = {
 
 /* Cluster mode: once a node's engine reports that it serves as its
  * shard's primary, a shard-mate still recorded primary whose engine does
- * not run is no longer one: it can only rejoin as a replica (the new
- * primary's epoch is newer), and meanwhile it must be neither published as
- * a primary nor spared replacement as one. */
+ * not run, or whose last known epoch is lower (its host lost or frozen
+ * while the engines elected), is no longer one: it can only rejoin as a
+ * replica, and meanwhile it must be neither published as a primary nor
+ * spared replacement as one. */
 static const struct db_stmt demote_fallen = {
     "UPDATE nodes o SET role = 'replica'"
     " FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
@@ -213,7 +214,7 @@ static const struct db_stmt demote_fallen = {
     " WHERE n.host_id = $1::uuid AND coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
     "   AND r.role = 'primary' AND r.status = 'running' AND NOT " STALE_CLAIM
     "   AND o.shard_id = n.shard_id AND o.id <> n.id AND o.role = 'primary'"
-    "   AND o.process_state IS DISTINCT FROM 'running'"};
+    "   AND (o.process_state IS DISTINCT FROM 'running' OR o.config_epoch < r.config_epoch)"};
 
 /* A deleted node's row goes once its agent no longer reports it: the
  * engine is stopped and its data removed. */
