@@ -23,8 +23,8 @@ static enum db_status remaining_fn(struct db_conn *conn, void *arg)
 
 /* The agents stop the engines and remove their data; cairnd drops a node's
  * row when its agent no longer reports it. Nodes on lost hosts cannot wait
- * for that: their rows go at once (the agent removes the data when it
- * returns and finds the node unknown... kept, as it keeps unknown data). */
+ * for that: their rows go with the cluster, each leaving a tombstone that
+ * has its agent remove the data when the host returns (store_nodes_remaining()). */
 static enum op_result wait_removed(struct op_ctx *ctx)
 {
     struct remaining r = {ctx->cluster_id, -1};

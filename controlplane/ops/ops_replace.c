@@ -24,6 +24,8 @@ struct replace_call {
     char *err;
     size_t errsize;
     bool placed;
+    bool no_room; /* the scheduler found no host for it */
+    bool back;    /* the node serves again: nothing to replace */
 };
 
 /* The replacement's NodeReplacing event. */
@@ -44,6 +46,22 @@ static enum db_status replacing_event(struct db_conn *conn, const struct replace
     return st;
 }
 
+/* The NodeReplacementCancelled event: the node came back first. */
+static enum db_status back_event(struct db_conn *conn, const struct replace_call *c)
+{
+    char *message = xasprintf("node %s serves again, before a replacement could be placed; "
+                              "nothing was replaced",
+                              c->dead_id);
+    json_t *detail = json_pack("{s:s}", "node_id", c->dead_id);
+    char *text = json_dumps(detail, JSON_COMPACT);
+    enum db_status st = store_event_add(conn, c->cluster_id, c->op_id, "NodeReplacementCancelled",
+                                        "info", message, text);
+    free(text);
+    json_decref(detail);
+    free(message);
+    return st;
+}
+
 static enum db_status replace_fn(struct db_conn *conn, void *arg)
 {
     struct replace_call *c = arg;
@@ -58,6 +76,10 @@ static enum db_status replace_fn(struct db_conn *conn, void *arg)
                  c->cluster_id);
     if (st != DB_OK)
         return st;
+    if (dead.serving) {
+        c->back = true;
+        return back_event(conn, c);
+    }
     snprintf(c->out->dead_address, sizeof(c->out->dead_address), "%s", dead.address);
     c->out->dead_port = dead.port;
     c->out->shard = dead.shard;
@@ -65,6 +87,7 @@ static enum db_status replace_fn(struct db_conn *conn, void *arg)
     struct ops_placing where = {c->cluster_id, dead.shard_id, c->dead_id, dead.multi_az, false};
     if (st == DB_OK)
         st = ops_place_replica(conn, &pl, &where, &placed, c->err, c->errsize);
+    c->no_room = st == DB_REFUSED;
     if (st == DB_OK) {
         snprintf(c->out->new_id, sizeof(c->out->new_id), "%s", placed.node_id);
         st = store_node_retire(conn, c->dead_id);
@@ -76,32 +99,63 @@ static enum db_status replace_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
+/* How long a replacement waits for a host with room (an AZ that is down
+ * may come back, with the node itself) before it fails and the failover
+ * authority tries again later. */
+#define ROOM_WAIT_S  60
+#define ROOM_POLL_MS 2000
+
+enum placing { PLACED, NO_ROOM, BACK, NOT_PLACED };
+
 /* Place a new replica in the dead node's shard by the scheduler's rules, on
  * a healthy host, and mark the dead node deleted (its agent removes it if
- * its host ever returns); false with a message when there is no room or
- * the node is not live. */
-static bool place(struct app *app, const char *cluster_id, const char *op_id, const char *dead_id,
-                  struct replacement *out, char *err, size_t errsize)
+ * its host ever returns); a message in err when it was not placed. */
+static enum placing place(struct app *app, const char *cluster_id, const char *op_id,
+                          const char *dead_id, struct replacement *out, char *err, size_t errsize)
 {
-    struct replace_call c = {cluster_id, dead_id, op_id, out, err, errsize, false};
+    struct replace_call c = {.cluster_id = cluster_id,
+                             .dead_id = dead_id,
+                             .op_id = op_id,
+                             .out = out,
+                             .err = err,
+                             .errsize = errsize};
     err[0] = '\0';
-    if (db_tx(app->db, DB_READ_COMMITTED, replace_fn, &c) == DB_OK && c.placed)
-        return true;
+    enum db_status st = db_tx(app->db, DB_READ_COMMITTED, replace_fn, &c);
+    if (st == DB_OK && c.back)
+        return BACK;
+    if (st == DB_OK && c.placed)
+        return PLACED;
     if (err[0] == '\0')
         snprintf(err, errsize, "could not store the replacement");
-    return false;
+    return c.no_room ? NO_ROOM : NOT_PLACED;
 }
 
-/* Place the new node once (a resumed runner finds it in the context). */
+/* Place the new node once (a resumed runner finds it in the context). With
+ * no room, wait for some -- or for the node itself to come back, which makes
+ * the replacement needless: it ends cancelled, with a
+ * NodeReplacementCancelled event. */
 static enum op_result place_replacement(struct op_ctx *ctx)
 {
     struct replacement r = {0};
+    const char *dead = ops_context_str(ctx, "node");
 
     if (ops_context_str(ctx, "new") != NULL)
         return OP_NEXT;
-    if (!place(ctx->app, ctx->cluster_id, ctx->op_id, ops_context_str(ctx, "node"), &r, ctx->error,
-               sizeof(ctx->error)))
+    switch (
+        place(ctx->app, ctx->cluster_id, ctx->op_id, dead, &r, ctx->error, sizeof(ctx->error))) {
+    case PLACED:
+        break;
+    case BACK:
+        snprintf(ctx->error, sizeof(ctx->error), "node %s serves again; it needs no replacement",
+                 dead);
+        return OP_CANCELLED;
+    case NO_ROOM:
+        return ops_wait_within(ctx, "room_since", ROOM_WAIT_S, ROOM_POLL_MS,
+                               PROBLEM_INSUFFICIENT_CAPACITY, "%s (waited %d s for room)",
+                               ctx->error, ROOM_WAIT_S);
+    case NOT_PLACED:
         return op_fail(ctx, PROBLEM_INSUFFICIENT_CAPACITY, "%s", ctx->error);
+    }
     json_object_set_new(ctx->context, "new", json_string(r.new_id));
     json_object_set_new(ctx->context, "dead_address", json_string(r.dead_address));
     json_object_set_new(ctx->context, "dead_port", json_integer(r.dead_port));

@@ -497,6 +497,7 @@ struct store_node_to_replace {
     int port;
     int shard; /* index */
     bool multi_az;
+    bool serving; /* its host healthy and its engine running again */
 };
 enum db_status store_node_to_replace(struct db_conn *conn, const char *cluster_id,
                                      const char *node_id, struct store_node_to_replace *out);

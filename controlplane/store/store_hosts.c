@@ -222,6 +222,12 @@ static const struct db_stmt purge_deleted = {
     "DELETE FROM nodes WHERE host_id = $1::uuid AND desired_state = 'deleted'"
     " AND id NOT IN (SELECT r.node_id FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid))"};
 
+/* A deleted cluster's node on this host (node_tombstones) goes once its
+ * agent no longer reports it. */
+static const struct db_stmt purge_tombstones = {
+    "DELETE FROM node_tombstones WHERE host_id = $1::uuid"
+    " AND node_id NOT IN (SELECT r.node_id FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid))"};
+
 /* And a removed shard's row with its last node's. */
 static const struct db_stmt purge_removed_shards = {
     "DELETE FROM shards s WHERE s.removed_at IS NOT NULL"
@@ -232,6 +238,10 @@ static const struct db_stmt host_ports = {
     " LEFT JOIN nodes n ON n.host_id = h.id WHERE h.id = $1::uuid FOR UPDATE OF h"};
 
 static const struct db_stmt set_port = {"UPDATE nodes SET port = $2::int WHERE id = $1::uuid"};
+
+/* Ports a deleted cluster's engines may still hold there. */
+static const struct db_stmt tombstone_ports = {
+    "SELECT port FROM node_tombstones WHERE host_id = $1::uuid"};
 
 static const struct db_stmt desired_generation = {
     "SELECT desired_generation FROM hosts WHERE id = $1::uuid"};
@@ -244,13 +254,21 @@ enum db_status store_host_assign_ports(struct db_conn *conn, const char *host_id
 
     if (res == NULL)
         return st;
-    int rows = PQntuples(res);
-    int *used = xcalloc((size_t)rows + 1, sizeof(int));
+    PGresult *held = db_query(conn, &tombstone_ports, 1, params, &st);
+    if (held == NULL) {
+        PQclear(res);
+        return st;
+    }
+    int rows = PQntuples(res), nheld = PQntuples(held);
+    int *used = xcalloc((size_t)rows + (size_t)nheld + 1, sizeof(int));
     size_t nused = 0;
     for (int i = 0; i < rows; i++) {
         if (!PQgetisnull(res, i, 2))
             used[nused++] = atoi(PQgetvalue(res, i, 2));
     }
+    for (int i = 0; i < nheld; i++)
+        used[nused++] = atoi(PQgetvalue(held, i, 0));
+    PQclear(held);
     for (int i = 0; i < rows && st == DB_OK; i++) {
         if (PQgetisnull(res, i, 3) || !PQgetisnull(res, i, 2))
             continue;
@@ -289,6 +307,7 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
         (st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &demote_fallen, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK ||
+        (st = exec_stmt(conn, &purge_tombstones, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &purge_removed_shards, 0, NULL)) != DB_OK)
         return st;
     PGresult *res = db_query(conn, &heartbeat, 1, params, &st);

@@ -100,9 +100,16 @@ enum db_status store_nodes_mark_deleted(struct db_conn *conn, const char *cluste
     return store_exec(conn, &mark_deleted, cluster_id, NULL);
 }
 
+/* A deleted cluster's nodes on lost hosts cannot wait for their agents:
+ * their rows go, each leaving a tombstone (migration 0021) that has its
+ * agent remove the data should the host return. */
 static const struct db_stmt drop_lost = {
-    "DELETE FROM nodes n USING hosts h WHERE n.cluster_id = $1 AND h.id = n.host_id"
-    " AND h.status = 'lost'"};
+    "WITH gone AS (DELETE FROM nodes n USING hosts h WHERE n.cluster_id = $1"
+    "   AND h.id = n.host_id AND h.status = 'lost'"
+    "   RETURNING n.id, n.host_id, n.engine, n.engine_version, n.port)"
+    " INSERT INTO node_tombstones (node_id, host_id, engine, engine_version, port)"
+    " SELECT id, host_id, engine, engine_version, port FROM gone WHERE port IS NOT NULL"
+    " ON CONFLICT (node_id) DO NOTHING"};
 
 static const struct db_stmt count_nodes = {"SELECT count(*) FROM nodes WHERE cluster_id = $1"};
 
@@ -122,7 +129,8 @@ enum db_status store_nodes_remaining(struct db_conn *conn, const char *cluster_i
 static const struct db_stmt dead_node = {
     "SELECT n.shard_id, n.node_type, n.engine, n.engine_version, coalesce(h.address, ''),"
     "  coalesce(n.port, 0), n.desired_state = 'deleted',"
-    "  coalesce((c.spec ->> 'multi_az')::boolean, false), s.index"
+    "  coalesce((c.spec ->> 'multi_az')::boolean, false), s.index,"
+    "  coalesce(h.status = 'healthy' AND n.process_state = 'running', false)"
     " FROM nodes n JOIN clusters c ON c.id = n.cluster_id JOIN shards s ON s.id = n.shard_id"
     " LEFT JOIN hosts h ON h.id = n.host_id WHERE n.id = $1::uuid AND n.cluster_id = $2"
     " FOR UPDATE OF n"};
@@ -147,6 +155,7 @@ enum db_status store_node_to_replace(struct db_conn *conn, const char *cluster_i
         out->port = (int)db_int(res, 0, 5);
         out->multi_az = db_bool(res, 0, 7);
         out->shard = (int)db_int(res, 0, 8);
+        out->serving = db_bool(res, 0, 9);
     }
     PQclear(res);
     return st;

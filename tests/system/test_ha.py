@@ -433,6 +433,33 @@ def test_whole_az_loss_in_cluster_mode_is_repaired_and_cleaned_up(stack, cleanup
     fresh.reset()
 
 
+def test_cluster_deleted_while_a_host_is_lost_is_removed_there_on_its_return(stack, cleanup):
+    """A 1 + 1 group deleted while its replica's host is frozen: the delete
+    does not wait for a lost host, and the node's row goes with the
+    cluster; when the host returns, its agent stops the engine and removes
+    its data (a tombstone in its desired set), so nothing is left of the
+    cluster anywhere."""
+    cid = "ha-tomb"
+    body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=1))
+    rep = next(n for n in nodes(body) if n["role"] == "replica")
+    agent = stack.agent_of(rep["host_id"])
+    pid = agent.pidfile(rep["id"])
+    agent.signal(signal.SIGSTOP)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: stack.host(rep["host_id"])["status"] == "lost", 15, "the host lost")
+        expect.json_ok(stack.api.delete(f"/v1/clusters/{cid}"), 202)
+        clusters.wait_gone(stack.api, cid, 60)
+        assert agent.node_dir(rep["id"]).exists(), "the lost host kept the node meanwhile"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        agent.signal(signal.SIGCONT)
+    wait_until(lambda: not agent.node_dir(rep["id"]).exists() and
+               not clusters.agents.alive(pid), 30, "the node stopped and removed on return")
+    wait_until(lambda: all(n["id"] != rep["id"] for n in stack.host(rep["host_id"])["nodes"]), 10,
+               "the host lists no node of the cluster")
+
+
 def role_once_up(address, port, pw):
     """engine_role, or None while the engine does not accept connections yet
     (restarted: its pid file comes before its listening socket)."""
@@ -548,6 +575,41 @@ def kill_with_an_unreadable_aof(agent, node_id):
             m.write_text("this is not an AOF manifest\n")
     finally:
         agent.signal(signal.SIGCONT)
+
+
+def test_replacement_without_room_waits_and_ends_when_the_node_returns(stack, cleanup):
+    """A 1 + 2 group fills all three hosts, so a replica whose host freezes
+    has nowhere to be replaced: the replacement waits for room rather than
+    failing, and once the host returns, ends cancelled
+    (NodeReplacementCancelled) without touching the cluster."""
+    cid = "ha-room"
+    body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
+    rep = next(n for n in nodes(body) if n["role"] == "replica")
+    agent = stack.agent_of(rep["host_id"])
+    pid = agent.pidfile(rep["id"])
+
+    def replacement():
+        ops = [o for o in clusters.operations(stack.api, cid) if o["kind"] == "replace_node"]
+        return ops[0] if ops else None
+    agent.signal(signal.SIGSTOP)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        op = wait_until(replacement, HEARTBEAT_S + REPLACE_AFTER_S + 20, "a replacement queued",
+                        interval=0.2)
+        time.sleep(4)
+        op = expect.json_ok(stack.api.get(f"/v1/operations/{op['id']}"))
+        eq((op["status"], op["step_name"]), ("running", "place"), "waiting for room")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        agent.signal(signal.SIGCONT)
+    op = wait_until(lambda: (o := expect.json_ok(stack.api.get(f"/v1/operations/{op['id']}")))
+                    ["status"] != "running" and o, 30, "the replacement to end")
+    eq(op["status"], "cancelled", f"the replacement ended: {op}")
+    after = wait_available(stack.api, cid)
+    eq(sorted(n["id"] for n in nodes(after)), sorted(n["id"] for n in nodes(body)), "the same nodes")
+    types = [e["type"] for e in events(stack.api, cid)]
+    assert "NodeReplacementCancelled" in types, types
+    assert "OperationFailed" not in types and "NodeReplacing" not in types, types
 
 
 def test_replica_that_never_comes_up_again_is_replaced(stack, cleanup):

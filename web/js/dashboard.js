@@ -53,6 +53,7 @@ const MARKERS = {
   EngineUpgradeCancelled: ['upgrade', 'U'],
   NodeReplacing: ['replacement', 'R'],
   NodeReplaced: ['replacement', 'R'],
+  NodeReplacementCancelled: ['replacement', 'R'],
 };
 
 /** The query window for [from, to] (epoch s): the smallest period that
