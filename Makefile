@@ -216,7 +216,7 @@ ITERATIONS ?= 200
 chaos: all
 	ITERATIONS=$(ITERATIONS) $(if $(SEED),SEED=$(SEED)) $(PYTHON) tests/chaos/run
 
-# make check's slice: 12 iterations, none started after 80 s, none given
+# make check's slice: 10 iterations, none started after 60 s, none given
 # more than 60 s to recover (about a minute in all with the stack's start
 # and stop, under 3 when one fails), drawn from the scenarios that
 # take seconds. Left out: kill_cairnd_mid_reshard and lose_az (tens of
@@ -227,7 +227,7 @@ CHAOS_CHECK_SCENARIOS = kill_primary,kill_replica,kill_shard,pause_primary_short
 	kill_cairnd_mid_create,kill_cairnd_mid_failover,kill_cairnd_mid_upgrade,\
 	restart_postgres,fill_disk,rolling_parameters,upgrade_engine
 chaos-check: all
-	ITERATIONS=12 TIME_LIMIT=80 RECOVERY_TIMEOUT=60 SCENARIOS="$(CHAOS_CHECK_SCENARIOS)" \
+	ITERATIONS=10 TIME_LIMIT=60 RECOVERY_TIMEOUT=60 SCENARIOS="$(CHAOS_CHECK_SCENARIOS)" \
 		$(if $(SEED),SEED=$(SEED)) $(PYTHON) tests/chaos/run
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib controlplane tests -name '*.[ch]')

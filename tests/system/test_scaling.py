@@ -26,9 +26,9 @@ from expect import eq
 
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures("scaling")
 
-# make check moves 60,000 keys; make system-full also the 200,000 of the
+# make check moves 40,000 keys; make system-full also the 200,000 of the
 # issue's scenario (the same moves, kill and resume, two minutes longer).
-KEYS = 60_000
+KEYS = 40_000
 
 
 # --------------------------------------------------------------------------
