@@ -24,6 +24,8 @@ static enum db_status delete_fn(struct db_conn *conn, void *arg)
     if (st == DB_NOT_FOUND)
         return problem_no_cluster(c->p, c->id);
     if (st == DB_OK)
+        st = store_operation_yield_replacement(conn, c->id);
+    if (st == DB_OK)
         st = store_operation_queue(conn, c->id, op_cluster_delete.name, NULL, c->op_id);
     if (st == DB_CONFLICT)
         return problem_busy(c->p, c->id);

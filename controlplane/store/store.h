@@ -182,6 +182,9 @@ enum db_status store_operation_get(struct db_conn *conn, const char *id, char **
 #define STORE_UUID_SIZE 40
 enum db_status store_operation_queue(struct db_conn *conn, const char *cluster_id, const char *kind,
                                      const json_t *context, char *op_id);
+/* The cluster's replace_node operation that waits for room ends cancelled
+ * (a delete goes first); none when it placed its node or is running now. */
+enum db_status store_operation_yield_replacement(struct db_conn *conn, const char *cluster_id);
 /* Cancel the operation (a scheduled one, which has not run). */
 enum db_status store_operation_cancel(struct db_conn *conn, const char *op_id);
 /* Labels: kind, status. */

@@ -105,6 +105,24 @@ enum db_status store_operation_cancel(struct db_conn *conn, const char *op_id)
     return store_exec(conn, &cancel_operation, op_id, NULL);
 }
 
+/* A replacement still waiting for a host with room (nothing placed yet: its
+ * context has no new node) between two tries (no runner holds it) gives
+ * way to a delete of its cluster: it ends cancelled, with an event. */
+static const struct db_stmt yield_replacement = {
+    "WITH gone AS (UPDATE operations SET status = 'cancelled', finished_at = now(),"
+    "   updated_at = now()"
+    "   WHERE cluster_id = $1 AND kind = 'replace_node' AND status IN ('pending', 'running')"
+    "   AND NOT context ? 'new' AND lease_owner IS NULL RETURNING id, context ->> 'node' AS node)"
+    " INSERT INTO events (cluster_id, operation_id, type, severity, message, detail)"
+    " SELECT $1, id, 'NodeReplacementCancelled', 'info',"
+    "   format('the cluster is being deleted: node %s is not replaced', node),"
+    "   jsonb_build_object('node_id', node) FROM gone"};
+
+enum db_status store_operation_yield_replacement(struct db_conn *conn, const char *cluster_id)
+{
+    return store_exec(conn, &yield_replacement, cluster_id, NULL);
+}
+
 /* ---- the runner's lease ---------------------------------------------------------- */
 
 /* The oldest runnable operation of a kind this runner knows, leased to us.

@@ -612,6 +612,39 @@ def test_replacement_without_room_waits_and_ends_when_the_node_returns(stack, cl
     assert "OperationFailed" not in types and "NodeReplacing" not in types, types
 
 
+def test_delete_goes_before_a_replacement_waiting_for_room(stack, cleanup):
+    """The same full group, a replica's host frozen and its replacement
+    waiting for room: a DELETE is not refused as busy -- the replacement
+    gives way (cancelled, NodeReplacementCancelled) and the cluster goes."""
+    cid = "ha-room-del"
+    body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
+    rep = next(n for n in nodes(body) if n["role"] == "replica")
+    agent = stack.agent_of(rep["host_id"])
+    pid = agent.pidfile(rep["id"])
+
+    def waiting():
+        ops = [o for o in clusters.operations(stack.api, cid)
+               if o["kind"] == "replace_node" and o["status"] == "running"]
+        return ops[0] if ops else None
+    agent.signal(signal.SIGSTOP)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        op = wait_until(waiting, HEARTBEAT_S + REPLACE_AFTER_S + 20, "a replacement waiting",
+                        interval=0.2)
+        r = stack.api.delete(f"/v1/clusters/{cid}")
+        if r.status_code == 409:  # asked in the instant it was trying again
+            time.sleep(0.5)
+            r = stack.api.delete(f"/v1/clusters/{cid}")
+        eq(r.status_code, 202, f"DELETE while the replacement waits: {r.text}")
+        eq(expect.json_ok(stack.api.get(f"/v1/operations/{op['id']}"))["status"], "cancelled",
+           "the replacement gave way")
+        clusters.wait_gone(stack.api, cid, 30)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        agent.signal(signal.SIGCONT)
+    wait_until(lambda: not agent.node_dir(rep["id"]).exists(), 30, "the node removed on return")
+
+
 def test_replica_that_never_comes_up_again_is_replaced(stack, cleanup):
     """A replica's AOF made unreadable while its engine is down: its agent
     restarts it again and again and it exits at once each time. It never
