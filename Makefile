@@ -11,7 +11,7 @@
 #   make lint       include cycles, SQL in the store, clang-format, cppcheck
 #   make bench      benchmarks under tests/bench
 #   make fuzz       every fuzz target for FUZZ_SECONDS (default 3600), corpus merged back
-#   make fuzz-check every fuzz target for 60 s in all (part of make check)
+#   make fuzz-check every fuzz target for 30 s in all (part of make check)
 #   make chaos      ITERATIONS faults (200) against a live stack, each checked; SEED replays
 #   make chaos-check the chaos suite's slice for make check (under 3 minutes)
 
@@ -186,7 +186,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(BUILD)/libcairnd.a $(BUILD)/
 	@$(CC) $(CPPFLAGS) -iquote tests/fuzz $(CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 
 fuzz-check: fuzz-build
-	tests/fuzz/run 60
+	tests/fuzz/run 30
 
 fuzz: deps fuzz-build
 	FUZZ_MERGE=1 tests/fuzz/run $(FUZZ_SECONDS)
