@@ -100,6 +100,17 @@ def wait_available(api, cid, timeout=30, interval=0.02):
                         timeout, f"cluster {cid} available", interval)
 
 
+def wait_replicas_linked(api, cid, timeout=20):
+    """Every replica reported linked to its primary and out of its sync --
+    what an engine upgrade asks of a cluster -- after a bulk load, say."""
+    def linked(b):
+        return b is not None and all(
+            n["replication"] and n["replication"]["link_status"] == "up"
+            and not n["replication"]["sync_in_progress"] and not n["replication"]["loading"]
+            for n in nodes(b) if n["role"] == "replica")
+    return wait_cluster(api, cid, linked, timeout, f"cluster {cid}'s replicas linked", 0.1)
+
+
 def wait_gone(api, cid, timeout=30, interval=0.02):
     wait_cluster(api, cid, lambda b: b is None, timeout, f"cluster {cid} gone (404)", interval)
 

@@ -168,6 +168,7 @@ def test_cluster_mode_upgrades_without_losing_a_write(stack, cleanup):
                 p.set(f"pre{i}", i)
             p.execute()
     rc.close()
+    clusters.wait_replicas_linked(stack.api, "up-sharded")
     cc = ClusterClient(stack, "up-sharded", pw)
     w = Writer(lambda: cc).start()
     try:
