@@ -14,7 +14,10 @@
  *                              the engine)
  *         engine.log           the engine's standard output and error
  *         node.json            what runs: engine, version, line, port,
- *                              binary, password, the desired entry it was
+ *                              binary, the agent's login to it (user
+ *                              cairn's password: a restarted agent must
+ *                              reach the engine before cairnd answers),
+ *                              the desired entry it was
  *                              started from and how it last ended (0600),
  *                              for re-adoption and the restart policy
  *         data/                the engine's working directory (RDB, AOF)
@@ -36,6 +39,7 @@
 #include "converge.h"
 #include "cp.h"
 #include "desired.h"
+#include "engine_config.h"
 #include "identity.h"
 #include "pinger.h"
 #include "settings.h"
@@ -67,9 +71,17 @@ struct agent_run {
     char line[ENGINE_LINE_MAX];       /* "8.0" */
     int port;
     char *binary;   /* path it was started from */
-    char *password; /* NULL: none */
+    char *password; /* the agent's own login to the engine; NULL: none */
+    bool admin;     /* password is ENGINE_ADMIN_USER's, not (for a node
+                     * rendered by an older cairnd) the default user's */
     char *spec;     /* the desired entry it was started from (canonical JSON) */
 };
+
+/* The engine user the agent logs in as (NULL: the default user). */
+static inline const char *agent_run_user(const struct agent_run *run)
+{
+    return run->admin ? ENGINE_ADMIN_USER : NULL;
+}
 
 struct agent_node {
     char id[AGENT_NODE_ID_MAX];

@@ -45,7 +45,8 @@ struct agent_pinger {
 /* A refused or dropped connection is retried this soon before it counts. */
 #define PINGER_RETRY_US 100000LL
 
-struct agent_pinger *agent_pinger_new(const char *host, int port, const char *password)
+struct agent_pinger *agent_pinger_new(const char *host, int port, const char *username,
+                                      const char *password)
 {
     struct agent_pinger *p = xcalloc(1, sizeof(*p));
 
@@ -53,6 +54,7 @@ struct agent_pinger *agent_pinger_new(const char *host, int port, const char *pa
     p->password = password != NULL && password[0] ? xstrdup(password) : NULL;
     p->opt.host = p->host;
     p->opt.port = port;
+    p->opt.username = username;
     p->opt.password = p->password;
     p->interval_us = AGENT_PING_INTERVAL_US;
     return p;

@@ -66,9 +66,12 @@ struct agent_pinger_result {
                                     frees it with resp_reply_free() */
 };
 
-/* A pinger for host:port, authenticating with password (NULL: none);
- * nothing is sent before the first tick. Free with agent_pinger_free(). */
-struct agent_pinger *agent_pinger_new(const char *host, int port, const char *password);
+/* A pinger for host:port, authenticating as username (NULL: the default
+ * user; else a string that outlives the pinger, such as ENGINE_ADMIN_USER)
+ * with password (NULL: none); nothing is sent before the first tick. Free
+ * with agent_pinger_free(). */
+struct agent_pinger *agent_pinger_new(const char *host, int port, const char *username,
+                                      const char *password);
 void agent_pinger_free(struct agent_pinger *p);
 
 /* Probe every interval_us from now on (the first PING goes at once). */

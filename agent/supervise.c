@@ -186,11 +186,11 @@ static const char *const exit_names[] = {"none", "clean", "failure"};
 
 static bool save_run(const struct agent_node *n, char *err, size_t errsize)
 {
-    json_t *j =
-        json_pack("{s:s, s:s, s:s, s:i, s:s, s:s?, s:s, s:s?}", "engine",
-                  engine_kind_name(n->run.kind), "version", n->run.version, "line", n->run.line,
-                  "port", n->run.port, "binary", n->run.binary, "password", n->run.password,
-                  "last_exit", exit_names[n->last_exit], "spec", n->run.spec);
+    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s?, s:s?, s:s, s:s?}", "engine",
+                          engine_kind_name(n->run.kind), "version", n->run.version, "line",
+                          n->run.line, "port", n->run.port, "binary", n->run.binary, "password",
+                          n->run.password, "user", n->run.admin ? ENGINE_ADMIN_USER : NULL,
+                          "last_exit", exit_names[n->last_exit], "spec", n->run.spec);
     char *text = j != NULL ? json_dumps(j, JSON_INDENT(2)) : NULL;
     bool ok;
 
@@ -226,6 +226,7 @@ static bool load_run(struct agent_node *n)
         n->run.port = (int)port;
         n->run.binary = xstrdup(binary);
         n->run.password = password != NULL ? xstrdup(password) : NULL;
+        n->run.admin = json_is_string(json_object_get(j, "user"));
         n->run.spec = spec != NULL ? xstrdup(spec) : NULL;
         n->has_run = true;
         for (int i = 0; last_exit != NULL && i < 3; i++) {
@@ -244,7 +245,8 @@ static bool load_run(struct agent_node *n)
 static void watch_health(struct agent *a, struct agent_node *n, int64_t now_us)
 {
     agent_pinger_free(n->pinger);
-    n->pinger = agent_pinger_new(a->cfg->address, n->run.port, n->run.password);
+    n->pinger =
+        agent_pinger_new(a->cfg->address, n->run.port, agent_run_user(&n->run), n->run.password);
     agent_pinger_set_interval(n->pinger,
                               n->state == AGENT_NODE_STARTING ? AGENT_PING_STARTING_INTERVAL_US
                                                               : AGENT_PING_INTERVAL_US,
@@ -355,7 +357,7 @@ static void follow_primary(struct agent *a, struct agent_node *n, int64_t now_us
         unwatch_primary(a, n);
     if (!want || n->watch != NULL)
         return;
-    n->watch = agent_watch_new(host, port, n->run.password);
+    n->watch = agent_watch_new(host, port, agent_run_user(&n->run), n->run.password);
     agent_watch_began(&n->heard, now_us); /* until the first answer, silence counts from here */
     log_info("watching the replica's primary", "node=%s primary=%s:%d", n->id, host, port);
 }
@@ -448,6 +450,7 @@ static void keep_following(struct agent_node *n, const char *address, int64_t no
                              .port = n->run.port,
                              .connect_timeout_ms = 500,
                              .command_timeout_ms = 500,
+                             .username = agent_run_user(&n->run),
                              .password = n->run.password};
     struct resp_conn *c = resp_connect(&o, err, sizeof(err));
     bool ok = c != NULL && engine_replicaof(c, want_host, want_port, err, sizeof(err));
@@ -492,6 +495,10 @@ static bool spec_from_config(const json_t *cfg, struct engine_config_spec *spec,
         spec->cluster_node_timeout_ms = (int)json_integer_value(v);
     if (json_is_string(v = json_object_get(cfg, "password")))
         spec->password = json_string_value(v);
+    if (json_is_string(v = json_object_get(cfg, "admin_password")))
+        spec->admin_password = json_string_value(v);
+    if (json_is_string(v = json_object_get(cfg, "replication_password")))
+        spec->replication_password = json_string_value(v);
     const json_t *of = json_object_get(cfg, "replicaof");
     if (json_is_object(of)) {
         spec->replicaof_host = json_string_value(json_object_get(of, "address"));
@@ -585,7 +592,9 @@ static bool start_engine(struct agent *a, struct agent_node *n, int64_t now_us, 
                          size_t errsize)
 {
     const struct engine_binary *bin = find_binary(a, n->want.kind, n->want.line);
-    const char *password = json_string_value(json_object_get(n->want.config, "password"));
+    const char *admin = json_string_value(json_object_get(n->want.config, "admin_password"));
+    const char *password =
+        admin != NULL ? admin : json_string_value(json_object_get(n->want.config, "password"));
     char why[256];
 
     if (!agent_files_mkdirs(n->data_dir, 0700, err, errsize) || !write_config(a, n, err, errsize))
@@ -597,6 +606,7 @@ static bool start_engine(struct agent *a, struct agent_node *n, int64_t now_us, 
     n->run.port = n->want.port;
     n->run.binary = xstrdup(bin->path);
     n->run.password = password != NULL && password[0] ? xstrdup(password) : NULL;
+    n->run.admin = admin != NULL;
     n->run.spec = xstrdup(n->want.spec);
     n->has_run = true;
     if (!save_run(n, err, errsize))
@@ -834,6 +844,7 @@ static int info_confirms(struct agent *a, struct agent_node *n, pid_t pid, char 
                              .port = n->run.port,
                              .connect_timeout_ms = 1000,
                              .command_timeout_ms = 1000,
+                             .username = agent_run_user(&n->run),
                              .password = n->run.password};
     struct resp_conn *c = resp_connect(&o, why, whysize);
     struct engine_info *info;

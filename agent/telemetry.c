@@ -153,7 +153,8 @@ static bool ask_primary(struct agent_node *n, int64_t now_us)
     if (n->upstream != NULL && !agent_upstream_is(n->upstream, l->host, l->port))
         upstream_close(n); /* a failover: another primary */
     if (n->upstream == NULL)
-        n->upstream = agent_upstream_new(l->host, l->port, n->run.password);
+        n->upstream =
+            agent_upstream_new(l->host, l->port, agent_run_user(&n->run), n->run.password);
     if (agent_upstream_ask(n->upstream, now_us, err, sizeof(err)))
         return true;
     upstream_failed(n, err);

@@ -19,7 +19,8 @@ struct agent_upstream {
     int64_t deadline_us; /* 0: nothing asked */
 };
 
-struct agent_upstream *agent_upstream_new(const char *host, int port, const char *password)
+struct agent_upstream *agent_upstream_new(const char *host, int port, const char *username,
+                                          const char *password)
 {
     struct agent_upstream *u = xcalloc(1, sizeof(*u));
 
@@ -28,6 +29,7 @@ struct agent_upstream *agent_upstream_new(const char *host, int port, const char
     u->numeric = resp_host_is_address(host);
     u->opt.host = u->host;
     u->opt.port = port;
+    u->opt.username = username;
     u->opt.password = u->password;
     return u;
 }

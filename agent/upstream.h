@@ -30,9 +30,11 @@ enum agent_upstream_status {
 };
 
 /* A reader of the primary at host:port (an IPv4 or IPv6 address),
- * authenticating with password (NULL or "": none); nothing is sent before
- * the first agent_upstream_ask(). Free with agent_upstream_free(). */
-struct agent_upstream *agent_upstream_new(const char *host, int port, const char *password);
+ * authenticating as username (as for agent_pinger_new()) with password
+ * (NULL or "": none); nothing is sent before the first agent_upstream_ask().
+ * Free with agent_upstream_free(). */
+struct agent_upstream *agent_upstream_new(const char *host, int port, const char *username,
+                                          const char *password);
 
 /* Close the connection and free u; NULL is allowed. */
 void agent_upstream_free(struct agent_upstream *u);

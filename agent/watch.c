@@ -20,7 +20,8 @@ struct agent_watch {
     int64_t next_ping_us;
 };
 
-struct agent_watch *agent_watch_new(const char *host, int port, const char *password)
+struct agent_watch *agent_watch_new(const char *host, int port, const char *username,
+                                    const char *password)
 {
     struct agent_watch *w = xcalloc(1, sizeof(*w));
 
@@ -29,6 +30,7 @@ struct agent_watch *agent_watch_new(const char *host, int port, const char *pass
     w->password = password != NULL && password[0] ? xstrdup(password) : NULL;
     w->opt.host = w->host;
     w->opt.port = port;
+    w->opt.username = username;
     w->opt.password = w->password;
     return w;
 }

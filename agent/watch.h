@@ -69,10 +69,11 @@ enum agent_watch_news {
 };
 
 /* A watch of the engine at host:port (an IPv4 or IPv6 address: the caller
- * checks with resp_host_is_address()), authenticating with password (NULL
- * or "": none); nothing is sent before the first tick. Free with
- * agent_watch_free(). */
-struct agent_watch *agent_watch_new(const char *host, int port, const char *password);
+ * checks with resp_host_is_address()), authenticating as username (as for
+ * agent_pinger_new()) with password (NULL or "": none); nothing is sent
+ * before the first tick. Free with agent_watch_free(). */
+struct agent_watch *agent_watch_new(const char *host, int port, const char *username,
+                                    const char *password);
 
 /* Close the connection and free w; NULL is allowed. */
 void agent_watch_free(struct agent_watch *w);

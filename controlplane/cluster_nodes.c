@@ -1,6 +1,7 @@
 /* cluster_nodes.c -- what cairnd needs to talk to a cluster's engines: its
- * nodes as last placed and reported, and its engine password, sealed in the
- * database with cairnd's secret key (lib/secretbox). */
+ * nodes as last placed and reported, and the passwords: the tenant's,
+ * sealed in the database with cairnd's secret key (lib/secretbox), and
+ * Cairn's own users', derived from that key. */
 #include "cluster_nodes.h"
 
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "crypto.h"
+#include "engine_config.h"
 #include "log.h"
 #include "secretbox.h"
 #include "store.h"
@@ -49,19 +51,39 @@ char *cluster_seal_secret(struct app *app, const char *cluster_id, const char *p
     return text;
 }
 
+/* Cairn's own engine users' passwords are not stored: each is an HMAC under
+ * cairnd's secret key of the cluster's uid (one life of its name) and the
+ * user's name, so every cairnd sharing the key knows them, a cluster
+ * created again under the same name gets new ones, and no tenant-facing
+ * path holds them. */
+char *cluster_engine_password(struct app *app, const char *cluster_uid, const char *user)
+{
+    unsigned char mac[CRYPTO_SHA256_LEN];
+    char *hex;
+
+    if (!app->have_secret_key || cluster_uid == NULL)
+        return NULL;
+    char *what = xasprintf("cairn engine user\n%s\n%s", cluster_uid, user);
+    crypto_hmac_sha256(app->secret_key, sizeof(app->secret_key), what, strlen(what), mac);
+    free(what);
+    hex = xmalloc(2 * sizeof(mac) + 1);
+    crypto_hex(mac, sizeof(mac), hex);
+    return hex;
+}
+
 /* ---- nodes for the operations ------------------------------------------- */
 
 struct load_call {
     const char *id;
     struct cluster_nodes *out;
     bool cluster_mode;
-    char *secret_hex;
+    char *uid;
 };
 
 static enum db_status load_fn(struct db_conn *conn, void *arg)
 {
     struct load_call *c = arg;
-    return store_cluster_nodes(conn, c->id, c->out, &c->cluster_mode, &c->secret_hex);
+    return store_cluster_nodes(conn, c->id, c->out, &c->cluster_mode, &c->uid);
 }
 
 bool cluster_nodes_load(struct app *app, const char *cluster_id, struct cluster_nodes *out,
@@ -73,18 +95,16 @@ bool cluster_nodes_load(struct app *app, const char *cluster_id, struct cluster_
     *password = NULL;
     if (st != DB_OK) {
         snprintf(err, errsize, "could not read cluster %s from the database", cluster_id);
-        free(call.secret_hex);
+        free(call.uid);
         return false;
     }
     *cluster_mode = call.cluster_mode;
-    if (call.secret_hex != NULL) {
-        *password = cluster_open_secret(app, cluster_id, call.secret_hex);
-        free(call.secret_hex);
-        if (*password == NULL) {
-            snprintf(err, errsize, "cannot open the engine password of cluster %s", cluster_id);
-            cluster_nodes_free(out);
-            return false;
-        }
+    *password = cluster_engine_password(app, call.uid, ENGINE_ADMIN_USER);
+    free(call.uid);
+    if (*password == NULL) {
+        snprintf(err, errsize, "cairnd has no secret key to derive its engine password with");
+        cluster_nodes_free(out);
+        return false;
     }
     return true;
 }

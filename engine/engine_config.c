@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto.h"
 #include "strbuf.h"
 #include "xalloc.h"
 
@@ -307,6 +308,9 @@ static const char *const managed[] = {
     "requirepass",
     "masterauth",
     "primaryauth",
+    "masteruser",
+    "primaryuser",
+    "aclfile",
     "cluster-enabled",
     "cluster-config-file",
     "cluster-node-timeout",
@@ -540,6 +544,11 @@ static bool has_password(const struct engine_config_spec *spec)
     return spec->password != NULL && spec->password[0] != '\0';
 }
 
+static bool own_password(const char *p)
+{
+    return p != NULL && p[0] != '\0' && strlen(p) <= ENGINE_CONFIG_PASSWORD_MAX;
+}
+
 static bool check_engine(const struct engine_config_spec *spec, char *err, size_t errsize)
 {
     if ((unsigned)spec->kind >= ENGINE_KIND_COUNT) {
@@ -586,6 +595,12 @@ static bool check_network(const struct engine_config_spec *spec, bool *loopback,
     }
     if (has_password(spec) && strlen(spec->password) > ENGINE_CONFIG_PASSWORD_MAX) {
         snprintf(err, errsize, "password must be at most %d bytes", ENGINE_CONFIG_PASSWORD_MAX);
+        return false;
+    }
+    if (spec->admin_password != NULL &&
+        (!own_password(spec->admin_password) || !own_password(spec->replication_password))) {
+        snprintf(err, errsize, "admin_password and replication_password must both be 1 to %d bytes",
+                 ENGINE_CONFIG_PASSWORD_MAX);
         return false;
     }
     bool ignored;
@@ -755,6 +770,54 @@ static void render_cluster(struct strbuf *o, const struct engine_config_spec *sp
     free(nodes_conf);
 }
 
+/* The tenant's access: every command but those that would reconfigure the
+ * node, reach other hosts or take the node away from Cairn -- CONFIG, ACL,
+ * REPLICAOF, the CLUSTER commands that change the topology, SHUTDOWN,
+ * DEBUG, MODULE, CLIENT PAUSE and KILL, FAILOVER, SAVE and its kin,
+ * MONITOR, SYNC, MIGRATE (all @admin or @dangerous) -- with the harmless
+ * ones of those categories that applications and their tools use given
+ * back. */
+const char ENGINE_TENANT_ACCESS[] =
+    "~* &* +@all -@admin -@dangerous +info +role +keys +sort +sort_ro +flushdb +flushall"
+    " +lastsave +client|list +slowlog|get +slowlog|len +latency|latest +latency|history"
+    " +latency|histogram +latency|doctor +latency|graph +cluster|replicas +cluster|slaves";
+
+/* "#<sha-256 hex>": a password as an ACL rule, so the file does not hold it. */
+static void password_rule(struct strbuf *o, const char *password)
+{
+    unsigned char digest[CRYPTO_SHA256_LEN];
+    char hex[2 * CRYPTO_SHA256_LEN + 1];
+
+    crypto_sha256(password, strlen(password), digest);
+    crypto_hex(digest, sizeof(digest), hex);
+    strbuf_printf(o, "#%s", hex);
+}
+
+static void render_user(struct strbuf *o, const char *name, const char *password,
+                        const char *access)
+{
+    strbuf_printf(o, "user %s reset on ", name);
+    if (password != NULL && password[0] != '\0')
+        password_rule(o, password);
+    else
+        strbuf_printf(o, "nopass");
+    strbuf_printf(o, " %s\n", access);
+}
+
+/* The tenant (default user), Cairn, and replication, each with a password
+ * of its own, kept as hashes. The replication password alone is written
+ * as it is: a replica presents it to its primary (masterauth), so the
+ * engine must read it back, and it opens nothing but PSYNC. */
+static void render_users(struct strbuf *o, const struct engine_config_spec *spec)
+{
+    render_user(o, "default", spec->password, ENGINE_TENANT_ACCESS);
+    render_user(o, ENGINE_ADMIN_USER, spec->admin_password, "~* &* +@all");
+    render_user(o, ENGINE_REPLICATION_USER, spec->replication_password,
+                "-@all +psync +replconf +ping");
+    directive(o, "masteruser", ENGINE_REPLICATION_USER);
+    directive(o, "masterauth", spec->replication_password);
+}
+
 static void render(struct strbuf *o, const struct engine_config_spec *spec, bool loopback,
                    const struct engine_config_sizes *sz, const char *const *canon)
 {
@@ -802,9 +865,10 @@ static void render(struct strbuf *o, const struct engine_config_spec *spec, bool
     strbuf_printf(o, "client-output-buffer-limit replica %llu 0 0\n",
                   (unsigned long long)sz->replica_buffer);
 
-    /* One secret for clients and for replicas authenticating to their
-     * primary (which may be any node after a failover). */
-    if (has_password(spec)) {
+    if (spec->admin_password != NULL)
+        render_users(o, spec);
+    else if (has_password(spec)) {
+        /* Rendered for an older cairnd: one secret for everyone. */
         directive(o, "requirepass", spec->password);
         directive(o, "masterauth", spec->password);
     }

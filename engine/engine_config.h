@@ -24,6 +24,16 @@
 #define ENGINE_CONFIG_PATH_MAX     1024
 #define ENGINE_CONFIG_PASSWORD_MAX 1024
 
+/* Cairn's own engine users. cairnd and the agents talk to an engine as
+ * ENGINE_ADMIN_USER (every command); a replica authenticates to its primary
+ * as ENGINE_REPLICATION_USER, which can do nothing but replicate. The
+ * tenant is the default user -- the cluster's AUTH token -- with every
+ * command but those that would reconfigure the node or take it away from
+ * Cairn (ENGINE_TENANT_ACCESS; docs/security.md). */
+#define ENGINE_ADMIN_USER       "cairn"
+#define ENGINE_REPLICATION_USER "cairn-repl"
+extern const char ENGINE_TENANT_ACCESS[];
+
 /* One user parameter, as a parameter group holds it: the directive name
  * and its value as text ("timeout", "300"). */
 struct engine_config_param {
@@ -109,8 +119,13 @@ struct engine_config_spec {
     const char *maxmemory_policy; /* see engine_config_policy_valid() */
     bool appendonly;              /* AOF, fsync every second */
     bool cluster_enabled;
-    int cluster_node_timeout_ms;   /* 500..120000; checked always, used in cluster mode */
-    const char *password;          /* NULL or "": none (loopback only) */
+    int cluster_node_timeout_ms; /* 500..120000; checked always, used in cluster mode */
+    const char *password;        /* the tenant's (default user); NULL or "": none (loopback only) */
+    /* Cairn's own users' passwords (ENGINE_ADMIN_USER, ENGINE_REPLICATION_USER);
+     * NULL: a node rendered before they existed, whose one password is
+     * everyone's (requirepass). */
+    const char *admin_password;
+    const char *replication_password;
     const char *availability_zone; /* NULL: none; Valkey 8.0+ announces it */
     /* Cluster mode disabled: the primary this node replicates from when it
      * starts (NULL: it starts as a primary). Ignored in cluster mode, where

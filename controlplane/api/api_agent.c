@@ -8,6 +8,7 @@
 #include "api.h"
 #include "catalog.h"
 #include "cluster_nodes.h"
+#include "engine_config.h"
 #include "ha.h"
 #include "log.h"
 #include "monitor.h"
@@ -247,8 +248,16 @@ static enum db_status desired_fn(struct db_conn *conn, void *arg)
     return store_host_desired(conn, c->host_id, c->heartbeat_timeout_s, &c->desired);
 }
 
-/* The store leaves each node's engine password sealed; open it here, the
- * only place it leaves cairnd (over the agent's authenticated channel). */
+/* config.key = password (taken; null when NULL). */
+static void set_password(json_t *config, const char *key, char *password)
+{
+    json_object_set_new(config, key, password != NULL ? json_string(password) : json_null());
+    free(password);
+}
+
+/* The store leaves each node's tenant password sealed and Cairn's own
+ * users' underived; both are done here, the only place the passwords leave
+ * cairnd (over the agent's authenticated channel). */
 static char *open_passwords(struct app *app, const char *desired)
 {
     json_t *doc = json_loads(desired, 0, NULL), *node;
@@ -260,13 +269,19 @@ static char *open_passwords(struct app *app, const char *desired)
         json_t *config = json_object_get(node, "config");
         const char *box = json_string_value(json_object_get(config, "password_box"));
         const char *cluster = json_string_value(json_object_get(config, "cluster_id"));
-        char *password =
-            box != NULL && cluster != NULL ? cluster_open_secret(app, cluster, box) : NULL;
-        json_object_set_new(config, "password",
-                            password != NULL ? json_string(password) : json_null());
+        const char *uid = json_string_value(json_object_get(config, "cluster_uid"));
+        if (config == NULL)
+            continue; /* a tombstone */
+        set_password(config, "password",
+                     box != NULL && cluster != NULL ? cluster_open_secret(app, cluster, box)
+                                                    : NULL);
+        set_password(config, "admin_password",
+                     cluster_engine_password(app, uid, ENGINE_ADMIN_USER));
+        set_password(config, "replication_password",
+                     cluster_engine_password(app, uid, ENGINE_REPLICATION_USER));
         json_object_del(config, "password_box");
         json_object_del(config, "cluster_id");
-        free(password);
+        json_object_del(config, "cluster_uid");
     }
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);

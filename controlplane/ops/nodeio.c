@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine_config.h"
 #include "info.h"
 
 struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *password,
@@ -13,6 +14,7 @@ struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *passw
                              .port = n->port,
                              .connect_timeout_ms = wait.connect_ms,
                              .command_timeout_ms = wait.command_ms,
+                             .username = password != NULL ? ENGINE_ADMIN_USER : NULL,
                              .password = password};
     return resp_connect(&o, err, errsize);
 }

@@ -31,6 +31,7 @@
 
 #include "changes.h"
 #include "clusters.h"
+#include "engine_config.h"
 #include "log.h"
 #include "nodeio.h"
 #include "reshard.h"
@@ -165,6 +166,7 @@ static void movers_open(struct movers *m, struct slot_view *v)
     for (int s = 0; s < v->nshards; s++) {
         m->addr[s].host = v->shards[s].primary->address;
         m->addr[s].port = v->shards[s].primary->port;
+        m->addr[s].username = ENGINE_ADMIN_USER;
         m->addr[s].password = v->password;
     }
 }

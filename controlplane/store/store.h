@@ -479,8 +479,7 @@ struct cluster_nodes {
  * cluster mode, and its sealed engine password as hex (*secret_hex, NULL
  * when it has none; the caller frees it). DB_NOT_FOUND: no such cluster. */
 enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,
-                                   struct cluster_nodes *out, bool *cluster_mode,
-                                   char **secret_hex);
+                                   struct cluster_nodes *out, bool *cluster_mode, char **uid);
 /* A role cairnd read from the engine itself: linked, loaded, in sync. */
 enum db_status store_node_set_role(struct db_conn *conn, const char *node_id, const char *role);
 /* After a planned failover: target is the primary, previous its replica. */

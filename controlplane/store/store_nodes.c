@@ -12,8 +12,8 @@
 /* ---- a cluster's nodes ----------------------------------------------------------- */
 
 static const struct db_stmt load_cluster = {
-    "SELECT coalesce(spec ->> 'cluster_mode', 'enabled') = 'enabled',"
-    "  encode(auth_secret, 'hex') FROM clusters WHERE id = $1"};
+    "SELECT coalesce(spec ->> 'cluster_mode', 'enabled') = 'enabled', uid"
+    " FROM clusters WHERE id = $1"};
 
 static const struct db_stmt load_nodes = {
     "SELECT n.id, coalesce(n.host_id::text, ''), coalesce(h.address, ''), coalesce(n.port, 0),"
@@ -45,7 +45,7 @@ static void read_node(const PGresult *res, int r, void *item)
 }
 
 enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,
-                                   struct cluster_nodes *out, bool *cluster_mode, char **secret_hex)
+                                   struct cluster_nodes *out, bool *cluster_mode, char **uid)
 {
     struct db_params p = {0};
     PGresult *res;
@@ -54,8 +54,8 @@ enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,
     if (st != DB_OK)
         return st;
     *cluster_mode = db_bool(res, 0, 0);
-    free(*secret_hex);
-    *secret_hex = store_dup_text(res, 0, 1);
+    free(*uid);
+    *uid = store_dup_text(res, 0, 1);
     PQclear(res);
     free(out->items);
     out->items =

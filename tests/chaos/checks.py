@@ -236,7 +236,7 @@ def engine_parameters(t, body):
     found = []
     for n in clusters.nodes(body):
         try:
-            with engine(n, t.password) as c:
+            with clusters.admin_client(n, timeout=ENGINE_TIMEOUT_S) as c:
                 have = c.config_get("maxmemory-policy")["maxmemory-policy"]
         except redis.RedisError as e:
             found.append(f"{t.id}: node {label(n)}: {e}")

@@ -311,6 +311,7 @@ class Agent:
     def node_dir(self, node_id):
         return self.data_dir / "nodes" / node_id
 
+
     def pidfile(self, node_id):
         """The pid in the node's engine.pid, or None."""
         try:
@@ -385,3 +386,15 @@ def add_node(inst, host_id, cluster, engine="valkey", version="8.0", port=None,
               f" '{cluster[1]}', '{host_id}', '{engine}', '{version}', '{node_type}',"
               f" {port if port else 'NULL'}, '{restart_policy}', '{desired_state}')")
     return nid
+
+
+def engine_login(node_id):
+    """(user, password) the agent running node_id logs in to its engine
+    with -- Cairn's own engine user, which a tenant never gets -- read from
+    the node's node.json, as an operator with root on the host could."""
+    for d in list(_data_dirs):
+        path = Path(d) / "nodes" / node_id / "node.json"
+        if path.is_file():
+            run = json.loads(path.read_text())
+            return run.get("user"), run.get("password")
+    raise harness.HarnessError(f"no agent runs node {node_id}")

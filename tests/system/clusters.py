@@ -134,6 +134,15 @@ def client(address, port, pw, timeout=3):
                        socket_connect_timeout=timeout, decode_responses=True)
 
 
+def admin_client(node, timeout=3):
+    """A connection to node's engine as Cairn's own engine user, for the
+    tests' looks behind the tenant's back (CONFIG, DEBUG, REPLICAOF...)."""
+    user, pw = agents.engine_login(node["id"])
+    return redis.Redis(host=node["address"], port=node["port"], username=user, password=pw,
+                       socket_timeout=timeout, socket_connect_timeout=timeout,
+                       decode_responses=True)
+
+
 def primary_and_replica(stack, cleanup, cid):
     """Create a valkey 8.0 group of a primary and a replica on stack (its id
     added to cleanup) and wait until it is available: (body, password,

@@ -155,7 +155,13 @@ def test_long_poll_holds_then_wakes_on_change(agents):
     node = body["nodes"][0]
     eq((node["engine"], node["version"], node["port"], node["run"], node["deleted"],
         node["restart_policy"]), ("valkey", "8.0", 7000, True, False, "always"), "desired node")
-    eq(node["config"], {"memory_mib": 512, "reserved_memory_percent": 25,
+    # Cairn's own engine users' passwords: derived per cluster, never the
+    # tenant's (which this cluster, made in SQL, has none of).
+    config = dict(node["config"])
+    admin, repl = config.pop("admin_password"), config.pop("replication_password")
+    assert re.fullmatch(r"[0-9a-f]{64}", admin) and re.fullmatch(r"[0-9a-f]{64}", repl), config
+    assert admin != repl
+    eq(config, {"memory_mib": 512, "reserved_memory_percent": 25,
                         "maxmemory_policy": "volatile-lru", "appendonly": True,
                         "cluster_enabled": False, "cluster_node_timeout_ms": 5000,
                         "replicaof": None, "hold_after_crash": False,

@@ -631,7 +631,7 @@ def test_modify_applies_live_and_guards_with_etags(stack, cleanup):
     eq(done["pending_changes"].get("parameters", {}).get("restart_needed"),
        ["reserved-memory-percent"], "only the managed setting waits for a restart")
     for node in nodes(done):
-        with client(node["address"], node["port"], pw) as c:
+        with clusters.admin_client(node) as c:
             eq((c.config_get("maxmemory-policy")["maxmemory-policy"],
                 c.config_get("timeout")["timeout"]), ("allkeys-lru", "300"),
                f"live parameters on port {node['port']}")

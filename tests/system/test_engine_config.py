@@ -108,9 +108,9 @@ class Node:
         self.proc = proc
         self.client = None
 
-    def connect(self, password=None):
-        return redis.Redis(host="127.0.0.1", port=self.spec["port"], password=password,
-                           socket_timeout=5, decode_responses=True)
+    def connect(self, password=None, username=None):
+        return redis.Redis(host="127.0.0.1", port=self.spec["port"], username=username,
+                           password=password, socket_timeout=5, decode_responses=True)
 
     def config_get(self, name):
         got = self.client.config_get(name)
@@ -149,7 +149,8 @@ def launch(request, render_tool):
                                       cwd=workdir)
         node = Node(engine, spec, workdir, r.stdout, proc)
         started.append(node)
-        client = node.connect(spec.get("password"))
+        client = (node.connect(spec["admin_password"], "cairn") if spec.get("admin_password")
+                  else node.connect(spec.get("password")))
 
         def ready():
             if not proc.alive():
@@ -272,12 +273,38 @@ def test_password(launch, engine, cluster):
     shutdown(node)
 
 
-def expect_refused(client, code):
-    """PING without the right password must fail with code."""
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_users(launch, engine):
+    """Cairn's users: the tenant's password (the default user) runs data
+    commands and not CONFIG; Cairn's runs everything; a replica rendered
+    with the same users syncs from the primary as the replication user,
+    which can do nothing else."""
+    users = {"admin_password": "admin-" + "a" * 58, "replication_password": "repl-" + "r" * 59}
+    primary = launch(engine, password=NASTY_PASSWORD, **users)
+    replica = launch(engine, password=NASTY_PASSWORD, replicaof={
+        "address": "127.0.0.1", "port": primary.spec["port"]}, **users)
+    tenant = primary.connect(NASTY_PASSWORD)
+    tenant.set("k", "v")
+    expect_refused(tenant, "NOPERM", "CONFIG", "GET", "maxmemory")
+    eq(replica.client.execute_command("ACL", "WHOAMI"), "cairn", "Cairn's login")
+    harness.wait_until(lambda: replica.client.info("replication")["master_link_status"] == "up",
+                       10, what="the replica linked as cairn-repl")
+    eq(replica.connect(NASTY_PASSWORD).get("k"), "v", "the replica has the write")
+    repl = primary.connect(users["replication_password"], "cairn-repl")
+    expect_refused(repl, "NOPERM", "GET", "k")
+    expect_refused(primary.connect(NASTY_PASSWORD, "cairn"), "WRONGPASS")
+
+
+def expect_refused(client, code, *command):
+    """command (PING by default: without the right password) must fail with
+    code."""
     # redis-py 4.3 raises AuthenticationError for NOAUTH, ResponseError for WRONGPASS.
     with pytest.raises((redis.exceptions.AuthenticationError,
                         redis.exceptions.ResponseError)) as e:
-        client.ping()
+        client.execute_command(*(command or ("PING",)))
+    if code == "NOPERM":  # redis-py drops the code from the message
+        assert isinstance(e.value, redis.exceptions.NoPermissionError), repr(e.value)
+        return
     assert code in str(e.value) or "Authentication required" in str(e.value), \
         f"expected {code}, got {e.value!r}"
 

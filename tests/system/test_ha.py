@@ -696,6 +696,7 @@ def test_replica_in_full_sync_is_not_offered(stack, cleanup):
         for i in range(5000):
             pipe.set(f"f{i}", i)
         pipe.execute()
+    with clusters.admin_client(primary) as c:
         # 1 ms per key: the snapshot for a full sync takes about 5 s.
         c.config_set("rdb-key-save-delay", 1000)
     agent = stack.agent_of(replica["host_id"])
@@ -724,7 +725,7 @@ def test_replica_in_full_sync_is_not_offered(stack, cleanup):
         checked += 1
         time.sleep(0.1)
     assert checked >= 5, f"the full sync ended too soon to check ({checked} checks)"
-    with clusters.client(primary["address"], primary["port"], pw) as c:
+    with clusters.admin_client(primary) as c:
         c.config_set("rdb-key-save-delay", 0)
     wait_until(lambda: me in [(r["address"], r["port"]) for r in
                               clusters.get(stack.api, cid)["endpoints"]["readers"]], 20,
@@ -743,7 +744,7 @@ def test_replica_following_another_node_is_repointed_by_its_agent(stack, cleanup
     body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
     primary = primary_node(body)
     stray, other = [n for n in nodes(body) if n["role"] == "replica"]
-    with clusters.client(stray["address"], stray["port"], pw) as c:
+    with clusters.admin_client(stray) as c:
         c.execute_command("REPLICAOF", other["address"], other["port"])
 
     def follows_primary():

@@ -254,7 +254,7 @@ def test_replication_lag(stack, cleanup):
            "no ReplicationLag on the primary")
 
         # Held back for 4 s: the lag grows with the pause, then falls back.
-        with clusters.client(replica["address"], replica["port"], pw) as c:
+        with clusters.admin_client(replica) as c:
             paused_at = time.time()
             c.execute_command("CLIENT", "PAUSE", "4000", "WRITE")
         start = (paused_at // PERIOD_S) * PERIOD_S
@@ -309,7 +309,7 @@ def test_hung_primary_delays_no_sample(stack, cleanup):
         hung.bind(("127.0.0.1", 0))
         hung.listen(64)
         since = agent.log.size()
-        with clusters.client(replica["address"], replica["port"], pw) as c:
+        with clusters.admin_client(replica) as c:
             down_at = time.time()
             c.execute_command("REPLICAOF", "127.0.0.1", str(hung.getsockname()[1]))
         start = next_period()
@@ -337,7 +337,7 @@ def test_hung_primary_delays_no_sample(stack, cleanup):
 
         # Following the real primary again: the agent reads that one, and
         # the lag comes back.
-        with clusters.client(replica["address"], replica["port"], pw) as c:
+        with clusters.admin_client(replica) as c:
             c.execute_command("REPLICAOF", primary["address"], str(primary["port"]))
         back = next_period() + PERIOD_S
     wait_until(lambda: values(stack.api, cid, "ReplicationLag", replica["id"], back,

@@ -70,7 +70,7 @@ def test_primary_replica_group_changes_type_under_a_writer(stack, cleanup):
     primary = next(n for n in nodes(after) if n["role"] == "primary")
     eq(after["endpoints"]["primary"], {"address": primary["address"], "port": primary["port"]},
        "the primary endpoint follows the new primary")
-    with clusters.client(primary["address"], primary["port"], pw) as c:
+    with clusters.admin_client(primary) as c:
         maxmemory = int(c.config_get("maxmemory")["maxmemory"])
         assert maxmemory > 2000 << 20, f"maxmemory {maxmemory}: 75% of cache.t3.medium's"
         missing = [k for k, _ in w.acked if c.get(k) is None]

@@ -101,6 +101,7 @@ def test_no_metrics_yet_then_a_full_cluster_scales_up_or_out(stack, cleanup):
                 p.set(f"k{batch}:{i}", value)
             p.execute()
         evicted = c.info("stats")["evicted_keys"]
+    with clusters.admin_client(primary) as c:
         maxmemory = c.config_get("maxmemory")["maxmemory"]
     assert evicted > 0, "80 MB into a 51 MiB maxmemory evicts"
     print(f"\nmaxmemory {maxmemory}, evicted {evicted} keys")

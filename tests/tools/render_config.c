@@ -47,6 +47,9 @@ static const struct jspec_field spec_fields[] = {
     {.name = "cluster_enabled", .type = JSPEC_BOOLEAN},
     {.name = "cluster_node_timeout_ms", .type = JSPEC_INTEGER, INT_RANGE},
     {.name = "password", .type = JSPEC_STRING, .nullable = true},
+    {.name = "admin_password", .type = JSPEC_STRING, .nullable = true},
+    {.name = "replication_password", .type = JSPEC_STRING, .nullable = true},
+    {.name = "replicaof", .type = JSPEC_OBJECT, .nullable = true},
     {.name = "availability_zone", .type = JSPEC_STRING, .nullable = true},
     {.name = "parameters", .type = JSPEC_OBJECT},
     {0},
@@ -181,6 +184,12 @@ int main(int argc, char **argv)
     if ((obj = json_object_get(body, "cluster_node_timeout_ms")) != NULL)
         spec.cluster_node_timeout_ms = (int)json_integer_value(obj);
     spec.password = str(body, "password");
+    spec.admin_password = str(body, "admin_password");
+    spec.replication_password = str(body, "replication_password");
+    if ((obj = json_object_get(body, "replicaof")) != NULL && json_is_object(obj)) {
+        spec.replicaof_host = str(obj, "address");
+        spec.replicaof_port = (int)json_integer_value(json_object_get(obj, "port"));
+    }
     spec.availability_zone = str(body, "availability_zone");
 
     obj = json_object_get(body, "parameters");

@@ -760,6 +760,48 @@ static void test_replicaof(void **state)
     expect_refused(&s, "replicaof must be an IP address");
 }
 
+/* Cairn's users: each password as its SHA-256 (echo -n pw | sha256sum),
+ * the tenant confined, the replication password alone written out (a
+ * replica must present it), and no requirepass. */
+static void test_users(void **state)
+{
+    (void)state;
+    struct engine_config_spec s = base(ENGINE_REDIS, "7.0");
+    s.password = "tenant-pw";
+    s.admin_password = "admin-pw";
+    s.replication_password = "repl-pw";
+    char *text = render_ok(&s);
+    char want[1024];
+    snprintf(want, sizeof(want),
+             "user default reset on "
+             "#f5f0b7e0189f7de19bca718b76fa99e1e16011b97a54dabe9fe3f2f77494f3d5 %s",
+             ENGINE_TENANT_ACCESS);
+    expect_line(text, want);
+    expect_line(text,
+                "user cairn reset on "
+                "#f6302296b934fd23629ef2252a746c1f2b57a7d0446f069232a007fe0a1f046e ~* &* +@all");
+    expect_line(text, "user cairn-repl reset on "
+                      "#ba62d52a7f2b1d685658393c04aa2cd271b40a47c3039c6f81af3d9b1c49720b "
+                      "-@all +psync +replconf +ping");
+    expect_line(text, "masteruser cairn-repl");
+    expect_line(text, "masterauth repl-pw");
+    expect_no_line_starting(text, "requirepass");
+    assert_null(strstr(text, "tenant-pw"));
+    assert_null(strstr(text, "admin-pw"));
+    free(text);
+
+    /* The tenant may have no password on loopback; Cairn's users always do. */
+    s.password = NULL;
+    text = render_ok(&s);
+    snprintf(want, sizeof(want), "user default reset on nopass %s", ENGINE_TENANT_ACCESS);
+    expect_line(text, want);
+    free(text);
+    s.replication_password = "";
+    expect_refused(&s, "admin_password and replication_password must both be 1 to 1024 bytes");
+    s.replication_password = NULL;
+    expect_refused(&s, "admin_password and replication_password must both be");
+}
+
 static void test_spec_refused(void **state)
 {
     struct engine_config_spec s;
@@ -911,6 +953,7 @@ int main(void)
         cmocka_unit_test(test_render_engine_differences),
         cmocka_unit_test(test_render_bind_and_protected_mode),
         cmocka_unit_test(test_password_quoting),
+        cmocka_unit_test(test_users),
         cmocka_unit_test(test_path_quoting),
         cmocka_unit_test(test_params_accepted),
         cmocka_unit_test(test_params_refused),

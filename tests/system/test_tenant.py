@@ -1,0 +1,193 @@
+"""test_tenant.py -- what a tenant can do with the password it gets (the
+cluster's AUTH token, the engines' default user): use the cache, and not
+reconfigure it or take it away from Cairn. Real cairnd, agents and engines
+-- a Valkey 8.0 cluster in cluster mode and a Redis 7.0 group, since the
+two engines name and group their commands apart.
+
+Cairn itself talks to the engines as a user of its own (clusters.admin_client
+reads its login off the agent's files, as root on the host could); the
+tenant's attempts below must not disturb the cluster: it stays available,
+replicating, and Cairn keeps driving it.
+"""
+
+import redis
+from redis.crc import key_slot
+
+import agents
+import clusters
+from clusters import nodes, wait_available
+from expect import eq
+from test_ha import create
+
+stack, _dump_on_failure, cleanup = clusters.stack_fixtures("tenant")
+
+# What would reconfigure a node, reach elsewhere from it, or take it away
+# from Cairn: each refused on both engines.
+FORBIDDEN = [
+    ("CONFIG", "SET", "maxmemory", "0"),
+    ("CONFIG", "SET", "protected-mode", "no"),
+    ("CONFIG", "SET", "appendonly", "no"),
+    ("CONFIG", "SET", "requirepass", "mine-now"),
+    ("CONFIG", "GET", "*"),
+    ("CONFIG", "REWRITE"),
+    ("CONFIG", "RESETSTAT"),
+    ("ACL", "SETUSER", "backdoor", "on", ">secret", "~*", "+@all"),
+    ("ACL", "LIST"),
+    ("ACL", "DELUSER", "cairn"),
+    ("ACL", "SAVE"),
+    ("REPLICAOF", "203.0.113.7", "6379"),
+    ("SLAVEOF", "203.0.113.7", "6379"),
+    ("REPLICAOF", "NO", "ONE"),
+    ("CLUSTER", "FAILOVER", "FORCE"),
+    ("CLUSTER", "RESET", "HARD"),
+    ("CLUSTER", "FORGET", "0" * 40),
+    ("CLUSTER", "MEET", "203.0.113.7", "6379"),
+    ("CLUSTER", "REPLICATE", "0" * 40),
+    ("CLUSTER", "SETSLOT", "0", "STABLE"),
+    ("CLUSTER", "ADDSLOTS", "0"),
+    ("CLUSTER", "DELSLOTS", "0"),
+    ("CLUSTER", "BUMPEPOCH"),
+    ("CLUSTER", "SET-CONFIG-EPOCH", "9"),
+    ("CLUSTER", "SAVECONFIG"),
+    ("SHUTDOWN", "NOSAVE"),
+    ("DEBUG", "SLEEP", "1"),
+    ("DEBUG", "SEGFAULT"),
+    ("MODULE", "LIST"),
+    ("MODULE", "LOAD", "/tmp/evil.so"),
+    ("CLIENT", "PAUSE", "1000"),
+    ("CLIENT", "UNPAUSE"),
+    ("CLIENT", "KILL", "TYPE", "normal"),
+    ("CLIENT", "NO-EVICT", "on"),
+    ("FAILOVER",),
+    ("SAVE",),
+    ("BGSAVE",),
+    ("BGREWRITEAOF",),
+    ("MONITOR",),
+    ("SYNC",),
+    ("PSYNC", "?", "-1"),
+    ("REPLCONF", "listening-port", "1"),
+    ("MIGRATE", "203.0.113.7", "6379", "k", "0", "100"),
+    ("SLOWLOG", "RESET"),
+    ("LATENCY", "RESET"),
+]
+
+
+def tenant(node, pw):
+    return clusters.client(node["address"], node["port"], pw)
+
+
+def refused(c, command):
+    """The engine's answer to command: 'refused' when the user's rights
+    forbid it (NOPERM), or the engine runs it for no one over the network
+    (DEBUG and MODULE are off in every engine Cairn renders); else what it
+    said (a reply or another error)."""
+    try:
+        return f"ran: {c.execute_command(*command)!r}"
+    except redis.exceptions.NoPermissionError:
+        return "refused"
+    except redis.ResponseError as e:
+        text = str(e)
+        off = text.startswith(("DEBUG command not allowed", "MODULE command not allowed"))
+        return "refused" if text.startswith("NOPERM") or off else f"error: {e}"
+
+
+def check_forbidden(node, pw):
+    with tenant(node, pw) as c:
+        answers = {" ".join(cmd): refused(c, cmd) for cmd in FORBIDDEN}
+    eq({k: v for k, v in answers.items() if v != "refused"}, {},
+       f"commands the tenant could run on {node['engine']} {node['engine_version']}")
+
+
+def login_refused(node, user, pw):
+    try:
+        with redis.Redis(host=node["address"], port=node["port"], username=user, password=pw,
+                         socket_timeout=3) as c:
+            c.ping()
+    except redis.RedisError as e:
+        return "WRONGPASS" in str(e) or isinstance(e, redis.AuthenticationError)
+    return False
+
+
+def check_logins(node, pw):
+    """The tenant's password opens only the default user; Cairn's users
+    refuse it, and Cairn's password is not the default user's."""
+    for user in ("cairn", "cairn-repl"):
+        assert login_refused(node, user, pw), f"user {user} with the tenant's password"
+    user, admin = agents.engine_login(node["id"])
+    eq(user, "cairn", "the agent's login")
+    assert login_refused(node, None, admin), "the default user with Cairn's password"
+
+
+def check_files(stack, node, pw):
+    """Neither the tenant's nor Cairn's password is in the engine's config
+    file: the users are there as hashes."""
+    agent = stack.agent_of(node["host_id"])
+    conf = (agent.node_dir(node["id"]) / "engine.conf").read_text()
+    _, admin = agents.engine_login(node["id"])
+    assert pw not in conf and admin not in conf, "a password in engine.conf"
+    assert "user default reset on #" in conf, conf
+
+
+def test_tenant_uses_a_cluster_mode_cluster_but_cannot_reconfigure_it(stack, cleanup):
+    body, pw = create(stack, cleanup, clusters.valkey_cluster("tenant-cm", num_shards=1))
+    primary = next(n for n in nodes(body) if n["role"] == "primary")
+    replica = next(n for n in nodes(body) if n["role"] == "replica")
+    rc = clusters.cluster_client(body, pw)
+    try:
+        rc.set("k", "v")
+        eq(rc.get("k"), "v", "a write and a read")
+        eq(rc.wait(1, 2000), 1, "WAIT")
+    finally:
+        rc.close()
+    with tenant(primary, pw) as c:
+        # What applications and their tools use.
+        assert c.cluster("info")["cluster_state"] == "ok"
+        assert c.execute_command("CLUSTER", "SLOTS")
+        assert c.execute_command("CLUSTER", "SHARDS")
+        assert c.execute_command("CLUSTER", "NODES")
+        eq(c.execute_command("CLUSTER", "KEYSLOT", "k"), key_slot(b"k"), "CLUSTER KEYSLOT")
+        assert c.info("replication")["role"] == "master"
+        eq(c.execute_command("ROLE")[0], "master", "ROLE")
+        c.client_setname("app")
+        assert any(x["name"] == "app" for x in c.client_list())
+        eq(c.keys("k"), ["k"], "KEYS")
+        eq(c.eval("return redis.call('GET', KEYS[1])", 1, "k"), "v", "EVAL")
+        assert isinstance(c.slowlog_get(), list)
+        assert c.publish("news", "x") == 0
+    with tenant(replica, pw) as c:
+        c.execute_command("READONLY")
+        clusters.wait_until(lambda: c.get("k") == "v", 5, "a read from the replica")
+    check_forbidden(primary, pw)
+    check_forbidden(replica, pw)
+    check_logins(primary, pw)
+    check_files(stack, primary, pw)
+    # None of it touched the cluster: still available, still replicating,
+    # and Cairn still drives its engines.
+    after = wait_available(stack.api, "tenant-cm")
+    eq([n["role"] for n in nodes(after)], [n["role"] for n in nodes(body)], "roles")
+    with clusters.admin_client(primary) as c:
+        eq(c.config_get("maxmemory-policy")["maxmemory-policy"], "volatile-lru",
+           "Cairn's own user reads the config")
+
+
+def test_tenant_uses_a_redis_group_but_cannot_reconfigure_it(stack, cleanup):
+    body, pw = create(stack, cleanup, clusters.redis_group(
+        "tenant-group", engine="redis", engine_version="7.0", replicas_per_shard=1))
+    primary = next(n for n in nodes(body) if n["role"] == "primary")
+    replica = next(n for n in nodes(body) if n["role"] == "replica")
+    with tenant(primary, pw) as c:
+        c.set("k", "v")
+        eq(c.wait(1, 2000), 1, "WAIT")
+        c.select(1)
+        c.set("other-db", "x")
+        c.flushdb()
+        eq(c.execute_command("ROLE")[0], "master", "ROLE")
+    with tenant(replica, pw) as c:
+        eq(c.get("k"), "v", "the replica has the write")
+    check_forbidden(primary, pw)
+    check_forbidden(replica, pw)
+    check_logins(replica, pw)
+    check_files(stack, replica, pw)
+    with tenant(replica, pw) as c:
+        eq(c.info("replication")["master_link_status"], "up", "the replica's link")
+    wait_available(stack.api, "tenant-group")
