@@ -126,6 +126,14 @@ struct agent_node {
     int64_t
         astray_since_us; /* its engine follows another primary than designated; 0: it does not */
 
+    /* Cairn's engine users (engine/users.h), set on each process at the
+     * agent's first look at it; the digest of its ACL LIST right after.
+     * A later INFO round's other digest is a change behind Cairn's back. */
+    bool users_set;
+    unsigned char users_digest[CRYPTO_SHA256_LEN];
+    int64_t users_retry_us; /* a failed attempt is tried again then */
+    unsigned users_repairs; /* changes put back, reported (EngineUsersRepaired) */
+
     /* Metrics (telemetry.c). */
     struct agent_cmdtable *cmds; /* the process's command families; NULL until COMMAND answers */
     char cmds_run_id[48];        /* the run they were read from ("" until a sample says) */

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "resp.h"
 #include "topology.h"
+#include "users.h"
 #include "xalloc.h"
 
 #define INFO_SECTIONS "server replication persistence cluster"
@@ -20,7 +21,7 @@
 /* Replies are taken in the order the commands were sent. At most one of
  * each kind is outstanding, except that a PING may follow an INFO still
  * unanswered. */
-enum sent { SENT_PING, SENT_INFO, SENT_METRICS, SENT_COMMANDS, SENT_EPOCH };
+enum sent { SENT_PING, SENT_INFO, SENT_METRICS, SENT_COMMANDS, SENT_EPOCH, SENT_USERS };
 #define SENT_MAX 8
 
 struct agent_pinger {
@@ -35,6 +36,7 @@ struct agent_pinger {
     bool commands_wanted, commands_outstanding;
     bool cluster_enabled; /* an INFO said cluster_enabled:1 */
     bool epoch_outstanding;
+    bool users_outstanding;
     int64_t ping_sent_us; /* 0: no PING awaits its reply */
     int64_t next_ping_us;
     int64_t next_info_us;
@@ -113,6 +115,7 @@ static void fail(struct agent_pinger *p, const char *why, bool timed_out, int64_
     p->info_outstanding = false;
     p->metrics_outstanding = false; /* that sample is lost */
     p->epoch_outstanding = false;
+    p->users_outstanding = false;
     if (p->commands_outstanding)
         p->commands_wanted = true;
     p->commands_outstanding = false;
@@ -138,15 +141,21 @@ static bool queue(struct agent_pinger *p, enum sent kind, const char *command, c
     return true;
 }
 
-/* A cluster-mode engine's epoch, asked right after an INFO so that the
- * two readings go together. */
-static bool queue_epoch(struct agent_pinger *p, char *err, size_t errsize)
+/* What goes with each INFO on the same connection: a cluster-mode
+ * engine's epoch, so that the two readings go together, and, logged in as
+ * Cairn's own user (who alone may), the engine's users. */
+static bool queue_after_info(struct agent_pinger *p, char *err, size_t errsize)
 {
-    if (!p->cluster_enabled || p->epoch_outstanding)
-        return true;
-    if (!queue(p, SENT_EPOCH, "CLUSTER INFO", err, errsize))
-        return false;
-    p->epoch_outstanding = true;
+    if (p->cluster_enabled && !p->epoch_outstanding) {
+        if (!queue(p, SENT_EPOCH, "CLUSTER INFO", err, errsize))
+            return false;
+        p->epoch_outstanding = true;
+    }
+    if (p->opt.username != NULL && !p->users_outstanding) {
+        if (!queue(p, SENT_USERS, "ACL LIST", err, errsize))
+            return false;
+        p->users_outstanding = true;
+    }
     return true;
 }
 
@@ -176,7 +185,7 @@ static void send_round(struct agent_pinger *p, int64_t now_us, struct agent_ping
     }
     if (!p->info_outstanding && now_us >= p->next_info_us) {
         if (!queue(p, SENT_INFO, "INFO " INFO_SECTIONS, err, sizeof(err)) ||
-            !queue_epoch(p, err, sizeof(err))) {
+            !queue_after_info(p, err, sizeof(err))) {
             fail(p, err, false, now_us, res);
             return;
         }
@@ -196,7 +205,7 @@ bool agent_pinger_want_metrics(struct agent_pinger *p, int64_t now_us)
     /* Written by the next agent_pinger_io(): the loop polls for POLLOUT
      * while bytes wait. A failed connection shows up there too. */
     if (!queue(p, SENT_METRICS, "INFO " AGENT_COLLECT_INFO_SECTIONS, err, sizeof(err)) ||
-        !queue_epoch(p, err, sizeof(err)))
+        !queue_after_info(p, err, sizeof(err)))
         return false;
     p->metrics_outstanding = true;
     p->next_info_us = now_us + AGENT_INFO_INTERVAL_US; /* this INFO says what that one would */
@@ -264,6 +273,10 @@ static void take_replies(struct agent_pinger *p, int64_t now_us, struct agent_ob
             p->epoch_outstanding = false;
             seen->has_epoch = resp_reply_is_string(r) &&
                               engine_cluster_info_epoch_parse(r->str, r->len, &seen->config_epoch);
+            break;
+        case SENT_USERS:
+            p->users_outstanding = false;
+            seen->has_users = engine_users_digest(r, seen->users_digest);
             break;
         case SENT_INFO:
         case SENT_METRICS:

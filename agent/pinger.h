@@ -3,7 +3,8 @@
  * (engine/resp.h), driven by the agent's poll loop. The same connection
  * carries what metrics need: a wider INFO when asked (it stands in for the
  * next usual one) and, once per engine process, COMMAND; and, after each
- * INFO of a cluster-mode engine, CLUSTER INFO for its configuration epoch.
+ * INFO of a cluster-mode engine, CLUSTER INFO for its configuration epoch,
+ * and, logged in as Cairn's own user, ACL LIST for a digest of its users.
  *
  * The loop polls agent_pinger_fd() for agent_pinger_events(), calls
  * agent_pinger_io() when it is ready and agent_pinger_tick() when
@@ -20,6 +21,7 @@
 #include "catalog.h"
 #include "collect.h"
 #include "converge.h"
+#include "crypto.h"
 #include "info.h"
 
 /* PING every second (every 50 ms while starting, to notice the first
@@ -52,6 +54,10 @@ struct agent_observed {
      * of the same process. */
     bool has_epoch;
     long long config_epoch;
+    /* The digest of the engine's users (engine_users_digest()), read right
+     * after each INFO when the pinger logs in as ENGINE_ADMIN_USER. */
+    bool has_users;
+    unsigned char users_digest[CRYPTO_SHA256_LEN];
     char version[ENGINE_VERSION_MAX];
     int64_t at_us; /* when INFO answered (monotonic) */
 };

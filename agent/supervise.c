@@ -27,6 +27,8 @@
 #include "resp.h"
 #include "telemetry.h"
 #include "topology.h"
+#include "upstream.h"
+#include "users.h"
 #include "watch.h"
 #include "xalloc.h"
 
@@ -252,6 +254,7 @@ static void watch_health(struct agent *a, struct agent_node *n, int64_t now_us)
                                                               : AGENT_PING_INTERVAL_US,
                               now_us);
     memset(&n->seen, 0, sizeof(n->seen));
+    n->users_set = false;
     agent_telemetry_new_process(n);
 }
 
@@ -949,6 +952,114 @@ void agent_sup_discover(struct agent *a, int64_t now_us)
     agent_report_changed(a);
 }
 
+/* ---- Cairn's engine users ---------------------------------------------- */
+
+#define USERS_RETRY_US 5000000LL
+
+/* A blocking connection to n's engine as user (NULL: default). */
+static struct resp_conn *connect_engine(const struct agent *a, const struct agent_node *n,
+                                        const char *user, const char *password, char *err,
+                                        size_t errsize)
+{
+    struct resp_options o = {.host = a->cfg->address,
+                             .port = n->run.port,
+                             .connect_timeout_ms = 1000,
+                             .command_timeout_ms = 1000,
+                             .username = user,
+                             .password = password};
+    return resp_connect(&o, err, errsize);
+}
+
+/* Give the engine the users of its desired config (logged in as the
+ * agent is, which may be the default user that loses the right to read
+ * them back) and read back, as Cairn's user, the digest of what it then
+ * has. */
+static bool set_users(struct agent *a, struct agent_node *n, const char *admin, char *err,
+                      size_t errsize)
+{
+    struct engine_config_spec spec;
+    const json_t *cfg = n->want.config;
+
+    engine_config_defaults(&spec);
+    spec.password = json_string_value(json_object_get(cfg, "password"));
+    spec.admin_password = admin;
+    spec.replication_password = json_string_value(json_object_get(cfg, "replication_password"));
+    if (spec.replication_password == NULL) {
+        snprintf(err, errsize, "the desired config has no replication_password");
+        return false;
+    }
+    struct resp_conn *c =
+        connect_engine(a, n, agent_run_user(&n->run), n->run.password, err, errsize);
+    bool ok = c != NULL && engine_users_apply(c, &spec, err, errsize);
+    resp_close(c);
+    c = ok ? connect_engine(a, n, ENGINE_ADMIN_USER, admin, err, errsize) : NULL;
+    redisReply *r = c != NULL ? resp_command(c, err, errsize, "ACL LIST") : NULL;
+    ok = r != NULL && engine_users_digest(r, n->users_digest);
+    if (r != NULL && !ok)
+        snprintf(err, errsize, "unexpected reply to ACL LIST");
+    resp_reply_free(r);
+    resp_close(c);
+    return ok;
+}
+
+/* Log in as Cairn's own user from now on (the engine has it now). */
+static void become_admin(struct agent *a, struct agent_node *n, const char *admin, int64_t now_us)
+{
+    char err[256];
+
+    free(n->run.password);
+    n->run.password = xstrdup(admin);
+    n->run.admin = true;
+    if (!save_run(n, err, sizeof(err)) || !write_config(a, n, err, sizeof(err)))
+        log_warn("could not save the engine's new login", "node=%s error=\"%s\"", n->id, err);
+    agent_pinger_free(n->pinger);
+    n->pinger = agent_pinger_new(a->cfg->address, n->run.port, ENGINE_ADMIN_USER, admin);
+    agent_pinger_set_interval(n->pinger, AGENT_PING_INTERVAL_US, now_us);
+    agent_watch_free(n->watch); /* both come back with the new login */
+    n->watch = NULL;
+    agent_upstream_free(n->upstream);
+    n->upstream = NULL;
+}
+
+/* Cairn's engine users on a running engine. At the agent's first look at
+ * a process it sets them (idempotent: the config it was started from says
+ * the same) -- which gives them to an engine an older cairnd rendered,
+ * whose one password was everyone's, the agent logging in as Cairn's user
+ * from then on. After that, an INFO round whose ACL LIST digest differs
+ * from the one the agent left is a change made behind Cairn's back (by
+ * someone holding Cairn's password: a tenant cannot): the users are set
+ * again and the report counts it (EngineUsersRepaired). */
+static void keep_users(struct agent *a, struct agent_node *n, int64_t now_us)
+{
+    const char *admin =
+        n->wanted ? json_string_value(json_object_get(n->want.config, "admin_password")) : NULL;
+    char err[256] = "";
+
+    if (admin == NULL || n->state != AGENT_NODE_RUNNING || n->stopping || n->pid == 0 ||
+        now_us < n->users_retry_us)
+        return;
+    bool changed = n->users_set && n->seen.has_users && n->seen.process_id == n->pid &&
+                   memcmp(n->seen.users_digest, n->users_digest, sizeof(n->users_digest)) != 0;
+    if (n->users_set && !changed)
+        return;
+    if (!set_users(a, n, admin, err, sizeof(err))) {
+        n->users_retry_us = now_us + USERS_RETRY_US;
+        log_warn("could not set the engine's users", "node=%s error=\"%s\"", n->id, err);
+        return;
+    }
+    n->users_set = true;
+    n->seen.has_users = false; /* the next INFO round reads them afresh */
+    if (!n->run.admin) {
+        become_admin(a, n, admin, now_us);
+        log_info("engine users set up; the agent logs in as Cairn's own user", "node=%s", n->id);
+    } else if (changed) {
+        n->users_repairs++;
+        agent_report_changed(a);
+        log_warn("engine users were changed behind Cairn's back; put back", "node=%s repairs=%u",
+                 n->id, n->users_repairs);
+    }
+}
+
 /* ---- the loop's hooks -------------------------------------------------- */
 
 void agent_sup_tick(struct agent *a, int64_t now_us)
@@ -965,6 +1076,7 @@ void agent_sup_tick(struct agent *a, int64_t now_us)
         }
         watch_tick(a, n, now_us);
         keep_following(n, a->cfg->address, now_us);
+        keep_users(a, n, now_us);
     }
     for (size_t i = 0; i < a->n_nodes; i++) {
         struct agent_node *n = a->nodes[i];

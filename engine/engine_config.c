@@ -782,26 +782,25 @@ const char ENGINE_TENANT_ACCESS[] =
     " +lastsave +client|list +slowlog|get +slowlog|len +latency|latest +latency|history"
     " +latency|histogram +latency|doctor +latency|graph +cluster|replicas +cluster|slaves";
 
-/* "#<sha-256 hex>": a password as an ACL rule, so the file does not hold it. */
-static void password_rule(struct strbuf *o, const char *password)
+void engine_users_of(const struct engine_config_spec *spec, struct engine_user out[ENGINE_USERS])
 {
-    unsigned char digest[CRYPTO_SHA256_LEN];
-    char hex[2 * CRYPTO_SHA256_LEN + 1];
-
-    crypto_sha256(password, strlen(password), digest);
-    crypto_hex(digest, sizeof(digest), hex);
-    strbuf_printf(o, "#%s", hex);
+    out[0] = (struct engine_user){ENGINE_ADMIN_USER, spec->admin_password, "~* &* +@all"};
+    out[1] = (struct engine_user){ENGINE_REPLICATION_USER, spec->replication_password,
+                                  "-@all +psync +replconf +ping"};
+    out[2] = (struct engine_user){"default", spec->password, ENGINE_TENANT_ACCESS};
 }
 
-static void render_user(struct strbuf *o, const char *name, const char *password,
-                        const char *access)
+void engine_user_password_rule(const char *password, char rule[ENGINE_USER_RULE_LEN + 1])
 {
-    strbuf_printf(o, "user %s reset on ", name);
-    if (password != NULL && password[0] != '\0')
-        password_rule(o, password);
-    else
-        strbuf_printf(o, "nopass");
-    strbuf_printf(o, " %s\n", access);
+    unsigned char digest[CRYPTO_SHA256_LEN];
+
+    if (password == NULL || password[0] == '\0') {
+        strcpy(rule, "nopass");
+        return;
+    }
+    crypto_sha256(password, strlen(password), digest);
+    rule[0] = '#';
+    crypto_hex(digest, sizeof(digest), rule + 1);
 }
 
 /* The tenant (default user), Cairn, and replication, each with a password
@@ -810,10 +809,14 @@ static void render_user(struct strbuf *o, const char *name, const char *password
  * engine must read it back, and it opens nothing but PSYNC. */
 static void render_users(struct strbuf *o, const struct engine_config_spec *spec)
 {
-    render_user(o, "default", spec->password, ENGINE_TENANT_ACCESS);
-    render_user(o, ENGINE_ADMIN_USER, spec->admin_password, "~* &* +@all");
-    render_user(o, ENGINE_REPLICATION_USER, spec->replication_password,
-                "-@all +psync +replconf +ping");
+    struct engine_user users[ENGINE_USERS];
+    char rule[ENGINE_USER_RULE_LEN + 1];
+
+    engine_users_of(spec, users);
+    for (int i = ENGINE_USERS - 1; i >= 0; i--) {
+        engine_user_password_rule(users[i].password, rule);
+        strbuf_printf(o, "user %s reset on %s %s\n", users[i].name, rule, users[i].access);
+    }
     directive(o, "masteruser", ENGINE_REPLICATION_USER);
     directive(o, "masterauth", spec->replication_password);
 }

@@ -189,4 +189,24 @@ bool engine_config_param_available(enum engine_kind kind, const char *line, cons
  * Pure. */
 char *engine_config_render(const struct engine_config_spec *spec, char *err, size_t errsize);
 
+/* One of a node's engine users: its name, password (NULL or "": none) and
+ * access rules (space-separated ACL rules). */
+struct engine_user {
+    const char *name;
+    const char *password;
+    const char *access;
+};
+#define ENGINE_USERS         3
+#define ENGINE_USER_RULE_LEN 65 /* "#" and SHA-256 in hex */
+
+/* spec's users (it has an admin_password): Cairn's, replication's, then
+ * the tenant's -- the order a live engine is given them in, the default
+ * user last, since a connection logged in as it may lose the right to set
+ * the others. Borrowed from spec. Pure. */
+void engine_users_of(const struct engine_config_spec *spec, struct engine_user out[ENGINE_USERS]);
+
+/* A password as an ACL rule: "#<its SHA-256 in hex>", so that neither the
+ * file nor the command that sets it holds the password; "nopass" for none. */
+void engine_user_password_rule(const char *password, char rule[ENGINE_USER_RULE_LEN + 1]);
+
 #endif

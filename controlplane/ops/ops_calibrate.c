@@ -244,9 +244,14 @@ static enum op_result start_run(struct op_ctx *ctx, bool pilot, long long reques
     j->keys = calib_keys(requests, &p, ops_context_str(ctx, "engine"),
                          ops_context_str(ctx, "engine_version"),
                          json_number_value(json_object_get(ctx->context, "node_memory_gib")));
-    struct engine_bench_args a = {j->program, n->address,    n->port,    t.password, p.clients,
+    /* The load is a tenant's: it runs as the default user, with the
+     * cluster's AUTH token, never with Cairn's own password. */
+    enum db_status st;
+    char *token = cluster_password(ctx->app, ctx->cluster_id, &st);
+    struct engine_bench_args a = {j->program, n->address,    n->port,    token,  p.clients,
                                   requests,   p.value_bytes, p.pipeline, j->keys};
     char **argv = engine_bench_argv(&a);
+    free(token);
     j->child = child_start(argv, OUTPUT_MAX, err, sizeof(err));
     engine_bench_argv_free(argv);
     snprintf(j->engine_version, sizeof(j->engine_version), "%s", n->running_version);

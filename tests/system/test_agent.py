@@ -132,9 +132,12 @@ def settle(get, ok, timeout, what, interval=0.02):
     return last[0]
 
 
-def client(port):
-    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=2,
-                       socket_connect_timeout=1, decode_responses=True)
+def client(port, node_id=None):
+    """A connection to the engine on port: the tenant's (the default user,
+    which has no password here), or with node_id, Cairn's own login."""
+    user, pw = agents.engine_login(node_id) if node_id else (None, None)
+    return redis.Redis(host="127.0.0.1", port=port, username=user, password=pw,
+                       socket_timeout=2, socket_connect_timeout=1, decode_responses=True)
 
 
 def pings(port):
@@ -244,7 +247,7 @@ def test_desired_engine_is_started_and_answers_ping(stack):
     eq(port, a.ports[0], "the lowest port of the agent's range")
     eq((node["status"], node["running_version"], node["role"], node["restarts"],
         node["desired_status"]), ("running", VALKEY_FULL, "primary", 0, "running"), "reported node")
-    with client(port) as c:
+    with client(port, nid) as c:
         info = c.info("server")
         eq((info["process_id"], info["tcp_port"], info.get("valkey_version")),
            (pid, port, VALKEY_FULL), "INFO server")
@@ -276,7 +279,7 @@ def test_killed_engines_follow_their_restart_policy(stack):
     t0 = time.monotonic()
     for n in (always, never, on_failure):
         os.kill(before[n]["pid"], signal.SIGKILL)
-    with client(before[clean]["port"]) as c:
+    with client(before[clean]["port"], clean) as c:
         c.shutdown(nosave=True)  # exits 0: not a failure
 
     # Reported at once, not with the next periodic sync (2 s).

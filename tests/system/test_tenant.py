@@ -10,6 +10,9 @@ tenant's attempts below must not disturb the cluster: it stays available,
 replicating, and Cairn keeps driving it.
 """
 
+import json
+import time
+
 import redis
 from redis.crc import key_slot
 
@@ -191,3 +194,80 @@ def test_tenant_uses_a_redis_group_but_cannot_reconfigure_it(stack, cleanup):
     with tenant(replica, pw) as c:
         eq(c.info("replication")["master_link_status"], "up", "the replica's link")
     wait_available(stack.api, "tenant-group")
+
+
+def test_users_changed_behind_cairns_back_are_put_back(stack, cleanup):
+    """Someone holding Cairn's own engine password (a tenant cannot) adds a
+    user and opens the default user up: within seconds the node's agent
+    puts the users back as the desired config has them, and the cluster
+    records EngineUsersRepaired."""
+    body, pw = create(stack, cleanup, clusters.redis_group("tenant-drift", replicas_per_shard=0))
+    node = nodes(body)[0]
+    with clusters.admin_client(node) as c:
+        c.execute_command("ACL", "SETUSER", "backdoor", "on", ">secret", "~*", "+@all")
+        c.execute_command("ACL", "SETUSER", "default", "+@all")
+        changed_at = time.monotonic()
+
+        def put_back():
+            with tenant(node, pw) as t:
+                confined = refused(t, ("CONFIG", "GET", "x")) == "refused"
+            return "backdoor" not in c.execute_command("ACL", "USERS") and confined
+        clusters.wait_until(lambda: put_back() and [
+            e for e in clusters.events(stack.api, "tenant-drift")
+            if e["type"] == "EngineUsersRepaired"], 10, "the users put back, and the event")
+        print(f"\nusers put back {time.monotonic() - changed_at:.1f} s after the change")
+        eq(sorted(c.execute_command("ACL", "USERS")), ["cairn", "cairn-repl", "default"],
+           "the engine's users")
+    ev = [e for e in clusters.events(stack.api, "tenant-drift")
+          if e["type"] == "EngineUsersRepaired"][-1]
+    eq(ev["detail"]["node"], node["id"], "the event's node")
+    assert login_refused(node, "backdoor", "secret")
+    with tenant(node, pw) as c:
+        eq(c.get("nothing"), None, "the tenant still works")
+
+
+def test_an_engine_from_before_cairns_users_gets_them_live(stack, cleanup):
+    """An engine started before Cairn had users of its own -- one password,
+    the default user's, for everyone -- under an agent restarted on this
+    version: the agent gives it Cairn's users without a restart, logs in as
+    Cairn's user from then on, and the tenant is confined; its data and
+    process stay."""
+    body, pw = create(stack, cleanup, clusters.redis_group("tenant-old", replicas_per_shard=0))
+    node = nodes(body)[0]
+    agent = stack.agent_of(node["host_id"])
+    with tenant(node, pw) as c:
+        c.set("kept", "yes")
+    agent.kill9()
+    # The engine as an older cairnd rendered it: the tenant's password on
+    # the default user with every command, no users of Cairn's, and the
+    # agent's node.json holding that one password.
+    admin = clusters.admin_client(node)
+    run_path = agent.node_dir(node["id"]) / "node.json"
+    run = json.loads(run_path.read_text())
+    run.pop("user")
+    run["password"] = pw
+    run_path.write_text(json.dumps(run))
+    with admin as c:
+        pid = c.info("server")["process_id"]
+        c.execute_command("ACL", "SETUSER", "default", "reset", "on", f">{pw}", "~*", "&*",
+                          "+@all")
+        c.execute_command("ACL", "DELUSER", "cairn-repl")
+        c.execute_command("CONFIG", "SET", "masteruser", "")
+    with tenant(node, pw) as c:
+        c.execute_command("ACL", "DELUSER", "cairn")
+        eq(c.config_get("maxmemory-policy")["maxmemory-policy"], "volatile-lru",
+           "the old tenant could run CONFIG")
+    agent.start()
+
+    def confined():
+        with tenant(node, pw) as c:
+            return refused(c, ("CONFIG", "GET", "x")) == "refused"
+    clusters.wait_until(confined, 15, "the tenant confined")
+    clusters.wait_until(lambda: agents.engine_login(node["id"])[0] == "cairn", 5,
+                        "the agent's login is Cairn's user")
+    with clusters.admin_client(node) as c:
+        eq(c.info("server")["process_id"], pid, "the same engine process")
+        eq(sorted(c.execute_command("ACL", "USERS")), ["cairn", "cairn-repl", "default"], "users")
+    with tenant(node, pw) as c:
+        eq(c.get("kept"), "yes", "the data")
+    wait_available(stack.api, "tenant-old")
