@@ -201,12 +201,13 @@ browser-deps: tests/browser/node_modules
 
 # make check runs a bounded slice: tests marked `full` (long variants of
 # what another test in the same file already covers; tests/system/pytest.ini)
-# run only under system-full.
+# run only under system-full. Both run in two lanes at once
+# (tests/system/lanes.py): the layer mostly waits.
 system: all $(TOOL_BIN) tests/browser/node_modules
-	$(PYTHON) -m pytest -q -m "not full" --durations=25 tests/system
+	$(PYTHON) tests/system/lanes.py -q -m "not full" --durations=15
 
 system-full: all $(TOOL_BIN) tests/browser/node_modules
-	$(PYTHON) -m pytest -q tests/system
+	$(PYTHON) tests/system/lanes.py -q
 
 # The chaos suite (tests/chaos/run, docs/chaos.md): faults against one live
 # stack while applications write to it, each followed by the checks of its

@@ -192,15 +192,26 @@ def _bindable(port):
             return False
 
 
+def port_band():
+    """(low, high): where agents' port ranges are drawn, 12000-21999 unless
+    CAIRN_TEST_PORTS says (lanes.py gives each lane a band of its own)."""
+    text = os.environ.get("CAIRN_TEST_PORTS", "12000-21999")
+    low, high = (int(x) for x in text.split("-"))
+    assert 1024 <= low < high <= 22767, f"CAIRN_TEST_PORTS={text}"
+    return low, high
+
+
 def free_port_range(size):
     """(min, max): `size` consecutive ports on 127.0.0.1, all free now, not
-    overlapping any range handed out before in this process. Drawn so that
-    both the ports and their cluster bus ports (port + 10000, which engines
-    in cluster mode also bind) stay below the kernel's ephemeral range: the
-    free ports harness.free_port() picks for PostgreSQL and cairnd, and the
-    source ports of outgoing connections, never collide with them."""
+    overlapping any range handed out before in this process, within
+    port_band(). Drawn so that both the ports and their cluster bus ports
+    (port + 10000, which engines in cluster mode also bind) stay below the
+    kernel's ephemeral range: the free ports harness.free_port() picks for
+    PostgreSQL and cairnd, and the source ports of outgoing connections,
+    never collide with them."""
+    band = port_band()
     for _ in range(200):
-        lo = random.randrange(12000, 22000 - size)
+        lo = random.randrange(band[0], band[1] + 1 - size)
         hi = lo + size - 1
         if any(lo <= b and a <= hi for a, b in _ranges):
             continue
