@@ -31,19 +31,23 @@ struct config {
     int upgrade_node_timeout_s;  /* an upgraded node not healthy by then: rollback */
     int upgrade_parallel_shards; /* shards an engine upgrade takes at once */
     int max_wait_s;              /* longest a write waits for its operation (Prefer: wait) */
+    int rate_limit;              /* requests a second per API token; 0: no limit */
+    int rate_limit_burst;        /* ... in bursts of up to this many */
     int test_clock_offset_s;     /* tests only: seconds added to the clock maintenance
                                     windows are read by */
 };
 
 struct runner;
 struct monitor;
+struct ratelimit;
 
 struct app {
     struct config cfg;
     struct db_pool *db;
-    struct runner *runner;   /* poked when this process queues an operation */
-    struct monitor *monitor; /* poked when an agent reports an engine in trouble */
-    bool have_secret_key;    /* engine passwords can be sealed and opened */
+    struct runner *runner;    /* poked when this process queues an operation */
+    struct monitor *monitor;  /* poked when an agent reports an engine in trouble */
+    struct ratelimit *limits; /* requests per API token (http/ratelimit.h) */
+    bool have_secret_key;     /* engine passwords can be sealed and opened */
     unsigned char secret_key[32];
 };
 

@@ -55,6 +55,8 @@ static const struct setting settings[] = {
     {"upgrade-parallel-shards", "CAIRN_UPGRADE_PARALLEL_SHARDS", "N", SET_INT, 1, 500,
      AT(upgrade_parallel_shards)},
     {"max-wait", "CAIRN_MAX_WAIT", "SECONDS", SET_INT, 0, 3600, AT(max_wait_s)},
+    {"rate-limit", "CAIRN_RATE_LIMIT", "N", SET_INT, 0, 1000000, AT(rate_limit)},
+    {"rate-limit-burst", "CAIRN_RATE_LIMIT_BURST", "N", SET_INT, 1, 1000000, AT(rate_limit_burst)},
     {"calibration-benchmark", "CAIRN_CALIBRATION_BENCHMARK", "PATH", SET_STRING, 0, 0,
      AT(calibration_benchmark)},
     {"test-clock-offset", "CAIRN_TEST_CLOCK_OFFSET", "SECONDS", SET_INT, -31622400, 31622400,
@@ -169,6 +171,8 @@ bool config_from_env(struct config *cfg, char *err, size_t errsize)
     cfg->upgrade_node_timeout_s = 300;
     cfg->upgrade_parallel_shards = 1;
     cfg->max_wait_s = 300;
+    cfg->rate_limit = 100;
+    cfg->rate_limit_burst = 200;
     strcpy(cfg->sentinel_host, "127.0.0.1");
     cfg->sentinel_port = 26379;
     cfg->sentinel_max_clients = 1024;

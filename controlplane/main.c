@@ -21,6 +21,7 @@
 #include "migrate.h"
 #include "monitor.h"
 #include "notify.h"
+#include "ratelimit.h"
 #include "ops.h"
 #include "runner.h"
 #include "secretbox.h"
@@ -293,12 +294,14 @@ static int cmd_serve(struct cli *cli)
 
     fit_descriptors(&app.cfg);
     app.db = db_pool_new(app.cfg.database_url, app.cfg.db_pool_size);
+    app.limits = ratelimit_new(app.cfg.rate_limit, app.cfg.rate_limit_burst);
     /* Made before the threads that poke it and ask it whether a host's
      * loss can be trusted; started once cairnd listens (see monitor.h). */
     app.monitor = monitor_new(&app, app.cfg.heartbeat_timeout_s);
     server = http_start(&app, api_routes, api_route_count, err, sizeof(err));
     if (server == NULL) {
         monitor_free(app.monitor);
+        ratelimit_free(app.limits);
         db_pool_free(app.db);
         return fail("%s", err);
     }
@@ -324,6 +327,7 @@ static int cmd_serve(struct cli *cli)
     http_stop(server, app.cfg.shutdown_timeout_s);
     monitor_free(app.monitor); /* after every thread that may ask it */
     app.monitor = NULL;
+    ratelimit_free(app.limits);
     db_pool_free(app.db);
     log_info("stopped", NULL);
     return 0;

@@ -11,6 +11,7 @@
 #include "ec.h"
 #include "ec_int.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "store.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -340,9 +341,14 @@ static bool authenticate(struct ec_call *c)
                        EC_MAX_HEADERS);
     if (st != DB_OK)
         return ec_fail_db(c, st);
+    int retry_s;
     switch (a.result) {
     case AUTH_SIGV4_OK:
-        return true;
+        /* Over the token's rate (http/ratelimit.h): as AWS throttles, which
+         * the SDKs retry with backoff. */
+        if (ratelimit_take(c->app->limits, req->who.token_id, time_mono_us(), &retry_s))
+            return true;
+        return ec_fail(c, 400, "Throttling", "Rate exceeded: retry in %d s", retry_s);
     case AUTH_SIGV4_MISSING:
         return ec_fail(c, 403, "MissingAuthenticationToken", "%s", a.detail);
     case AUTH_SIGV4_MALFORMED:

@@ -23,6 +23,7 @@
 #include "http_check.h"
 #include "listen_addr.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "timeutil.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -284,6 +285,25 @@ static const struct route *find_route(struct http_server *srv, struct http_reque
     return NULL;
 }
 
+/* An API token over its rate (--rate-limit) is answered 429 here, before
+ * its request reaches the database. Agents' credentials are not limited:
+ * their syncs and pushes are paced by cairnd itself. */
+static bool within_rate(struct http_server *srv, struct http_request *req)
+{
+    int retry_s;
+    if (req->who.kind != AUTH_KIND_TOKEN ||
+        ratelimit_take(srv->app->limits, req->who.token_id, time_mono_us(), &retry_s))
+        return true;
+    char text[16];
+    snprintf(text, sizeof(text), "%d", retry_s);
+    http_add_header(req, "Retry-After", text);
+    http_reply_problem(req, PROBLEM_RATE_LIMITED, NULL,
+                       "token %s sent more than %d requests a second (bursts of %d); retry in %d s",
+                       req->who.token_id, srv->app->cfg.rate_limit, srv->app->cfg.rate_limit_burst,
+                       retry_s);
+    return false;
+}
+
 /* Who calls, and whether they may call this route; a 401 or 403 if not. */
 static bool authenticate(struct http_server *srv, struct http_request *req)
 {
@@ -311,7 +331,7 @@ static bool authenticate(struct http_server *srv, struct http_request *req)
         return false;
     }
     if (auth_allows(&req->who, route->scope))
-        return true;
+        return within_rate(srv, req);
     if (req->who.kind == AUTH_KIND_AGENT)
         http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
                            "agent credentials only open the agent routes");

@@ -42,6 +42,7 @@
     X(PRECONDITION_FAILED, 412, "The resource changed since it was read")                          \
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json, plain or gzip")         \
+    X(RATE_LIMITED, 429, "Too many requests with this token")                                      \
     X(INTERNAL_ERROR, 500, "Internal error")                                                       \
     X(OPERATION_FAILED, 500, "The operation the request started failed")                           \
     X(UNSUPPORTED_TRANSFER_CODING, 501, "Transfer coding not supported")                           \
