@@ -90,6 +90,7 @@ void api_operations_list(struct http_request *req);
 void api_operations_get(struct http_request *req);
 void api_operations_cancel(struct http_request *req);
 void api_events_list(struct http_request *req);
+void api_audit_list(struct http_request *req);
 void api_tokens_list(struct http_request *req);
 void api_tokens_create(struct http_request *req);
 void api_tokens_revoke(struct http_request *req);

@@ -14,6 +14,7 @@ static const char *const operations_query[] = {
     "page_size", "page_token", "cluster_id", "cluster_uid", "status", "kind", NULL};
 static const char *const events_query[] = {"page_size", "page_token", "cluster_id", "cluster_uid",
                                            "host_id",   "since",      NULL};
+static const char *const audit_query[] = {"page_size", "page_token", "since", "token_id", NULL};
 static const char *const hosts_query[] = {"page_size", "page_token", "az", "status", NULL};
 static const char *const metrics_query[] = {"names", "start",   "end",      "period",
                                             "stat",  "node_id", "group_by", NULL};
@@ -36,6 +37,7 @@ const struct route api_routes[] = {
     {"GET", "/v1/operations/{id}", SCOPE_READ, api_operations_get, NULL, NULL},
     {"POST", "/v1/operations/{id}/cancel", SCOPE_ADMIN, api_operations_cancel, NULL, NULL},
     {"GET", "/v1/events", SCOPE_READ, api_events_list, events_query, NULL},
+    {"GET", "/v1/audit", SCOPE_ADMIN, api_audit_list, audit_query, NULL},
     {"GET", "/v1/tokens", SCOPE_ADMIN, api_tokens_list, paged, NULL},
     {"POST", "/v1/tokens", SCOPE_ADMIN, api_tokens_create, NULL, tokens_create_spec},
     {"GET", "/v1/tokens/current", SCOPE_READ, api_tokens_current, NULL, NULL},

@@ -387,8 +387,10 @@ static const struct ec_action *parse(struct ec_call *c)
         return NULL;
     }
     for (const struct ec_action *a = ec_actions; a->name != NULL; a++)
-        if (strcmp(a->name, c->action) == 0)
+        if (strcmp(a->name, c->action) == 0) {
+            snprintf(c->req->action, sizeof(c->req->action), "%s", a->name); /* audit log */
             return a;
+        }
     ec_fail(c, 400, "InvalidAction",
             "%s is not an action of the ElastiCache API that Cairn supports (see "
             "docs/elasticache.md)",

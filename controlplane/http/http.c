@@ -24,6 +24,7 @@
 #include "listen_addr.h"
 #include "log.h"
 #include "ratelimit.h"
+#include "store.h"
 #include "timeutil.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -93,6 +94,14 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     req->conn = conn;
     req->target = xstrdup(target);
     req->reply_fd = -1;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci == NULL || ci->client_addr == NULL ||
+        getnameinfo(ci->client_addr,
+                    ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                           : sizeof(struct sockaddr_in),
+                    req->remote_address, sizeof(req->remote_address), NULL, 0, NI_NUMERICHOST) != 0)
+        strcpy(req->remote_address, "unknown");
     req->started_us = time_mono_us();
     pthread_mutex_lock(&srv->lock);
     srv->active++;
@@ -749,6 +758,56 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return queue_reply(req);
 }
 
+/* Whether req goes into the audit log (migrations/0023_audit_log.sql): a
+ * call by a caller cairnd knows that changes something or tries to, or
+ * reads a cluster's AUTH token. Agents' syncs and pushes are their own
+ * record; a refusal for the rate (429) is the request log's only. */
+static bool audited(const struct http_request *req)
+{
+    if (req->route == NULL || req->method == NULL || !req->who.authenticated || req->status == 429)
+        return false;
+    switch (req->route->scope) {
+    case SCOPE_BOOTSTRAP:
+        return true;
+    case SCOPE_SIGV4:
+        return req->action[0] != '\0' && strncmp(req->action, "Describe", 8) != 0 &&
+               strncmp(req->action, "List", 4) != 0;
+    case SCOPE_READ:
+    case SCOPE_ADMIN:
+        return strcmp(req->method, "GET") != 0 ||
+               strcmp(req->route->pattern, "/v1/clusters/{id}/auth") == 0;
+    case SCOPE_NONE:
+    case SCOPE_AGENT:
+        break;
+    }
+    return false;
+}
+
+static enum db_status audit_fn(struct db_conn *conn, void *arg)
+{
+    return store_audit_add(conn, arg);
+}
+
+static void audit(struct http_server *srv, const struct http_request *req)
+{
+    bool token = req->who.kind == AUTH_KIND_TOKEN;
+    struct store_audit_entry e = {
+        .request_id = req->request_id,
+        .caller_kind = token ? "token" : "agent_bootstrap",
+        .token_id = token ? req->who.token_id : NULL,
+        .token_scope = token ? auth_scope_name(req->who.scope) : NULL,
+        .remote_address = req->remote_address,
+        .method = req->method,
+        .path = req->path != NULL ? req->path : req->target,
+        .action = req->action[0] != '\0' ? req->action : NULL,
+        .status = req->status,
+    };
+    enum db_status st = db_run(srv->app->db, audit_fn, &e);
+    if (st != DB_OK)
+        log_warn("could not write the audit log", "request_id=%s db_status=%d", req->request_id,
+                 (int)st);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -775,6 +834,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
              req->status, (double)took_us / 1000.0, req->reply_len,
              req->who.authenticated ? req->who.token_id : "-",
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+    if (audited(req))
+        audit(srv, req);
     request_free(req);
     pthread_mutex_lock(&srv->lock);
     if (--srv->active == 0)

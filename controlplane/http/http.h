@@ -50,6 +50,8 @@ struct http_request {
     char *target;       /* the request target as sent: path and query, still encoded */
     char *path;         /* the target's path decoded (http_check.h); NULL until checked */
     char request_id[129];
+    char remote_address[64]; /* the client's IP address, for the audit log */
+    char action[64];         /* the ElastiCache action it names, once read: audit log */
     int64_t started_us;
 
     const struct route *route;

@@ -240,6 +240,26 @@ struct store_event_filter {
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
                                  const struct page *page, char **items, char *next_key);
 
+/* The audit log: a call that changed something or tried to. Strings may
+ * be NULL where the column allows (token_id, token_scope, action). */
+struct store_audit_entry {
+    const char *request_id;
+    const char *caller_kind; /* "token" or "agent_bootstrap" */
+    const char *token_id, *token_scope;
+    const char *remote_address;
+    const char *method, *path, *action;
+    int status;
+};
+enum db_status store_audit_add(struct db_conn *conn, const struct store_audit_entry *e);
+
+/* Its entries, oldest first; each filter may be NULL (since is RFC 3339). */
+struct store_audit_filter {
+    const char *since;
+    const char *token_id;
+};
+enum db_status store_audit_list(struct db_conn *conn, const struct store_audit_filter *f,
+                                const struct page *page, char **items, char *next_key);
+
 /* api_tokens. A token's secret may be kept sealed (secretbox.h, labelled
  * with the token's id) besides its hash: STORE_TOKEN_SEALED_LEN bytes. */
 #define STORE_TOKEN_SEALED_LEN (AUTH_SECRET_LEN + SECRETBOX_OVERHEAD)
