@@ -76,7 +76,7 @@ static struct bucket *find(struct ratelimit *r, const char *key, int64_t now_us)
 
 bool ratelimit_take(struct ratelimit *r, const char *key, int64_t now_us, int *retry_after_s)
 {
-    if (r->per_us <= 0)
+    if (r == NULL || r->per_us <= 0)
         return true;
     pthread_mutex_lock(&r->lock);
     struct bucket *b = find(r, key, now_us);

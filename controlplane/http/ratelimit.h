@@ -22,8 +22,9 @@ struct ratelimit *ratelimit_new(double per_s, double burst);
 void ratelimit_free(struct ratelimit *r);
 
 /* One request of key (a token's id) at now_us (monotonic): true when it
- * may go on; false when key's bucket is empty, with *retry_after_s the
- * whole seconds until it holds a request again (at least 1). */
+ * may go on (always, with r NULL: no limiter); false when key's bucket is
+ * empty, with *retry_after_s the whole seconds until it holds a request
+ * again (at least 1). */
 bool ratelimit_take(struct ratelimit *r, const char *key, int64_t now_us, int *retry_after_s);
 
 #endif

@@ -1,8 +1,9 @@
 /* fuzz_engine_text.c -- the engine's text replies as cairnd and the agent
  * read them: the first input byte picks INFO (engine/info.h, then the
  * agent's metric snapshot of it, agent/collect.h) or CLUSTER NODES
- * (engine/cluster.h), which is also healed as a nodes.conf; the rest is the
- * reply.
+ * (engine/cluster.h), which is also healed as a nodes.conf and read as
+ * CLUSTER INFO for the configuration epoch (engine/topology.h); the rest is
+ * the reply.
  *
  * Promises: a parsed CLUSTER NODES holds ports and slot ranges within
  * their bounds; a nodes.conf is healed only where it says it was; nothing
@@ -15,6 +16,7 @@
 #include "collect.h"
 #include "fuzz.h"
 #include "info.h"
+#include "topology.h"
 
 static void check_info(const char *text, size_t len)
 {
@@ -89,7 +91,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_info((const char *)data + 1, size - 1);
     else
         check_cluster_nodes((const char *)data + 1, size - 1);
-    if (!(data[0] & 1))
+    if (!(data[0] & 1)) {
+        long long epoch = -1;
         check_nodes_conf((const char *)data + 1, size - 1);
+        if (engine_cluster_info_epoch_parse((const char *)data + 1, size - 1, &epoch))
+            FUZZ_ASSERT(epoch >= 0);
+    }
     return 0;
 }
