@@ -377,7 +377,7 @@ static int cmd_token_create(struct cli *cli, struct db_pool *pool)
         return fail("%s", err);
     }
     enum db_status st = tokens_create(pool, cli->cfg.secret_key_file != NULL ? key : NULL,
-                                      cli->name, scope, &created);
+                                      cli->name, scope, 0, &created);
     json_decref(body);
     if (st != DB_OK)
         return fail("%s", "could not store the token (see the log above)");

@@ -28,9 +28,10 @@ void api_tokens_create(struct http_request *req)
 
     /* The body spec already limited scope to the known names. */
     (void)auth_scope_parse(json_string_value(json_object_get(req->json, "scope")), &scope);
+    const json_t *days = json_object_get(req->json, "expires_in_days");
     enum db_status st =
         tokens_create(req->app->db, req->app->have_secret_key ? req->app->secret_key : NULL, name,
-                      scope, &created);
+                      scope, json_is_integer(days) ? (int)json_integer_value(days) : 0, &created);
     if (st != DB_OK) {
         http_reply_db_error(req, st);
         return;

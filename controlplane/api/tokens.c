@@ -25,6 +25,12 @@ const struct jspec_field tokens_create_spec[] = {
      .max_len = TOKENS_NAME_MAX,
      .check = check_token_name},
     {.name = "scope", .type = JSPEC_STRING, .required = true, .one_of = scopes},
+    {.name = "expires_in_days",
+     .type = JSPEC_INTEGER,
+     .nullable = true,
+     .has_range = true,
+     .min = 1,
+     .max = TOKENS_EXPIRY_DAYS_MAX},
     {0},
 };
 
@@ -32,6 +38,7 @@ struct create_call {
     const unsigned char *key;
     const char *name;
     enum token_scope scope;
+    int expires_in_days;
     struct auth_token token;
     json_t *out;
 };
@@ -50,7 +57,7 @@ static enum db_status create_fn(struct db_conn *conn, void *arg)
         secretbox_seal(c->key, tokens_secret_part(&c->token), AUTH_SECRET_LEN, label, sealed);
     }
     return store_token_insert(conn, &c->token, c->name, c->scope, c->key != NULL ? sealed : NULL,
-                              &c->out);
+                              c->expires_in_days, &c->out);
 }
 
 const char *tokens_secret_part(const struct auth_token *token)
@@ -64,9 +71,10 @@ void tokens_seal_label(const char *id, char out[AUTH_ID_LEN + 11])
 }
 
 enum db_status tokens_create(struct db_pool *pool, const unsigned char *key, const char *name,
-                             enum token_scope scope, json_t **out)
+                             enum token_scope scope, int expires_in_days, json_t **out)
 {
-    struct create_call call = {.key = key, .name = name, .scope = scope};
+    struct create_call call = {
+        .key = key, .name = name, .scope = scope, .expires_in_days = expires_in_days};
     enum db_status st = DB_CONFLICT;
 
     for (int attempt = 0; attempt < 3 && st == DB_CONFLICT; attempt++)

@@ -13,10 +13,14 @@
 
 #define TOKENS_NAME_MAX 64
 
+/* A token may expire after at most ten years. */
+#define TOKENS_EXPIRY_DAYS_MAX 3650
+
 /* Body spec of POST /v1/tokens; also checks `cairnd token create` input. */
 extern const struct jspec_field tokens_create_spec[];
 
-/* Create a token; *out gets its JSON (id, name, scope, created_at, ...)
+/* Create a token, expiring after expires_in_days (0: never); *out gets its
+ * JSON (id, name, scope, created_at, expires_at, ...)
  * plus "token", the secret, which exists nowhere else afterwards. With key
  * (cairnd's secret key, SECRETBOX_KEY_LEN bytes; NULL when it has none) the
  * secret is also kept sealed, so the token can sign requests with AWS
@@ -24,7 +28,7 @@ extern const struct jspec_field tokens_create_spec[];
  * "secret_access_key" (the secret part of the token), what the AWS tools
  * take. */
 enum db_status tokens_create(struct db_pool *pool, const unsigned char *key, const char *name,
-                             enum token_scope scope, json_t **out);
+                             enum token_scope scope, int expires_in_days, json_t **out);
 
 /* The secret part of a token's text (after "cairn_<id>_"): AUTH_SECRET_LEN
  * characters, borrowed from token. */

@@ -331,8 +331,9 @@ static bool authenticate(struct http_server *srv, struct http_request *req)
                                     header, &req->who);
     if (st == DB_NOT_FOUND) {
         http_reply_problem(req, PROBLEM_UNAUTHENTICATED, NULL,
-                           header == NULL ? "send an API token as 'Authorization: Bearer <token>'"
-                                          : "the API token is malformed, unknown or revoked");
+                           header == NULL
+                               ? "send an API token as 'Authorization: Bearer <token>'"
+                               : "the API token is malformed, unknown, revoked or expired");
         return false;
     }
     if (st != DB_OK) {

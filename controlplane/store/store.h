@@ -266,15 +266,16 @@ enum db_status store_audit_list(struct db_conn *conn, const struct store_audit_f
 struct store_token_secret {
     enum token_scope scope;
     unsigned char hash[CRYPTO_SHA256_LEN];
-    bool revoked;
+    bool revoked;         /* or expired */
     bool stale_last_used; /* last_used_at is over a minute old */
     bool has_sealed;      /* sealed holds the sealed secret */
     unsigned char sealed[STORE_TOKEN_SEALED_LEN];
 };
-/* sealed: STORE_TOKEN_SEALED_LEN bytes, or NULL to keep the hash alone. */
+/* sealed: STORE_TOKEN_SEALED_LEN bytes, or NULL to keep the hash alone;
+ * expires_in_days: 0 for never. */
 enum db_status store_token_insert(struct db_conn *conn, const struct auth_token *token,
                                   const char *name, enum token_scope scope,
-                                  const unsigned char *sealed, json_t **out);
+                                  const unsigned char *sealed, int expires_in_days, json_t **out);
 enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, char **items,
                                  char *next_key);
 /* One token as the API shows it (no secret); DB_NOT_FOUND when none has id. */

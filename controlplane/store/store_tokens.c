@@ -9,11 +9,14 @@
     "json_build_object('id', id, 'name', name, 'scope', scope,"                                    \
     " 'created_at', " STORE_TS("created_at") ", 'last_used_at', " STORE_TS(                        \
         "last_used_at") ","                                                                        \
-                        " 'revoked_at', " STORE_TS("revoked_at") ")"
+                        " 'revoked_at', " STORE_TS("revoked_at") ","                               \
+                                                                 " 'expires_at', " STORE_TS(       \
+                                                                     "expires_at") ")"
 
 static const struct db_stmt insert_token = {
-    "INSERT INTO api_tokens (id, name, scope, secret_hash, secret_sealed)"
-    " VALUES ($1, $2, $3, $4::bytea, $5::bytea)"
+    "INSERT INTO api_tokens (id, name, scope, secret_hash, secret_sealed, expires_at)"
+    " VALUES ($1, $2, $3, $4::bytea, $5::bytea,"
+    "   now() + make_interval(days => $6::int))"
     " RETURNING " TOKEN_JSON};
 
 static const struct db_stmt list_tokens = {"SELECT " STORE_TS(
@@ -24,7 +27,7 @@ static const struct db_stmt list_tokens = {"SELECT " STORE_TS(
 static const struct db_stmt get_token = {"SELECT " TOKEN_JSON " FROM api_tokens WHERE id = $1"};
 
 static const struct db_stmt token_secret = {
-    "SELECT scope, encode(secret_hash, 'hex'), revoked_at IS NOT NULL,"
+    "SELECT scope, encode(secret_hash, 'hex'), revoked_at IS NOT NULL OR expires_at <= now(),"
     " last_used_at IS NULL OR last_used_at < now() - interval '1 minute',"
     " encode(secret_sealed, 'hex')"
     " FROM api_tokens WHERE id = $1"};
@@ -37,17 +40,23 @@ static const struct db_stmt revoke_token = {"UPDATE api_tokens SET revoked_at = 
 
 enum db_status store_token_insert(struct db_conn *conn, const struct auth_token *token,
                                   const char *name, enum token_scope scope,
-                                  const unsigned char *sealed, json_t **out)
+                                  const unsigned char *sealed, int expires_in_days, json_t **out)
 {
     char hash[2 + 2 * CRYPTO_SHA256_LEN + 1] = "\\x";
     char box[2 + 2 * STORE_TOKEN_SEALED_LEN + 1] = "\\x";
-    const char *params[5] = {token->id, name, auth_scope_name(scope), hash,
-                             sealed != NULL ? box : NULL};
+    char days[16];
+    snprintf(days, sizeof(days), "%d", expires_in_days);
+    const char *params[6] = {token->id,
+                             name,
+                             auth_scope_name(scope),
+                             hash,
+                             sealed != NULL ? box : NULL,
+                             expires_in_days > 0 ? days : NULL};
 
     crypto_hex(token->hash, CRYPTO_SHA256_LEN, hash + 2);
     if (sealed != NULL)
         crypto_hex(sealed, STORE_TOKEN_SEALED_LEN, box + 2);
-    return store_get_json(conn, &insert_token, 5, params, out);
+    return store_get_json(conn, &insert_token, 6, params, out);
 }
 
 enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, char **items,

@@ -9,7 +9,7 @@ import expect
 import harness
 from expect import eq
 
-TOKEN_KEYS = {"id", "name", "scope", "created_at", "last_used_at", "revoked_at"}
+TOKEN_KEYS = {"id", "name", "scope", "created_at", "last_used_at", "revoked_at", "expires_at"}
 
 
 def check_token_fields(tok, name=None, scope=None):
@@ -235,3 +235,29 @@ def test_cli_revoke_unknown_id(cairn):
     eq(r.returncode, 1, f"exit code of revoking an unknown id (stdout {r.stdout!r})")
     assert (r.stderr + r.stdout).strip(), "revoking an unknown id must print a message"
     expect.json_ok(cairn.api.get("/v1/tokens"))
+
+
+def test_a_token_expires(cairn):
+    """expires_in_days sets expires_at; past it the token opens nothing (401,
+    as a revoked one), signed requests included; without it, never."""
+    r = cairn.api.post("/v1/tokens", json={"name": "temp", "scope": "read", "expires_in_days": 30})
+    body = expect.json_ok(r, 201)
+    expect.timestamp(body["expires_at"], "expires_at")
+    assert body["expires_at"][:4] in ("2026", "2027"), body
+    temp = cairn.api.with_token(body["token"])
+    expect.json_ok(temp.get("/v1/clusters"))
+    never = expect.json_ok(cairn.api.post("/v1/tokens", json={"name": "forever", "scope": "read"}),
+                           201)
+    eq(never["expires_at"], None, "expires_at without expires_in_days")
+
+    cairn.psql(f"UPDATE api_tokens SET expires_at = now() - interval '1 second'"
+               f" WHERE id = '{body['id']}'")
+    r = temp.get("/v1/clusters")
+    expect.problem(r, "UNAUTHENTICATED")
+    assert "expired" in r.json()["detail"], r.json()
+    eq(by_id(list_tokens(cairn.api))[body["id"]]["revoked_at"], None, "expired is not revoked")
+
+    for bad in (0, 3651, "30", 1.5):
+        expect.problem(cairn.api.post("/v1/tokens", json={"name": "x", "scope": "read",
+                                                          "expires_in_days": bad}),
+                       "VALIDATION_FAILED", fields={"expires_in_days"})

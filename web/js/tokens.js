@@ -1,5 +1,5 @@
 // tokens.js -- API tokens, for admin tokens: create one (its secret is
-// shown this once), list them, revoke one.
+// shown this once, and it may expire), list them, revoke one.
 
 import { api, getAll } from './api.js';
 import { h, show, table } from './dom.js';
@@ -22,6 +22,7 @@ function row(t, done) {
     h('td', {}, t.name), h('td', { class: 'mono' }, t.id), h('td', {}, t.scope),
     h('td', { class: 'optional mono' }, t.created_at),
     h('td', { class: 'optional mono' }, t.last_used_at || 'never'),
+    h('td', { class: 'optional mono' }, t.expires_at || 'never'),
     h('td', {}, t.revoked_at ? h('span', { class: 'muted' }, `revoked ${t.revoked_at}`)
       : h('button', { type: 'button', class: 'plain', 'aria-label': `Revoke ${t.name}`, onclick: () => revoke(t, done) }, 'Revoke')));
 }
@@ -31,13 +32,17 @@ export async function renderTokens(main) {
   const tokens = await getAll('/v1/tokens', 'tokens');
   const name = field('name', 'Name', input({ required: true, maxlength: 64, placeholder: 'ci-deploy' }));
   const scope = field('scope', 'Scope', select([['read', 'read: GET only'], ['admin', 'admin: everything']], 'read'));
+  const expires = field('expires_in_days', 'Expires',
+    select([['', 'never'], ['30', 'in 30 days'], ['90', 'in 90 days'], ['365', 'in a year']], '90'));
   const secret = h('div', { 'aria-live': 'polite' });
   const form = h('form', { class: 'panel filters', 'aria-label': 'Create a token' },
-    name.el, scope.el, h('button', { type: 'submit' }, 'Create token'), formAlert());
+    name.el, scope.el, expires.el, h('button', { type: 'submit' }, 'Create token'), formAlert());
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
-      const t = await api('POST', '/v1/tokens', { name: name.control.value.trim(), scope: scope.control.value });
+      const body = { name: name.control.value.trim(), scope: scope.control.value };
+      if (expires.control.value) body.expires_in_days = Number(expires.control.value);
+      const t = await api('POST', '/v1/tokens', body);
       await reload();
       // The secret exists in this reply only: show it once, never keep it.
       const box = main.querySelector('#token-secret');
@@ -50,6 +55,7 @@ export async function renderTokens(main) {
     }
   });
   show(main, h('h1', {}, 'API tokens'), form, h('div', { id: 'token-secret' }, secret),
-    table('Tokens', ['Name', 'ID', 'Scope', ['Created', 'optional'], ['Last used', 'optional'], ''],
+    table('Tokens', ['Name', 'ID', 'Scope', ['Created', 'optional'], ['Last used', 'optional'],
+      ['Expires', 'optional'], ''],
       tokens.map((t) => row(t, reload))));
 }
