@@ -461,8 +461,12 @@ class Cairnd:
         self.log_path = self.dir / f"{self.label}.log"
         # Sentinel discovery off unless a test asks for it (args come later and win):
         # many cairnd run at once here, and the default port is shared.
+        # A rate limit far above the default (args come later and win): the
+        # tests poll every 20 ms, several loops at once, harder than any
+        # client cairnd's default is made for (test_rate_limit.py sets its
+        # own).
         argv = [binary, "serve", "--secret-key-file", str(self.dir / "secret.key"),
-                "--sentinel-listen", "off"]
+                "--sentinel-listen", "off", "--rate-limit", "5000", "--rate-limit-burst", "10000"]
         # No web console unless a test gives one (web_root=None: cairnd's default,
         # ../build/web or ../share/cairn/web from the binary), so that the repository's own console does not
         # answer the paths outside /v1 that tests probe.
