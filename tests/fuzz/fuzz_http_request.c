@@ -55,7 +55,7 @@ static int free_port(void)
 static char *new_token(enum token_scope scope)
 {
     json_t *created = NULL;
-    FUZZ_ASSERT(tokens_create(app.db, NULL, "fuzz", scope, &created) == DB_OK);
+    FUZZ_ASSERT(tokens_create(app.db, NULL, "fuzz", scope, 0, &created) == DB_OK);
     char *text = xstrdup(json_string_value(json_object_get(created, "token")));
     json_decref(created);
     return text;
