@@ -133,6 +133,7 @@ struct agent_node {
     unsigned char users_digest[CRYPTO_SHA256_LEN];
     int64_t users_retry_us; /* a failed attempt is tried again then */
     unsigned users_repairs; /* changes put back, reported (EngineUsersRepaired) */
+    unsigned repoints;      /* keep_following()'s repoints, reported (ReplicaRepointed) */
 
     /* Metrics (telemetry.c). */
     struct agent_cmdtable *cmds; /* the process's command families; NULL until COMMAND answers */

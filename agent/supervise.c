@@ -428,9 +428,11 @@ static bool same_primary(const char *host, int port, const char *other_host, int
  * a failover's promotion and its REPLICAOF to the other replicas, or that
  * REPLICAOF lost on the way, would leave it following the old primary, a
  * replica itself by then, for ever. Tried again every AGENT_ASTRAY_US
- * while it still follows the wrong one. */
-static void keep_following(struct agent_node *n, const char *address, int64_t now_us)
+ * while it still follows the wrong one; each repoint is counted in the
+ * report (ReplicaRepointed). */
+static void keep_following(struct agent *a, struct agent_node *n, int64_t now_us)
 {
+    const char *address = a->cfg->address;
     const char *want_host, *host;
     int want_port, port;
     bool designated =
@@ -458,13 +460,16 @@ static void keep_following(struct agent_node *n, const char *address, int64_t no
     struct resp_conn *c = resp_connect(&o, err, sizeof(err));
     bool ok = c != NULL && engine_replicaof(c, want_host, want_port, err, sizeof(err));
     resp_close(c);
-    if (ok)
+    if (ok) {
+        n->repoints++;
+        agent_report_changed(a);
         log_warn("replica followed another primary than the designated one; repointed",
                  "node=%s followed=%s:%d primary=%s:%d", n->id, host, port, want_host, want_port);
-    else
+    } else {
         log_warn("could not repoint a replica to the designated primary",
                  "node=%s followed=%s:%d primary=%s:%d error=\"%s\"", n->id, host, port, want_host,
                  want_port, err);
+    }
 }
 
 /* ---- start, stop, exit, remove ----------------------------------------- */
@@ -1075,7 +1080,7 @@ void agent_sup_tick(struct agent *a, int64_t now_us)
             on_probe(a, n, &before, &res, now_us);
         }
         watch_tick(a, n, now_us);
-        keep_following(n, a->cfg->address, now_us);
+        keep_following(a, n, now_us);
         keep_users(a, n, now_us);
     }
     for (size_t i = 0; i < a->n_nodes; i++) {

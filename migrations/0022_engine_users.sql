@@ -3,10 +3,12 @@
 -- replicas authenticate to their primary with -- whose passwords cairnd
 -- derives from its secret key and the cluster's uid (cluster_nodes.c). The
 -- desired set carries the uid so that cairnd can hand them to the agents.
--- An agent puts back a change to its engines' users and counts it in its
--- reports; the count last reported is kept to tell a new one
--- (EngineUsersRepaired).
+-- An agent puts back a change to its engines' users, and a replica that
+-- follows another primary than the designated one, and counts each in its
+-- reports; the counts last reported are kept to tell a new one
+-- (EngineUsersRepaired, ReplicaRepointed).
 ALTER TABLE nodes ADD COLUMN users_repairs integer NOT NULL DEFAULT 0;
+ALTER TABLE nodes ADD COLUMN repoints integer NOT NULL DEFAULT 0;
 
 -- As in 0021_node_tombstones.sql, with the cluster's uid.
 CREATE OR REPLACE FUNCTION host_desired_set(host uuid, heartbeat_timeout_s integer,

@@ -123,6 +123,7 @@ static const struct jspec_field node_fields[] = {
     {.name = "loading", .type = JSPEC_BOOLEAN, .nullable = true},
     {.name = "restarts", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
     {.name = "users_repairs", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
+    {.name = "repoints", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
     {.name = "observed_ms_ago",
      .type = JSPEC_INTEGER,
      .nullable = true,

@@ -172,29 +172,36 @@ static const struct db_stmt record_nodes = {
     "   sync_in_progress = CASE WHEN " CAIRND_READ_IT " THEN n.sync_in_progress"
     "     ELSE r.sync_in_progress END,"
     "   loading = r.loading, restarts = coalesce(r.restarts, 0), reported_at = now(),"
-    "   users_repairs = coalesce(r.users_repairs, 0),"
+    "   users_repairs = coalesce(r.users_repairs, 0), repoints = coalesce(r.repoints, 0),"
     "   primary_silent_since = CASE WHEN r.primary_silent_ms > 0 THEN "
     "coalesce(n.primary_silent_since,"
     "     now() - make_interval(secs => r.primary_silent_ms / 1000.0)) END"
     " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, status text, role text,"
     "   version text, replication_offset bigint, master_link_status text,"
     "   sync_in_progress boolean, loading boolean, restarts int, observed_ms_ago int,"
-    "   primary_silent_ms int, config_epoch bigint, users_repairs int), clusters c"
+    "   primary_silent_ms int, config_epoch bigint, users_repairs int, repoints int), clusters c"
     " WHERE n.id = r.node_id AND n.host_id = $1::uuid AND c.id = n.cluster_id"};
 
-/* A node whose agent put back its engine's users since its last report:
- * someone holding Cairn's own engine password changed them (a tenant
- * cannot). Recorded before the report is, while the stored count is the
- * last one; an agent that restarts counts from 0 again. */
-static const struct db_stmt record_user_repairs = {
+/* What a node's agent put back since its last report, each kind counted
+ * apart: its engine's users changed behind Cairn's back (someone holding
+ * Cairn's own engine password: a tenant cannot), or its engine following
+ * another primary than the designated one (cluster mode disabled). An
+ * event per kind whose count grew; recorded before the report is, while
+ * the stored counts are the last ones. An agent that restarts counts from
+ * 0 again. */
+static const struct db_stmt record_repairs = {
     "INSERT INTO events (cluster_id, type, severity, message, detail)"
-    " SELECT n.cluster_id, 'EngineUsersRepaired', 'warning',"
-    "   format('node %s: its engine''s users were changed behind Cairn''s back; its agent put"
-    " them back', n.id),"
-    "   jsonb_build_object('node', n.id, 'repairs', r.users_repairs - n.users_repairs)"
-    " FROM nodes n JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, users_repairs int)"
-    "   ON r.node_id = n.id"
-    " WHERE n.host_id = $1::uuid AND r.users_repairs > n.users_repairs"};
+    " SELECT n.cluster_id, k.type, 'warning', format(k.message, n.id),"
+    "   jsonb_build_object('node', n.id, 'repairs', k.now - k.before)"
+    " FROM nodes n JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, users_repairs int,"
+    "   repoints int) ON r.node_id = n.id"
+    " CROSS JOIN LATERAL (VALUES"
+    "   ('EngineUsersRepaired', 'node %s: its engine''s users were changed behind Cairn''s back;"
+    " its agent put them back', coalesce(r.users_repairs, 0), n.users_repairs),"
+    "   ('ReplicaRepointed', 'node %s followed another primary than the designated one; its"
+    " agent pointed it back', coalesce(r.repoints, 0), n.repoints))"
+    "   AS k(type, message, now, before)"
+    " WHERE n.host_id = $1::uuid AND k.now > k.before"};
 
 /* Cluster mode: a replica that reports itself primary was elected by the
  * engines (cairnd's own failovers record their own events). Recorded before
@@ -319,7 +326,7 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
      * node's desired state takes them (its trigger bumps the host's
      * generation), so the two cannot deadlock. */
     if ((st = exec_stmt(conn, &record_elections, 2, params)) != DB_OK ||
-        (st = exec_stmt(conn, &record_user_repairs, 2, params)) != DB_OK ||
+        (st = exec_stmt(conn, &record_repairs, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &demote_fallen, 2, params)) != DB_OK ||
         (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK ||

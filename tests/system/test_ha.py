@@ -739,7 +739,8 @@ def test_replica_following_another_node_is_repointed_by_its_agent(stack, cleanup
     """Disabled mode: a replica's engine told to follow the other replica
     (as a failover whose cairnd died before repointing it would leave it,
     following the old primary) follows the designated primary again within
-    seconds, repointed by its own agent, and has the writes made since."""
+    seconds, repointed by its own agent (ReplicaRepointed), and has the
+    writes made since."""
     cid = "ha-astray"
     body, pw = create(stack, cleanup, clusters.redis_group(cid, replicas_per_shard=2))
     primary = primary_node(body)
@@ -764,6 +765,10 @@ def test_replica_following_another_node_is_repointed_by_its_agent(stack, cleanup
     with clusters.client(stray["address"], stray["port"], pw) as c:
         wait_until(lambda: c.get("astray") == "back", 5, "the write replicated to it")
     eq(primary_node(clusters.get(stack.api, cid))["id"], primary["id"], "the same primary")
+    repointed = wait_until(lambda: [e for e in events(stack.api, cid)
+                                    if e["type"] == "ReplicaRepointed"], 5, "ReplicaRepointed")
+    eq((repointed[-1]["detail"]["node"], repointed[-1]["detail"]["repairs"]), (stray["id"], 1),
+       "the event's node and count")
 
 
 @contextlib.contextmanager
