@@ -559,9 +559,17 @@ class Api:
         tok = self.token if token is _DEFAULT else token
         if tok is not None and "Authorization" not in h:
             h["Authorization"] = f"Bearer {tok}"
-        return self.session.request(method, self.base + path, headers=h,
-                                    timeout=timeout or self.timeout,
-                                    allow_redirects=False, **kw)
+        for attempt in (1, 2):
+            try:
+                return self.session.request(method, self.base + path, headers=h,
+                                            timeout=timeout or self.timeout,
+                                            allow_redirects=False, **kw)
+            except requests.ConnectionError as e:
+                # A kept-alive connection cairnd closed after its idle
+                # timeout (30 s) just as the session reused it: a GET goes
+                # again on a new one, as browsers do. Nothing else is retried.
+                if attempt == 2 or method != "GET" or "RemoteDisconnected" not in str(e):
+                    raise
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
