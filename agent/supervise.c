@@ -420,6 +420,22 @@ static bool same_primary(const char *host, int port, const char *other_host, int
     return port == other_port && strcmp(host, other_host) == 0;
 }
 
+/* A blocking connection to n's engine as user (NULL: default), with
+ * timeout_ms to connect and to answer each command: the agent's loop
+ * waits meanwhile. */
+static struct resp_conn *connect_engine(const struct agent *a, const struct agent_node *n,
+                                        const char *user, const char *password, int timeout_ms,
+                                        char *err, size_t errsize)
+{
+    struct resp_options o = {.host = a->cfg->address,
+                             .port = n->run.port,
+                             .connect_timeout_ms = timeout_ms,
+                             .command_timeout_ms = timeout_ms,
+                             .username = user,
+                             .password = password};
+    return resp_connect(&o, err, errsize);
+}
+
 /* With cluster mode disabled, a replica whose engine has followed another
  * primary than the designated one for AGENT_ASTRAY_US is told to follow
  * the designated one. Its desired config is the designation (a node that
@@ -432,7 +448,6 @@ static bool same_primary(const char *host, int port, const char *other_host, int
  * report (ReplicaRepointed). */
 static void keep_following(struct agent *a, struct agent_node *n, int64_t now_us)
 {
-    const char *address = a->cfg->address;
     const char *want_host, *host;
     int want_port, port;
     bool designated =
@@ -451,13 +466,8 @@ static void keep_following(struct agent *a, struct agent_node *n, int64_t now_us
     n->astray_since_us = now_us;
 
     char err[256] = "";
-    struct resp_options o = {.host = address,
-                             .port = n->run.port,
-                             .connect_timeout_ms = 500,
-                             .command_timeout_ms = 500,
-                             .username = agent_run_user(&n->run),
-                             .password = n->run.password};
-    struct resp_conn *c = resp_connect(&o, err, sizeof(err));
+    struct resp_conn *c =
+        connect_engine(a, n, agent_run_user(&n->run), n->run.password, 500, err, sizeof(err));
     bool ok = c != NULL && engine_replicaof(c, want_host, want_port, err, sizeof(err));
     resp_close(c);
     if (ok) {
@@ -848,13 +858,8 @@ void agent_sup_apply(struct agent *a, int64_t now_us)
 static int info_confirms(struct agent *a, struct agent_node *n, pid_t pid, char *why,
                          size_t whysize, struct agent_observed *seen)
 {
-    struct resp_options o = {.host = a->cfg->address,
-                             .port = n->run.port,
-                             .connect_timeout_ms = 1000,
-                             .command_timeout_ms = 1000,
-                             .username = agent_run_user(&n->run),
-                             .password = n->run.password};
-    struct resp_conn *c = resp_connect(&o, why, whysize);
+    struct resp_conn *c =
+        connect_engine(a, n, agent_run_user(&n->run), n->run.password, 1000, why, whysize);
     struct engine_info *info;
     long long ipid = 0, iport = 0;
     int rc;
@@ -961,20 +966,6 @@ void agent_sup_discover(struct agent *a, int64_t now_us)
 
 #define USERS_RETRY_US 5000000LL
 
-/* A blocking connection to n's engine as user (NULL: default). */
-static struct resp_conn *connect_engine(const struct agent *a, const struct agent_node *n,
-                                        const char *user, const char *password, char *err,
-                                        size_t errsize)
-{
-    struct resp_options o = {.host = a->cfg->address,
-                             .port = n->run.port,
-                             .connect_timeout_ms = 1000,
-                             .command_timeout_ms = 1000,
-                             .username = user,
-                             .password = password};
-    return resp_connect(&o, err, errsize);
-}
-
 /* Give the engine the users of its desired config (logged in as the
  * agent is, which may be the default user that loses the right to read
  * them back) and read back, as Cairn's user, the digest of what it then
@@ -994,10 +985,10 @@ static bool set_users(struct agent *a, struct agent_node *n, const char *admin, 
         return false;
     }
     struct resp_conn *c =
-        connect_engine(a, n, agent_run_user(&n->run), n->run.password, err, errsize);
+        connect_engine(a, n, agent_run_user(&n->run), n->run.password, 1000, err, errsize);
     bool ok = c != NULL && engine_users_apply(c, &spec, err, errsize);
     resp_close(c);
-    c = ok ? connect_engine(a, n, ENGINE_ADMIN_USER, admin, err, errsize) : NULL;
+    c = ok ? connect_engine(a, n, ENGINE_ADMIN_USER, admin, 1000, err, errsize) : NULL;
     redisReply *r = c != NULL ? resp_command(c, err, errsize, "ACL LIST") : NULL;
     ok = r != NULL && engine_users_digest(r, n->users_digest);
     if (r != NULL && !ok)

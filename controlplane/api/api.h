@@ -43,11 +43,14 @@ void api_reply_get_status(struct http_request *req,
                           const char *key, enum problem_code not_found, int status);
 
 /* Check an optional query parameter against a set of values (NULL
- * terminated), as a UUID, or as a cluster id. Returns false after replying
- * 400 when it is present and invalid. */
+ * terminated), as a UUID, a cluster id, an API token's id or an RFC 3339
+ * timestamp. Returns false after replying 400 when it is present and
+ * invalid. */
 bool api_query_one_of(struct http_request *req, const char *name, const char *const *values);
 bool api_query_uuid(struct http_request *req, const char *name);
 bool api_query_cluster_id(struct http_request *req, const char *name);
+bool api_query_token_id(struct http_request *req, const char *name);
+bool api_query_time(struct http_request *req, const char *name);
 /* An optional whole number (decimal digits only) from min to max into
  * *out, fallback when absent; false after replying 400 otherwise. */
 bool api_query_int(struct http_request *req, const char *name, long long min, long long max,

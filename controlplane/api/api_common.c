@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "api.h"
+#include "auth_token.h"
+#include "timeutil.h"
 
 struct list_call {
     const struct api_list *list;
@@ -133,6 +135,26 @@ bool api_query_cluster_id(struct http_request *req, const char *name)
     if (v == NULL || (n >= 1 && n <= 40 && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") == n))
         return true;
     reject_query(req, name, "must be a cluster id: 1 to 40 lowercase letters, digits and hyphens");
+    return false;
+}
+
+bool api_query_token_id(struct http_request *req, const char *name)
+{
+    const char *v = http_query(req, name);
+
+    if (v == NULL || (strlen(v) == AUTH_ID_LEN && strspn(v, "0123456789abcdef") == AUTH_ID_LEN))
+        return true;
+    reject_query(req, name, "must be a token id: 12 lower-case hex digits");
+    return false;
+}
+
+bool api_query_time(struct http_request *req, const char *name)
+{
+    const char *v = http_query(req, name);
+
+    if (v == NULL || time_is_rfc3339(v))
+        return true;
+    reject_query(req, name, "must be an RFC 3339 timestamp such as 2026-11-30T08:00:00Z");
     return false;
 }
 

@@ -294,9 +294,10 @@ static const struct route *find_route(struct http_server *srv, struct http_reque
     return NULL;
 }
 
-/* An API token over its rate (--rate-limit) is answered 429 here, before
- * its request reaches the database. Agents' credentials are not limited:
- * their syncs and pushes are paced by cairnd itself. */
+/* An API token over its rate (--rate-limit) is answered 429 here, once it
+ * is known and before its handler runs, whatever its scope allows.
+ * Agents' credentials are not limited: their syncs and pushes are paced by
+ * cairnd itself. */
 static bool within_rate(struct http_server *srv, struct http_request *req)
 {
     int retry_s;
@@ -340,8 +341,10 @@ static bool authenticate(struct http_server *srv, struct http_request *req)
         http_reply_db_error(req, st);
         return false;
     }
+    if (!within_rate(srv, req))
+        return false;
     if (auth_allows(&req->who, route->scope))
-        return within_rate(srv, req);
+        return true;
     if (req->who.kind == AUTH_KIND_AGENT)
         http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
                            "agent credentials only open the agent routes");

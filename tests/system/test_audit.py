@@ -89,3 +89,20 @@ def test_the_auth_token_read_the_elasticache_endpoint_and_registration(inst):
         ("POST", "/v1/agent/register", None, "agent_bootstrap", None)], "the calls recorded")
     assert got[2]["status"] >= 400, got[2]
     eq(got[3]["status"], 200, "registration")
+
+
+def test_hostile_filters_and_a_flood_of_unknown_callers(inst):
+    """Filters of bytes that are not a token id or a time are refused (400,
+    whichever layer sees them first); a flood of calls without a known
+    token leaves the audit log as it was."""
+    for bad in ("ABCDEF012345", "0" * 11, "0" * 10000, "%00", "%ff" * 6, "0123456789a%00"):
+        r = inst.api.get(f"/v1/audit?token_id={bad}")
+        eq(r.status_code, 400, f"token_id={bad[:40]}: {r.text[:200]}")
+    for bad in ("yesterday", "2026-13-01T00:00:00Z", "%ff", "2026-12-01T00:00:00Z%00", "9" * 5000):
+        r = inst.api.get(f"/v1/audit?since={bad}")
+        eq(r.status_code, 400, f"since={bad[:40]}: {r.text[:200]}")
+    before = len(entries(inst))
+    for _ in range(200):
+        inst.anon.post("/v1/clusters", json={"id": "x"})
+        inst.api.with_token("cairn_000000000000_" + "A" * 43).delete("/v1/tokens/000000000000")
+    eq(len(entries(inst)), before, "entries after 400 unauthenticated calls")
