@@ -42,6 +42,7 @@
 #include "engine_config.h"
 #include "identity.h"
 #include "pinger.h"
+#include "proc.h"
 #include "settings.h"
 #include "version.h"
 #include "watch.h"
@@ -60,6 +61,9 @@
 /* Sync: how long cairnd may hold a sync (until registration says
  * otherwise). When cairnd cannot be reached, agent_cp_backoff_us(). */
 #define AGENT_SYNC_WAIT_MS 2000
+
+/* The user an agent running as root starts engines as, unless told. */
+#define AGENT_ENGINE_USER "cairn-engine"
 
 struct agent_telemetry;
 struct agent_upstream;
@@ -153,6 +157,7 @@ struct agent_node {
 
 struct agent {
     struct agent_settings *cfg;
+    struct agent_proc_user engine_user; /* who the engines run as */
     struct engine_binary *bins;
     size_t n_bins;
     char **bin_real; /* realpath of each binary, for recognising processes */
@@ -161,6 +166,8 @@ struct agent {
 
     struct agent_identity id;
     bool have_id;
+    bool registering_with_join_token; /* the registration in flight presents it */
+    bool join_token_spent;            /* it opened a registration, or was refused */
     struct agent_cp cp;
     enum { AGENT_CP_IDLE, AGENT_CP_REGISTER, AGENT_CP_SYNC } cp_kind;
     unsigned cp_failures;

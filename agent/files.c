@@ -156,3 +156,30 @@ bool agent_files_remove_tree(const char *path, char *err, size_t errsize)
     }
     return true;
 }
+
+/* nftw() takes no argument for its callback: the owner being given, for
+ * the one walk at a time a single-threaded agent makes. */
+static uid_t tree_uid;
+static gid_t tree_gid;
+
+static int chown_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)flag;
+    (void)ftw;
+    if (st->st_uid == tree_uid && st->st_gid == tree_gid)
+        return 0;
+    return lchown(path, tree_uid, tree_gid) != 0 ? errno : 0;
+}
+
+bool agent_files_chown_tree(const char *path, uid_t uid, gid_t gid, char *err, size_t errsize)
+{
+    tree_uid = uid;
+    tree_gid = gid;
+    int rc = nftw(path, chown_one, 16, FTW_PHYS);
+    if (rc != 0) {
+        snprintf(err, errsize, "could not give \"%s\" to uid %d: %s", path, (int)uid,
+                 strerror(rc > 0 ? rc : errno));
+        return false;
+    }
+    return true;
+}

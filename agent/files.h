@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Read the whole file at path into a new NUL-terminated buffer (the caller
  * frees it) of at most max bytes; *len (may be NULL) gets its length.
@@ -21,6 +22,10 @@ bool agent_files_write_atomic(const char *path, const void *data, size_t len, in
 /* Create path and its missing parents with the given mode (existing
  * directories are fine). Returns false with a message in err. */
 bool agent_files_mkdirs(const char *path, int mode, char *err, size_t errsize);
+
+/* Give path and everything below it (symbolic links themselves, never
+ * what they point to) to uid:gid. Returns false with a message in err. */
+bool agent_files_chown_tree(const char *path, uid_t uid, gid_t gid, char *err, size_t errsize);
 
 /* Remove path and everything below it, not following symbolic links. A
  * missing path is success. Returns false with a message in err. */

@@ -110,9 +110,11 @@ static void on_register(struct agent *a, const struct agent_cp_result *r, int64_
 
     if (r->status != 200) {
         agent_cp_problem(r, err, sizeof(err));
-        if (r->status == 401 || r->status == 403)
-            log_error("cairnd refused registration; check the bootstrap token", "error=\"%s\"",
-                      err);
+        if (r->status == 401 || r->status == 403 || r->status == 409)
+            log_error("cairnd refused registration; check the join or bootstrap token",
+                      "status=%ld error=\"%s\"", r->status, err);
+        if (r->status == 401 && a->registering_with_join_token)
+            a->join_token_spent = true; /* used or expired: fall back to the bootstrap token */
         cp_failed(a, now_us, "register", err);
         return;
     }
@@ -129,6 +131,8 @@ static void on_register(struct agent *a, const struct agent_cp_result *r, int64_
     strcpy(a->id.credential, cred);
     json_int_t wait = json_integer_value(json_object_get(j, "sync_wait_ms"));
     json_int_t heartbeat = json_integer_value(json_object_get(j, "heartbeat_timeout_s"));
+    const char *status = json_string_value(json_object_get(j, "status"));
+    bool pending = status != NULL && strcmp(status, "pending") == 0;
     if (wait > 0 && wait <= 10000)
         a->sync_wait_ms = (int)wait;
     if (heartbeat > 0 && heartbeat < 86400)
@@ -137,7 +141,13 @@ static void on_register(struct agent *a, const struct agent_cp_result *r, int64_
     if (!agent_identity_save(a->cfg->data_dir, &a->id, err, sizeof(err)))
         log_error("could not save identity; a restart will register again", "error=\"%s\"", err);
     a->have_id = true;
-    log_info("registered", "host_id=%s name=%s az=%s", a->id.host_id, a->cfg->name, a->cfg->az);
+    if (a->registering_with_join_token)
+        a->join_token_spent = true;
+    log_info("registered", "host_id=%s name=%s az=%s status=%s", a->id.host_id, a->cfg->name,
+             a->cfg->az, pending ? "pending" : "healthy");
+    if (pending)
+        log_warn("this host waits for an admin to approve it; nothing is placed on it until then",
+                 "host_id=%s approve=\"POST /v1/hosts/%s/approve\"", a->id.host_id, a->id.host_id);
     /* Sync at once, but keep the failure count until a sync succeeds, so
      * a credential refused again and again still backs off. */
     a->cp_retry_at_us = 0;
@@ -215,14 +225,20 @@ static void cp_kick(struct agent *a, int64_t now_us)
     if (now_us < a->cp_retry_at_us)
         return;
     if (!a->have_id) {
-        if (a->cfg->bootstrap_token == NULL) {
-            cp_failed(a, now_us, "register", "no bootstrap token configured");
+        /* A join token opens one registration; after it, only the
+         * bootstrap token (should cairnd forget this host). */
+        const char *token = a->cfg->join_token != NULL && !a->join_token_spent
+                                ? a->cfg->join_token
+                                : a->cfg->bootstrap_token;
+        if (token == NULL) {
+            cp_failed(a, now_us, "register",
+                      "no join token or bootstrap token left to register with");
             return;
         }
         a->cp_kind = AGENT_CP_REGISTER;
         a->cp_started_us = now_us;
-        agent_cp_start(&a->cp, "/v1/agent/register", a->cfg->bootstrap_token,
-                       agent_report_register(a), 10000);
+        a->registering_with_join_token = token == a->cfg->join_token;
+        agent_cp_start(&a->cp, "/v1/agent/register", token, agent_report_register(a), 10000);
         return;
     }
     /* cairnd records the report at once and answers at once when the

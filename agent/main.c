@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -125,6 +127,45 @@ out:
     return rc;
 }
 
+/* Who the engines run as. An agent running as root starts them as an
+ * unprivileged user (--engine-user, cairn-engine by default), never as
+ * root: a compromised engine then owns its data directory and nothing
+ * else. An agent running as anyone else starts them as itself. */
+static bool resolve_engine_user(const struct agent_settings *cfg, struct agent_proc_user *out,
+                                char *err, size_t errsize)
+{
+    const char *name = cfg->engine_user != NULL ? cfg->engine_user : AGENT_ENGINE_USER;
+    struct passwd *pw = getpwnam(name);
+
+    memset(out, 0, sizeof(*out));
+    if (geteuid() != 0) {
+        if (cfg->engine_user != NULL && (pw == NULL || pw->pw_uid != geteuid())) {
+            snprintf(err, errsize,
+                     "--engine-user %s: only an agent running as root can start engines as "
+                     "another user",
+                     name);
+            return false;
+        }
+        return true;
+    }
+    if (pw == NULL) {
+        snprintf(err, errsize,
+                 "engines are not run as root, and user %s does not exist: create it "
+                 "(useradd --system --no-create-home --shell /usr/sbin/nologin %s) or name "
+                 "another with --engine-user",
+                 name, name);
+        return false;
+    }
+    if (pw->pw_uid == 0) {
+        snprintf(err, errsize, "--engine-user %s is root; engines are not run as root", name);
+        return false;
+    }
+    out->switch_user = true;
+    out->uid = pw->pw_uid;
+    out->gid = pw->pw_gid;
+    return true;
+}
+
 /* Create the data directory, make its path absolute (engines and pidfile
  * checks need it so), and lock it: two agents on one directory would fight
  * over the same engines. Returns the lock descriptor, kept open for life. */
@@ -135,8 +176,14 @@ static int take_data_dir(struct agent_settings *cfg, char *err, size_t errsize)
     char *lock = NULL;
     int fd = -1;
 
-    if (!agent_files_mkdirs(nodes, 0700, err, errsize))
+    /* 0711: the engine user may pass through to its node's directory, and
+     * list nothing. */
+    if (!agent_files_mkdirs(nodes, 0711, err, errsize))
         goto out;
+    if (chmod(cfg->data_dir, 0711) != 0 || chmod(nodes, 0711) != 0) {
+        snprintf(err, errsize, "could not open \"%s\" to engines: %s", nodes, strerror(errno));
+        goto out;
+    }
     if (realpath(cfg->data_dir, real) == NULL) {
         snprintf(err, errsize, "could not resolve \"%s\": %s", cfg->data_dir, strerror(errno));
         goto out;
@@ -185,7 +232,7 @@ int main(int argc, char **argv)
     struct agent_settings cfg;
     struct agent a;
     char err[512];
-    int rc, lock;
+    int rc, lock = -1;
 
     rc = read_settings(argc, argv, &cfg);
     if (rc != 0)
@@ -195,6 +242,10 @@ int main(int argc, char **argv)
     a.cfg = &cfg;
     a.sigfd = -1;
     a.sync_wait_ms = AGENT_SYNC_WAIT_MS;
+    if (!resolve_engine_user(&cfg, &a.engine_user, err, sizeof(err))) {
+        rc = fail(err);
+        goto out;
+    }
     lock = take_data_dir(&cfg, err, sizeof(err));
     if (lock < 0) {
         rc = fail(err);
@@ -214,8 +265,8 @@ int main(int argc, char **argv)
     a.have_id = agent_identity_load(cfg.data_dir, &a.id, err, sizeof(err));
     if (!a.have_id && err[0] != '\0')
         log_warn("identity unusable", "error=\"%s\"", err);
-    if (!a.have_id && cfg.bootstrap_token == NULL) {
-        rc = fail("not registered yet and no --bootstrap-token given");
+    if (!a.have_id && cfg.bootstrap_token == NULL && cfg.join_token == NULL) {
+        rc = fail("not registered yet and no --join-token or --bootstrap-token given");
         goto out;
     }
     log_info("cairn-agent starting",

@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,39 +17,84 @@
 
 #include "files.h"
 
-extern char **environ;
-
-bool agent_proc_spawn(const char *binary, const char *conf_path, const char *log_path, pid_t *pid,
-                      int *pidfd, char *err, size_t errsize)
+/* The child's side of agent_proc_spawn(): only async-signal-safe calls
+ * between fork and exec. A failure writes its step and errno to report (a
+ * close-on-exec pipe, so a successful exec closes it unwritten). */
+static void exec_child(const char *binary, char *const argv[], const char *log_path,
+                       const struct agent_proc_user *user, int report)
 {
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none, defaults;
-    char *argv[] = {(char *)binary, (char *)conf_path, NULL};
-    int rc;
+    int fail[2] = {0, 0};
+    int fd;
+    sigset_t none;
 
     sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    sigaddset(&defaults, SIGCHLD);
-    sigaddset(&defaults, SIGTERM);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGHUP);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0640);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    rc = posix_spawn(pid, binary, &fa, &attr, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
-        snprintf(err, errsize, "could not start \"%s\": %s", binary, strerror(rc));
+    if (setsid() < 0) {
+        fail[0] = 1;
+        goto out;
+    }
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+        sigaction(sig, &dfl, NULL); /* SIGKILL and SIGSTOP refuse: no matter */
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    fd = open("/dev/null", O_RDONLY);
+    if (fd < 0 || dup2(fd, 0) < 0) {
+        fail[0] = 2;
+        goto out;
+    }
+    fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0640);
+    if (fd < 0 || dup2(fd, 1) < 0 || dup2(1, 2) < 0) {
+        fail[0] = 3;
+        goto out;
+    }
+    if (user != NULL && user->switch_user &&
+        (setgroups(0, NULL) != 0 || setgid(user->gid) != 0 || setuid(user->uid) != 0)) {
+        fail[0] = 4;
+        goto out;
+    }
+    if (report > 3)
+        close_range(3, (unsigned)report - 1, 0);
+    close_range((unsigned)report + 1, ~0u, 0);
+    execv(binary, argv);
+    fail[0] = 5;
+out:
+    fail[1] = errno;
+    if (write(report, fail, sizeof(fail)) < 0)
+        _exit(127);
+    _exit(127);
+}
+
+bool agent_proc_spawn(const char *binary, const char *conf_path, const char *log_path,
+                      const struct agent_proc_user *user, pid_t *pid, int *pidfd, char *err,
+                      size_t errsize)
+{
+    static const char *const steps[] = {
+        "",      "start a session", "open /dev/null", "open its log", "switch to the engine user",
+        "run it"};
+    char *argv[] = {(char *)binary, (char *)conf_path, NULL};
+    int report[2], fail[2] = {0, 0};
+
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        snprintf(err, errsize, "could not start \"%s\": pipe: %s", binary, strerror(errno));
+        return false;
+    }
+    *pid = fork();
+    if (*pid == 0)
+        exec_child(binary, argv, log_path, user, report[1]);
+    close(report[1]);
+    if (*pid < 0) {
+        snprintf(err, errsize, "could not start \"%s\": fork: %s", binary, strerror(errno));
+        close(report[0]);
+        return false;
+    }
+    ssize_t got;
+    do
+        got = read(report[0], fail, sizeof(fail));
+    while (got < 0 && errno == EINTR);
+    close(report[0]);
+    if (got == (ssize_t)sizeof(fail) && fail[0] > 0 && fail[0] <= 5) {
+        waitpid(*pid, NULL, 0);
+        snprintf(err, errsize, "could not start \"%s\": %s: %s", binary, steps[fail[0]],
+                 strerror(fail[1]));
         return false;
     }
     *pidfd = agent_proc_pidfd_open(*pid);

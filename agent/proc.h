@@ -11,13 +11,24 @@
 
 #include "converge.h"
 
+/* Who an engine runs as: the agent's own user (switch false), or, for an
+ * agent running as root, an unprivileged one. */
+struct agent_proc_user {
+    bool switch_user;
+    uid_t uid;
+    gid_t gid;
+};
+
 /* Start `binary conf_path` as a child in a new session (so its process
  * group id is its pid), stdin from /dev/null, stdout and stderr appended to
- * log_path, every other descriptor closed, signal mask and dispositions
- * reset. On success *pid is the child and *pidfd (close-on-exec) watches
- * it. Returns false with a message in err when the binary cannot be run. */
-bool agent_proc_spawn(const char *binary, const char *conf_path, const char *log_path, pid_t *pid,
-                      int *pidfd, char *err, size_t errsize);
+ * log_path (opened before the user is switched: the engine cannot replace
+ * its log), every other descriptor closed, signal mask and dispositions
+ * reset, as user (its groups dropped) when user->switch_user. On success
+ * *pid is the child and *pidfd (close-on-exec) watches it. Returns false
+ * with a message in err when the binary cannot be run. */
+bool agent_proc_spawn(const char *binary, const char *conf_path, const char *log_path,
+                      const struct agent_proc_user *user, pid_t *pid, int *pidfd, char *err,
+                      size_t errsize);
 
 /* A pidfd (close-on-exec, non-blocking) for any process, child or not;
  * -1 with errno set when it does not exist. Readable once it has exited. */

@@ -32,6 +32,8 @@ static const struct setting {
                                  "an http:// or https:// URL"},
     [AGENT_SET_BOOTSTRAP_TOKEN] = {"bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", "TOKEN", false,
                                    NULL, "a value"},
+    [AGENT_SET_JOIN_TOKEN] = {"join-token", "CAIRN_AGENT_JOIN_TOKEN", "TOKEN", false, NULL,
+                              "a value"},
     [AGENT_SET_AZ] = {"az", "CAIRN_AGENT_AZ", "AZ", true, NULL, "1 to 32 of [A-Za-z0-9._-]",
                       .label_max = 32},
     [AGENT_SET_DATA_DIR] = {"data-dir", "CAIRN_AGENT_DATA_DIR", "DIR", true, NULL, "a directory"},
@@ -50,6 +52,8 @@ static const struct setting {
                                     "10", NULL, 1, 3600, true},
     [AGENT_SET_METRICS_PERIOD] = {"metrics-period", "CAIRN_AGENT_METRICS_PERIOD", "S", false, "60",
                                   NULL, 1, 3600, true},
+    [AGENT_SET_ENGINE_USER] = {"engine-user", "CAIRN_AGENT_ENGINE_USER", "USER", false, NULL,
+                               "a user name"},
     [AGENT_SET_ENGINE_PATH] = {"engine-path", "CAIRN_AGENT_ENGINE_PATH", "PATH", false, NULL,
                                "a path"},
 };
@@ -269,6 +273,9 @@ static bool store(struct agent_settings *out, int id, const char *v, long n)
     case AGENT_SET_BOOTSTRAP_TOKEN:
         out->bootstrap_token = xstrdup(v);
         return true;
+    case AGENT_SET_JOIN_TOKEN:
+        out->join_token = xstrdup(v);
+        return true;
     case AGENT_SET_AZ:
         out->az = xstrdup(v);
         return true;
@@ -292,6 +299,11 @@ static bool store(struct agent_settings *out, int id, const char *v, long n)
         return true;
     case AGENT_SET_NAME:
         out->name = xstrdup(v);
+        return true;
+    case AGENT_SET_ENGINE_USER:
+        if (v[0] == '\0')
+            return false;
+        out->engine_user = xstrdup(v);
         return true;
     case AGENT_SET_LOG_LEVEL:
         return log_parse_level(v, &out->log_level) == 0;
@@ -429,6 +441,8 @@ void agent_settings_free(struct agent_settings *s)
 {
     free(s->control_plane);
     free(s->bootstrap_token);
+    free(s->join_token);
+    free(s->engine_user);
     free(s->az);
     free(s->data_dir);
     free(s->address);

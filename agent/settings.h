@@ -24,6 +24,7 @@
 enum agent_setting_id {
     AGENT_SET_CONTROL_PLANE,
     AGENT_SET_BOOTSTRAP_TOKEN,
+    AGENT_SET_JOIN_TOKEN,
     AGENT_SET_AZ,
     AGENT_SET_DATA_DIR,
     AGENT_SET_PORTS,
@@ -34,6 +35,7 @@ enum agent_setting_id {
     AGENT_SET_LOG_LEVEL,
     AGENT_SET_METRICS_INTERVAL,
     AGENT_SET_METRICS_PERIOD,
+    AGENT_SET_ENGINE_USER,
     AGENT_SET_ENGINE_PATH, /* repeatable; kept in engine_paths, not value */
     AGENT_SET_COUNT,
 };
@@ -56,10 +58,12 @@ struct agent_machine {
 struct agent_settings {
     char *control_plane; /* http:// or https:// base URL, no trailing '/' */
     char *bootstrap_token;
+    char *join_token; /* one registration of this host's name, made by an admin */
     char *az;
     char *data_dir;
     char *address;
     char *name;
+    char *engine_user; /* NULL: cairn-engine for an agent running as root, else its own */
     int port_min, port_max;
     int vcpus;
     long memory_mib;

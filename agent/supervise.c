@@ -566,7 +566,9 @@ static bool write_config(struct agent *a, struct agent_node *n, char *err, size_
     spec.port = n->want.port;
     spec.bind = a->cfg->address;
     spec.data_dir = n->data_dir;
-    spec.pidfile = n->pid_path;
+    /* An engine run as another user cannot write in the node's directory;
+     * the agent writes the pidfile for it. */
+    spec.pidfile = a->engine_user.switch_user ? NULL : n->pid_path;
     spec.logfile = NULL; /* standard output, which goes to engine.log */
     spec.availability_zone = a->cfg->az;
     if (spec_from_config(n->want.config, &spec, &params, texts, err, errsize)) {
@@ -606,6 +608,26 @@ static void heal_nodes_conf(const struct agent_node *n)
     free(path);
 }
 
+/* An engine run as another user owns its data directory (what an engine
+ * of the agent's user left there included) and may read its configuration
+ * and pass through the node's directory, both the agent's: it can change
+ * neither, nor read node.json, the agent's login. */
+static bool open_to_engine(const struct agent *a, const struct agent_node *n, char *err,
+                           size_t errsize)
+{
+    const struct agent_proc_user *u = &a->engine_user;
+
+    if (!u->switch_user)
+        return true;
+    if (chown(n->dir, geteuid(), u->gid) != 0 || chmod(n->dir, 0750) != 0 ||
+        chown(n->conf_path, geteuid(), u->gid) != 0 || chmod(n->conf_path, 0640) != 0) {
+        snprintf(err, errsize, "could not open \"%s\" to the engine user: %s", n->dir,
+                 strerror(errno));
+        return false;
+    }
+    return agent_files_chown_tree(n->data_dir, u->uid, u->gid, err, errsize);
+}
+
 static bool start_engine(struct agent *a, struct agent_node *n, int64_t now_us, char *err,
                          size_t errsize)
 {
@@ -630,7 +652,9 @@ static bool start_engine(struct agent *a, struct agent_node *n, int64_t now_us, 
     if (!save_run(n, err, errsize))
         return false;
     heal_nodes_conf(n);
-    if (!agent_proc_spawn(bin->path, n->conf_path, n->log_path, &n->pid, &n->pidfd, err, errsize))
+    if (!open_to_engine(a, n, err, errsize) ||
+        !agent_proc_spawn(bin->path, n->conf_path, n->log_path, &a->engine_user, &n->pid, &n->pidfd,
+                          err, errsize))
         return false;
     /* The engine writes the pidfile too, but only once it has started. */
     if (!agent_proc_write_pidfile(n->pid_path, n->pid, why, sizeof(why)))

@@ -17,7 +17,8 @@ struct config {
     int max_connections_per_address; /* from one client address; 0: no cap */
     bool no_migrate;
     int shutdown_timeout_s;
-    const char *agent_bootstrap_token; /* NULL: agent registration disabled */
+    const char *agent_bootstrap_token; /* NULL: agents register with join tokens only */
+    bool approve_bootstrap_hosts;      /* hosts registered with it need no approval */
     const char *secret_key_file;       /* seals engine passwords; NULL: clusters refused */
     const char *web_root;              /* the console's files (web.h); NULL or "": none */
     const char *calibration_benchmark; /* the load generator calibrations run; NULL: found */

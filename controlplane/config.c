@@ -39,6 +39,7 @@ static const struct setting settings[] = {
     {"no-migrate", NULL, NULL, SET_FLAG, 0, 0, AT(no_migrate)},
     {"agent-bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", "TOKEN", SET_SECRET, 16, 256,
      AT(agent_bootstrap_token)},
+    {"approve-bootstrap-hosts", NULL, NULL, SET_FLAG, 0, 0, AT(approve_bootstrap_hosts)},
     {"heartbeat-timeout", "CAIRN_HEARTBEAT_TIMEOUT", "SECONDS", SET_INT, 2, 3600,
      AT(heartbeat_timeout_s)},
     {"sync-wait-ms", "CAIRN_SYNC_WAIT_MS", "MS", SET_INT, 0, 10000, AT(sync_wait_ms)},

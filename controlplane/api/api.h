@@ -100,6 +100,15 @@ void api_tokens_revoke(struct http_request *req);
 void api_tokens_current(struct http_request *req);
 void api_hosts_list(struct http_request *req);
 void api_hosts_get(struct http_request *req);
+void api_hosts_approve(struct http_request *req);
+void api_hosts_delete(struct http_request *req);
+void api_join_tokens_list(struct http_request *req);
+void api_join_tokens_create(struct http_request *req);
+void api_join_tokens_delete(struct http_request *req);
+extern const struct jspec_field api_join_token_spec[];
+
+/* A host's name or AZ: letters, digits, '.', '_' and '-' (a jspec check). */
+bool api_check_host_name(const json_t *value, char *msg, size_t msgsize);
 void api_agent_register(struct http_request *req);
 void api_clusters_list(struct http_request *req);
 void api_clusters_get(struct http_request *req);

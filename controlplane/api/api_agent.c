@@ -17,7 +17,7 @@
 
 #define AGENT_NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
-static bool check_name_chars(const json_t *value, char *msg, size_t msgsize)
+bool api_check_host_name(const json_t *value, char *msg, size_t msgsize)
 {
     const char *s = json_string_value(value);
     if (strspn(s, AGENT_NAME_CHARS) == strlen(s))
@@ -69,13 +69,13 @@ const struct jspec_field api_agent_register_spec[] = {
      .required = true,
      .min_len = 1,
      .max_len = 63,
-     .check = check_name_chars},
+     .check = api_check_host_name},
     {.name = "az",
      .type = JSPEC_STRING,
      .required = true,
      .min_len = 1,
      .max_len = 32,
-     .check = check_name_chars},
+     .check = api_check_host_name},
     {.name = "address", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 255},
     {.name = "vcpus",
      .type = JSPEC_INTEGER,
@@ -165,23 +165,73 @@ const struct jspec_field api_agent_sync_spec[] = {
 
 /* ---- register ------------------------------------------------------------ */
 
+/* Hosts registered with the bootstrap token that may wait for approval at
+ * once: a holder of the token cannot fill the table. */
+#define HOSTS_PENDING_MAX 100
+
 struct register_call {
     struct store_host_registration reg;
+    const char *join_token_id; /* NULL: registered with the bootstrap token */
     struct auth_token credential;
     char host_id[AUTH_UUID_LEN + 1];
+    char status[16];
+    struct problem problem;
 };
 
+/* A join token is spent by the registration it opens, in its transaction;
+ * it is the only way to a name that is registered already (the agent that
+ * has it keeps its credential). */
 static enum db_status register_fn(struct db_conn *conn, void *arg)
 {
     struct register_call *c = arg;
+    enum db_status st;
+    long long pending;
+
+    problem_clear(&c->problem);
+    if (c->join_token_id != NULL) {
+        st = store_join_token_spend(conn, c->join_token_id, c->reg.name);
+        if (st == DB_NOT_FOUND) {
+            problem_set(&c->problem, PROBLEM_FORBIDDEN,
+                        "join token %s is for another host name than %s, or was used meanwhile",
+                        c->join_token_id, c->reg.name);
+            return DB_REFUSED;
+        }
+        if (st != DB_OK)
+            return st;
+    } else if (!c->reg.approved) {
+        if ((st = store_hosts_pending(conn, &pending)) != DB_OK)
+            return st;
+        if (pending >= HOSTS_PENDING_MAX) {
+            problem_set(&c->problem, PROBLEM_TOO_MANY_PENDING_HOSTS,
+                        "%lld hosts wait for approval; approve or delete some "
+                        "(GET /v1/hosts?status=pending) before more register",
+                        pending);
+            return DB_REFUSED;
+        }
+    }
     auth_agent_credential_new(&c->credential);
-    return store_host_register(conn, &c->reg, &c->credential, c->host_id);
+    st = store_host_register(conn, &c->reg, &c->credential, c->host_id, c->status);
+    if (st == DB_CONFLICT) {
+        problem_set(&c->problem, PROBLEM_HOST_NAME_TAKEN,
+                    "host %s is registered, and its agent keeps its credential; to give the "
+                    "name to a new agent (a rebuilt VM), register it with a join token for "
+                    "%s (POST /v1/host-join-tokens)",
+                    c->reg.name, c->reg.name);
+        return DB_REFUSED;
+    }
+    if (st == DB_OK && c->join_token_id != NULL)
+        st = store_join_token_used_by(conn, c->join_token_id, c->host_id);
+    return st;
 }
 
 void api_agent_register(struct http_request *req)
 {
     json_t *body = req->json, *ports = json_object_get(body, "ports");
-    struct register_call call = {0};
+    bool join = req->who.kind == AUTH_KIND_JOIN;
+    struct register_call call = {
+        .reg = {.takeover = join, .approved = join || req->app->cfg.approve_bootstrap_hosts},
+        .join_token_id = join ? req->who.token_id : NULL,
+    };
     char *engines_text = json_dumps(json_object_get(body, "engines"), JSON_COMPACT);
 
     call.reg.name = json_string_value(json_object_get(body, "name"));
@@ -202,16 +252,19 @@ void api_agent_register(struct http_request *req)
     }
     enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, register_fn, &call);
     free(engines_text);
-    if (st != DB_OK) {
-        http_reply_db_error(req, st);
+    if (!problem_db(&call.problem, st)) {
+        log_warn("registration refused", "name=%s join_token=%s detail=\"%s\"", call.reg.name,
+                 join ? call.join_token_id : "-", call.problem.detail);
+        http_reply_error(req, &call.problem);
         return;
     }
-    log_info("host registered", "host_id=%s name=%s az=%s", call.host_id, call.reg.name,
-             call.reg.az);
+    log_info("host registered", "host_id=%s name=%s az=%s status=%s join_token=%s", call.host_id,
+             call.reg.name, call.reg.az, call.status, join ? call.join_token_id : "-");
     http_reply_json(req, 200,
-                    json_pack("{s:s, s:s, s:i, s:i}", "host_id", call.host_id, "credential",
-                              call.credential.text, "sync_wait_ms", req->app->cfg.sync_wait_ms,
-                              "heartbeat_timeout_s", req->app->cfg.heartbeat_timeout_s));
+                    json_pack("{s:s, s:s, s:s, s:i, s:i}", "host_id", call.host_id, "credential",
+                              call.credential.text, "status", call.status, "sync_wait_ms",
+                              req->app->cfg.sync_wait_ms, "heartbeat_timeout_s",
+                              req->app->cfg.heartbeat_timeout_s));
 }
 
 /* ---- sync ------------------------------------------------------------------ */

@@ -22,13 +22,14 @@ bool auth_allows(const struct auth_identity *who, enum route_scope scope)
     case SCOPE_AGENT:
         return who->authenticated && who->kind == AUTH_KIND_AGENT;
     case SCOPE_BOOTSTRAP:
-        return who->authenticated && who->kind == AUTH_KIND_BOOTSTRAP;
+        return who->authenticated &&
+               (who->kind == AUTH_KIND_BOOTSTRAP || who->kind == AUTH_KIND_JOIN);
     }
     return false;
 }
 
 struct verify_args {
-    bool agent;
+    enum auth_kind kind;
     const char *id;
     const unsigned char *hash;
     struct store_token_secret found;
@@ -42,8 +43,10 @@ static enum db_status verify_fn(struct db_conn *conn, void *arg)
     struct verify_args *a = arg;
     enum db_status st;
 
-    if (a->agent) {
-        st = store_host_credential(conn, a->id, a->host_id, a->found.hash);
+    if (a->kind == AUTH_KIND_AGENT || a->kind == AUTH_KIND_JOIN) {
+        st = a->kind == AUTH_KIND_AGENT
+                 ? store_host_credential(conn, a->id, a->host_id, a->found.hash)
+                 : store_join_token_hash(conn, a->id, a->found.hash);
         if (st != DB_OK)
             return st;
         return crypto_equal(a->found.hash, a->hash, CRYPTO_SHA256_LEN) ? DB_OK : DB_NOT_FOUND;
@@ -80,28 +83,33 @@ enum db_status auth_verify(struct db_pool *pool, const char *bootstrap, enum rou
     if (secret == NULL)
         return DB_NOT_FOUND;
     if (scope == SCOPE_BOOTSTRAP) {
-        if (bootstrap == NULL || !bootstrap_matches(bootstrap, secret))
+        if (auth_join_token_parse(secret, id, hash)) {
+            args.kind = AUTH_KIND_JOIN;
+        } else if (bootstrap != NULL && bootstrap_matches(bootstrap, secret)) {
+            who->authenticated = true;
+            who->kind = AUTH_KIND_BOOTSTRAP;
+            return DB_OK;
+        } else {
             return DB_NOT_FOUND;
-        who->authenticated = true;
-        who->kind = AUTH_KIND_BOOTSTRAP;
-        return DB_OK;
-    }
-    args.agent = auth_agent_credential_parse(secret, id, hash);
-    if (!args.agent && !auth_token_parse(secret, id, hash))
+        }
+    } else if (auth_agent_credential_parse(secret, id, hash)) {
+        args.kind = AUTH_KIND_AGENT;
+    } else if (auth_token_parse(secret, id, hash)) {
+        args.kind = AUTH_KIND_TOKEN;
+    } else {
         return DB_NOT_FOUND;
+    }
     args.id = id;
     args.hash = hash;
     enum db_status st = db_run(pool, verify_fn, &args);
     if (st != DB_OK)
         return st;
     who->authenticated = true;
+    who->kind = args.kind;
     memcpy(who->token_id, id, sizeof(who->token_id));
-    if (args.agent) {
-        who->kind = AUTH_KIND_AGENT;
+    if (args.kind == AUTH_KIND_AGENT)
         memcpy(who->host_id, args.host_id, sizeof(who->host_id));
-    } else {
-        who->kind = AUTH_KIND_TOKEN;
+    else if (args.kind == AUTH_KIND_TOKEN)
         who->scope = args.found.scope;
-    }
     return DB_OK;
 }

@@ -18,13 +18,14 @@ enum auth_kind {
     AUTH_KIND_TOKEN,     /* an API token, with a scope */
     AUTH_KIND_AGENT,     /* an agent's credential, tied to its host */
     AUTH_KIND_BOOTSTRAP, /* the shared secret agents register with */
+    AUTH_KIND_JOIN,      /* a join token: one registration of one host name */
 };
 
 /* Who is calling: set by the HTTP layer for routes that need a token. */
 struct auth_identity {
     bool authenticated;
     enum auth_kind kind;
-    char token_id[AUTH_ID_LEN + 1];  /* API token or agent credential id */
+    char token_id[AUTH_ID_LEN + 1];  /* API token, agent credential or join token id */
     enum token_scope scope;          /* API tokens */
     char host_id[AUTH_UUID_LEN + 1]; /* agents */
 };
@@ -32,8 +33,9 @@ struct auth_identity {
 /* Whether who may call a route that needs scope. */
 bool auth_allows(const struct auth_identity *who, enum route_scope scope);
 
-/* Check the Authorization header value: against bootstrap (the configured
- * agent bootstrap token, may be NULL) for SCOPE_BOOTSTRAP routes, else
+/* Check the Authorization header value: on SCOPE_BOOTSTRAP routes, a join
+ * token (unused and unexpired; it is spent by the registration itself) or
+ * bootstrap (the configured agent bootstrap token, may be NULL); else
  * against the stored API tokens or agent credentials, by prefix. Returns
  * DB_OK and fills who for a valid one; DB_NOT_FOUND for a missing,
  * malformed, unknown, revoked or wrong one; or a database error. Whether

@@ -30,6 +30,11 @@ void auth_agent_credential_new(struct auth_token *out)
     secret_new(AUTH_AGENT_PREFIX, out);
 }
 
+void auth_join_token_new(struct auth_token *out)
+{
+    secret_new(AUTH_JOIN_PREFIX, out);
+}
+
 static bool secret_parse(const char *text, const char *prefix, char id[AUTH_ID_LEN + 1],
                          unsigned char hash[CRYPTO_SHA256_LEN])
 {
@@ -63,6 +68,12 @@ bool auth_agent_credential_parse(const char *text, char id[AUTH_ID_LEN + 1],
                                  unsigned char hash[CRYPTO_SHA256_LEN])
 {
     return secret_parse(text, AUTH_AGENT_PREFIX, id, hash);
+}
+
+bool auth_join_token_parse(const char *text, char id[AUTH_ID_LEN + 1],
+                           unsigned char hash[CRYPTO_SHA256_LEN])
+{
+    return secret_parse(text, AUTH_JOIN_PREFIX, id, hash);
 }
 
 const char *auth_bearer(const char *header)

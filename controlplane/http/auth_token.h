@@ -1,8 +1,9 @@
 /* auth_token.h -- the shape of API tokens and agent credentials, shared by
  * auth (who may call) and the store (where their hashes live).
  *
- * An API token reads "cairn_<id>_<secret>" and an agent credential
- * "cairn_agent_<id>_<secret>": a fixed prefix so they are recognisable in
+ * An API token reads "cairn_<id>_<secret>", an agent credential
+ * "cairn_agent_<id>_<secret>" and a host's join token (one use, for one host
+ * name) "cairn_join_<id>_<secret>": a fixed prefix so they are recognisable in
  * logs and secret scanners, a 12-hex-digit id that finds the row, and 32
  * random bytes in base64url. Only SHA-256(secret) is stored. */
 #ifndef CAIRN_AUTH_TOKEN_H
@@ -14,6 +15,7 @@
 
 #define AUTH_PREFIX       "cairn_"
 #define AUTH_AGENT_PREFIX "cairn_agent_"
+#define AUTH_JOIN_PREFIX  "cairn_join_"
 #define AUTH_ID_LEN       12
 #define AUTH_SECRET_LEN   43 /* base64url of 32 bytes */
 #define AUTH_TOKEN_LEN    (sizeof(AUTH_PREFIX) - 1 + AUTH_ID_LEN + 1 + AUTH_SECRET_LEN)
@@ -31,6 +33,7 @@ struct auth_token {
 /* Generate a new random API token / agent credential. */
 void auth_token_new(struct auth_token *out);
 void auth_agent_credential_new(struct auth_token *out);
+void auth_join_token_new(struct auth_token *out);
 
 /* Split a presented API token / agent credential into its id and the hash
  * of its secret. Returns false when text is not shaped like one. Pure. */
@@ -38,6 +41,8 @@ bool auth_token_parse(const char *text, char id[AUTH_ID_LEN + 1],
                       unsigned char hash[CRYPTO_SHA256_LEN]);
 bool auth_agent_credential_parse(const char *text, char id[AUTH_ID_LEN + 1],
                                  unsigned char hash[CRYPTO_SHA256_LEN]);
+bool auth_join_token_parse(const char *text, char id[AUTH_ID_LEN + 1],
+                           unsigned char hash[CRYPTO_SHA256_LEN]);
 
 /* The credentials in an Authorization header value ("Bearer X", scheme
  * case-insensitive), or NULL when header is NULL or uses another scheme. */

@@ -318,16 +318,19 @@ static bool within_rate(struct http_server *srv, struct http_request *req)
 static bool authenticate(struct http_server *srv, struct http_request *req)
 {
     const struct route *route = req->route;
-    if (route->scope == SCOPE_BOOTSTRAP && srv->app->cfg.agent_bootstrap_token == NULL) {
-        http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
-                           "agent registration is disabled: start cairnd with "
-                           "--agent-bootstrap-token");
-        return false;
-    }
     if (route->scope == SCOPE_NONE || route->scope == SCOPE_SIGV4)
         return true; /* a signature is the handler's to check: it covers the body */
     const char *header =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *bearer = auth_bearer(header);
+    if (route->scope == SCOPE_BOOTSTRAP && srv->app->cfg.agent_bootstrap_token == NULL &&
+        (bearer == NULL || strncmp(bearer, AUTH_JOIN_PREFIX, strlen(AUTH_JOIN_PREFIX)) != 0)) {
+        http_reply_problem(req, PROBLEM_FORBIDDEN, NULL,
+                           "registering with a bootstrap token is disabled: register with a "
+                           "host's join token (POST /v1/host-join-tokens), or start cairnd "
+                           "with --agent-bootstrap-token");
+        return false;
+    }
     enum db_status st = auth_verify(srv->app->db, srv->app->cfg.agent_bootstrap_token, route->scope,
                                     header, &req->who);
     if (st == DB_NOT_FOUND) {
@@ -794,11 +797,13 @@ static enum db_status audit_fn(struct db_conn *conn, void *arg)
 
 static void audit(struct http_server *srv, const struct http_request *req)
 {
-    bool token = req->who.kind == AUTH_KIND_TOKEN;
+    bool token = req->who.kind == AUTH_KIND_TOKEN, join = req->who.kind == AUTH_KIND_JOIN;
     struct store_audit_entry e = {
         .request_id = req->request_id,
-        .caller_kind = token ? "token" : "agent_bootstrap",
-        .token_id = token ? req->who.token_id : NULL,
+        .caller_kind = token  ? "token"
+                       : join ? "host_join_token"
+                              : "agent_bootstrap",
+        .token_id = token || join ? req->who.token_id : NULL,
         .token_scope = token ? auth_scope_name(req->who.scope) : NULL,
         .remote_address = req->remote_address,
         .method = req->method,

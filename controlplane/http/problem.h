@@ -24,6 +24,7 @@
     X(NODE_TYPE_NOT_FOUND, 404, "Node type not found")                                             \
     X(OPERATION_NOT_FOUND, 404, "Operation not found")                                             \
     X(TOKEN_NOT_FOUND, 404, "Token not found")                                                     \
+    X(JOIN_TOKEN_NOT_FOUND, 404, "Join token not found")                                           \
     X(HOST_NOT_FOUND, 404, "Host not found")                                                       \
     X(CLUSTER_NOT_FOUND, 404, "Cluster not found")                                                 \
     X(CALIBRATION_NOT_FOUND, 404, "Calibration not found")                                         \
@@ -39,6 +40,10 @@
     X(CLUSTER_UNHEALTHY, 409, "The cluster is not healthy enough for this")                        \
     X(INSUFFICIENT_MEMORY, 409, "Too little memory for the cluster's data")                        \
     X(OPERATION_NOT_CANCELLABLE, 409, "This operation cannot be cancelled")                        \
+    X(HOST_NAME_TAKEN, 409, "A host of this name is registered")                                   \
+    X(HOST_NOT_PENDING, 409, "The host does not wait for approval")                                \
+    X(HOST_IN_USE, 409, "Nodes are placed on the host")                                            \
+    X(TOO_MANY_PENDING_HOSTS, 409, "Too many hosts wait for approval")                             \
     X(PRECONDITION_FAILED, 412, "The resource changed since it was read")                          \
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json, plain or gzip")         \

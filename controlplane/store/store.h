@@ -286,6 +286,21 @@ enum db_status store_token_touch(struct db_conn *conn, const char *id);
 /* DB_NOT_FOUND when no unrevoked token has this id. */
 enum db_status store_token_revoke(struct db_conn *conn, const char *id);
 
+/* host join tokens (store_join_tokens.c) */
+enum db_status store_join_token_insert(struct db_conn *conn, const struct auth_token *token,
+                                       const char *host_name, int expires_in_minutes,
+                                       const char *created_by, json_t **out);
+enum db_status store_join_tokens_list(struct db_conn *conn, const struct page *page, char **items,
+                                      char *next_key);
+/* DB_NOT_FOUND when no unused token has this id. */
+enum db_status store_join_token_delete(struct db_conn *conn, const char *id);
+/* The stored hash of an unused, unexpired token; DB_NOT_FOUND otherwise. */
+enum db_status store_join_token_hash(struct db_conn *conn, const char *id, unsigned char *hash);
+/* Spend the token for a registration of host_name: DB_NOT_FOUND when it is
+ * for another name, used or expired. */
+enum db_status store_join_token_spend(struct db_conn *conn, const char *id, const char *host_name);
+enum db_status store_join_token_used_by(struct db_conn *conn, const char *id, const char *host_id);
+
 /* hosts: registration, credentials, sync, desired set, monitor, reads */
 struct store_host_registration {
     const char *name, *az, *address, *agent_version;
@@ -293,11 +308,25 @@ struct store_host_registration {
     long long memory_mib;
     int port_min, port_max;
     const char *engines; /* JSON text: [{engine, version, line, path}] */
+    bool takeover;       /* a name already registered is given to this agent */
+    bool approved;       /* the host may be used at once (else 'pending') */
 };
-/* Insert or take over the host named r->name with a new credential; host_id
- * gets its id (AUTH_UUID_LEN+1 bytes). Records an event. */
+/* Insert the host named r->name with a new credential, or with r->takeover
+ * take over the one of that name (same id, the new credential, fresh
+ * capacity and engines); DB_CONFLICT when the name is registered and
+ * r->takeover is false. host_id gets its id (AUTH_UUID_LEN+1 bytes),
+ * status its status ("pending" or "healthy"; 16 bytes). Records an event. */
 enum db_status store_host_register(struct db_conn *conn, const struct store_host_registration *r,
-                                   const struct auth_token *credential, char *host_id);
+                                   const struct auth_token *credential, char *host_id,
+                                   char *status);
+/* How many hosts wait for approval. */
+enum db_status store_hosts_pending(struct db_conn *conn, long long *count);
+/* Approve a pending host; DB_NOT_FOUND when no host has id, DB_CONFLICT
+ * when it is not pending. Records HostApproved. */
+enum db_status store_host_approve(struct db_conn *conn, const char *id);
+/* Forget a host that has no nodes (its credential with it); DB_NOT_FOUND
+ * when no host has id, DB_CONFLICT when nodes are placed on it. */
+enum db_status store_host_delete(struct db_conn *conn, const char *id);
 /* The host and stored hash behind an agent credential id. */
 enum db_status store_host_credential(struct db_conn *conn, const char *credential_id, char *host_id,
                                      unsigned char *hash);

@@ -12,20 +12,44 @@
 
 /* ---- registration and credentials ---------------------------------------- */
 
-/* Registering a name that exists takes the host over: same id, a new
- * credential, fresh capacity and engines. */
+/* A new host is 'pending' until approved ($11), unless it is approved at
+ * once; a name that exists is taken over only when $12 says so (a join
+ * token for it): same id, a new credential, fresh capacity and engines,
+ * and healthy again whatever it was. */
 static const struct db_stmt upsert_host = {
     "INSERT INTO hosts (name, az, address, vcpus, memory_mib, port_min, port_max,"
-    "                   credential_id, credential_hash, agent_version, last_seen_at, status)"
+    "                   credential_id, credential_hash, agent_version, last_seen_at, status,"
+    "                   approved_at)"
     " VALUES ($1, $2, $3, $4::int, $5::bigint, $6::int, $7::int, $8, $9::bytea, $10, now(),"
-    "         'healthy')"
+    "         CASE WHEN $11::boolean THEN 'healthy' ELSE 'pending' END,"
+    "         CASE WHEN $11::boolean THEN now() END)"
     " ON CONFLICT (name) DO UPDATE SET az = EXCLUDED.az, address = EXCLUDED.address,"
     "   vcpus = EXCLUDED.vcpus, memory_mib = EXCLUDED.memory_mib,"
     "   port_min = EXCLUDED.port_min, port_max = EXCLUDED.port_max,"
     "   credential_id = EXCLUDED.credential_id, credential_hash = EXCLUDED.credential_hash,"
     "   agent_version = EXCLUDED.agent_version, last_seen_at = now(), status = 'healthy',"
-    "   updated_at = now()"
-    " RETURNING id, (xmax = 0)"};
+    "   approved_at = coalesce(hosts.approved_at, now()), lost_reason = NULL, updated_at = now()"
+    "   WHERE $12::boolean"
+    " RETURNING id, (xmax = 0), status"};
+
+static const struct db_stmt pending_hosts = {"SELECT count(*) FROM hosts WHERE status = 'pending'"};
+
+static const struct db_stmt approve_host = {
+    "UPDATE hosts SET status = CASE WHEN status = 'pending' THEN 'healthy' ELSE status END,"
+    "   approved_at = coalesce(approved_at, now()), updated_at = now()"
+    " WHERE id = $1::uuid RETURNING approved_at = now()"};
+
+static const struct db_stmt delete_host = {
+    "WITH gone AS (DELETE FROM hosts h WHERE id = $1::uuid"
+    "   AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.host_id = h.id)"
+    "   RETURNING id, name, az, address)"
+    " INSERT INTO events (host_id, type, severity, message, detail)"
+    " SELECT id, 'HostDeleted', 'info',"
+    "   format('host %s in %s deleted: its agent credential opens nothing', name, az),"
+    "   json_build_object('host_id', id, 'name', name, 'az', az, 'address', address)"
+    " FROM gone RETURNING 1"};
+
+static const struct db_stmt host_exists = {"SELECT 1 FROM hosts WHERE id = $1::uuid"};
 
 /* Engines: upsert what the agent has, drop what it no longer has; nothing
  * is written when nothing changed. */
@@ -77,12 +101,22 @@ enum db_status store_host_event(struct db_conn *conn, const char *host_id, const
 }
 
 enum db_status store_host_register(struct db_conn *conn, const struct store_host_registration *r,
-                                   const struct auth_token *credential, char *host_id)
+                                   const struct auth_token *credential, char *host_id, char *status)
 {
     char vcpus[16], memory[24], pmin[16], pmax[16];
     char hash[2 + 2 * CRYPTO_SHA256_LEN + 1] = "\\x";
-    const char *params[10] = {r->name, r->az, r->address,     vcpus, memory,
-                              pmin,    pmax,  credential->id, hash,  r->agent_version};
+    const char *params[12] = {r->name,
+                              r->az,
+                              r->address,
+                              vcpus,
+                              memory,
+                              pmin,
+                              pmax,
+                              credential->id,
+                              hash,
+                              r->agent_version,
+                              r->approved ? "true" : "false",
+                              r->takeover ? "true" : "false"};
     enum db_status st;
 
     snprintf(vcpus, sizeof(vcpus), "%d", r->vcpus);
@@ -90,17 +124,62 @@ enum db_status store_host_register(struct db_conn *conn, const struct store_host
     snprintf(pmin, sizeof(pmin), "%d", r->port_min);
     snprintf(pmax, sizeof(pmax), "%d", r->port_max);
     crypto_hex(credential->hash, CRYPTO_SHA256_LEN, hash + 2);
-    PGresult *res = db_query(conn, &upsert_host, 10, params, &st);
+    PGresult *res = db_query(conn, &upsert_host, 12, params, &st);
     if (res == NULL)
         return st;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return DB_CONFLICT; /* the name is registered, and this is no takeover */
+    }
     snprintf(host_id, AUTH_UUID_LEN + 1, "%s", PQgetvalue(res, 0, 0));
     bool inserted = PQgetvalue(res, 0, 1)[0] == 't';
+    snprintf(status, 16, "%s", PQgetvalue(res, 0, 2));
     PQclear(res);
     if ((st = record_engines(conn, host_id, r->engines)) != DB_OK)
         return st;
-    return store_host_event(conn, host_id, inserted ? "HostRegistered" : "HostReregistered", "info",
-                            inserted ? "host %s in %s registered"
-                                     : "host %s in %s registered again (new agent credential)");
+    if (!inserted)
+        return store_host_event(conn, host_id, "HostReregistered", "info",
+                                "host %s in %s registered again with a join token for its name "
+                                "(a new agent credential)");
+    return store_host_event(conn, host_id, "HostRegistered", r->approved ? "info" : "warning",
+                            r->approved ? "host %s in %s registered"
+                                        : "host %s in %s registered and waits for an admin "
+                                          "to approve it (POST /v1/hosts/{id}/approve)");
+}
+
+enum db_status store_hosts_pending(struct db_conn *conn, long long *count)
+{
+    return store_get_int64(conn, &pending_hosts, 0, NULL, count);
+}
+
+enum db_status store_host_approve(struct db_conn *conn, const char *id)
+{
+    const char *params[1] = {id};
+    enum db_status st;
+    PGresult *res = db_query(conn, &approve_host, 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    bool found = PQntuples(res) == 1, approved_now = found && PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    if (!found)
+        return DB_NOT_FOUND;
+    if (!approved_now)
+        return DB_CONFLICT;
+    return store_host_event(conn, id, "HostApproved", "info",
+                            "host %s in %s approved: nodes may be placed on it");
+}
+
+enum db_status store_host_delete(struct db_conn *conn, const char *id)
+{
+    const char *params[1] = {id};
+    long long one;
+    enum db_status st = store_get_int64(conn, &delete_host, 1, params, &one);
+
+    if (st != DB_NOT_FOUND)
+        return st;
+    st = store_get_int64(conn, &host_exists, 1, params, &one);
+    return st == DB_OK ? DB_CONFLICT : st;
 }
 
 enum db_status store_host_credential(struct db_conn *conn, const char *credential_id, char *host_id,

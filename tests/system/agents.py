@@ -251,6 +251,7 @@ class Agent:
         self.address = address
         self.netns = netns
         self.dir = harness.make_temp_dir(f"agent-{name}")
+        self.dir.chmod(0o711)  # an agent running as root starts engines as cairn-engine
         self.data_dir = self.dir / "data"
         self.log_path = self.dir / "agent.log"
         self.log = harness.LogSource(f"cairn-agent[{name}]", self.log_path)

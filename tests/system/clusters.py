@@ -255,7 +255,7 @@ class ClusterStack:
             self.sentinel_port = harness.free_port()
         self.started_at = time.monotonic()  # the latest cairnd's start
         c = harness.start_cairnd(self.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP,
-                                               "--sentinel-listen",
+                                               "--approve-bootstrap-hosts", "--sentinel-listen",
                                                f"127.0.0.1:{self.sentinel_port}"]
                                  + self.cairnd_args,
                                  label=f"cairnd-{self.name}-{len(self.cairnds) + 1}",

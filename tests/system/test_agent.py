@@ -17,7 +17,9 @@ agents' logs and their engines' logs.
 """
 
 import os
+import pwd
 import signal
+import subprocess
 import stat
 import time
 from datetime import datetime, timezone
@@ -108,6 +110,7 @@ def stack(pg, fresh_db, cairnd_factory, request):
     except harness.HarnessError as e:
         pytest.fail(str(e), pytrace=False)
     c = cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP,
+                                      "--approve-bootstrap-hosts",
                                       "--heartbeat-timeout", str(HEARTBEAT_TIMEOUT),
                                       "--sync-wait-ms", str(SYNC_WAIT_MS)])
     s = Stack(make_instance(pg, fresh_db, c))
@@ -197,10 +200,23 @@ def test_registers_once_and_keeps_its_identity_across_restarts(stack):
     eq((node["pid"], node["restarts"]), (pid, 0), "engine pid and restarts after an agent restart")
     assert agent_said(a, "engine adopted", node=nid, pid=pid), a.log.text(a.start_offset)
 
-    # A data dir without identity.json (a rebuilt VM of the same name)
-    # registers again and takes the host over: same host id, new credential.
+    # A data dir without identity.json (a rebuilt VM of the same name) is
+    # refused the name with the bootstrap token: whoever holds that token
+    # cannot take a host, and its passwords, over.
     a.stop()
     (a.data_dir / "identity.json").unlink()
+    a.start()
+    settle(lambda: agent_said(a, "cairnd refused registration; check the join or bootstrap token",
+                              status=409), bool, 10, "the registration refused")
+    eq(a.identity(), None, "identity.json after a refused registration")
+    eq(stack.events(hid), ["HostRegistered"], "host events after a refused registration")
+
+    # The operator gives the name to the rebuilt VM with a join token: the
+    # host is taken over (same id, a new credential) and its engine kept.
+    a.stop()
+    token = expect.json_ok(stack.inst.api.post("/v1/host-join-tokens",
+                                               json={"host_name": "vm-1"}), 201)["token"]
+    a.env = {"CAIRN_AGENT_JOIN_TOKEN": token}
     restarted = time.time()
     a.start()
     settle(lambda: a.identity(), lambda i: i is not None and i["credential"] != ident["credential"],
@@ -408,6 +424,52 @@ def test_stop_keeps_the_data_and_delete_removes_it(stack):
     assert not d.exists(), f"{d} must be removed: {sorted(os.listdir(d))}"
     assert not agents.alive(node["pid"]) and not pings(port), "engine of a deleted node"
     eq(stack.host(hid)["nodes"], [], "nodes of the host")
+
+
+def proc_ids(pid):
+    """(real uid, real gid) of a process, from /proc/PID/status."""
+    ids = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("Uid:", "Gid:")):
+                ids[line[:3]] = int(line.split()[1])
+    return ids["Uid"], ids["Gid"]
+
+
+def test_engines_never_run_as_root(stack):
+    if os.geteuid() != 0:
+        pytest.skip("the agent runs as this user, and so do its engines: nothing to drop")
+    engine_user = pwd.getpwnam("cairn-engine")
+    a = stack.agent("vm-1", "az-a")
+    hid = stack.host_id(a)
+    nid = stack.add_node(hid)
+    pid = stack.wait_serving(hid, nid)["pid"]
+    eq(proc_ids(pid), (engine_user.pw_uid, engine_user.pw_gid), "the engine's uid and gid")
+    eq(proc_ids(a.pid)[0], 0, "the agent's uid")
+    node_dir = a.node_dir(nid)
+
+    def owner_mode(path):
+        st = os.lstat(path)
+        return st.st_uid, st.st_gid, oct(stat.S_IMODE(st.st_mode))
+
+    gid = engine_user.pw_gid
+    eq(owner_mode(node_dir), (0, gid, "0o750"), "the node's directory")
+    eq(owner_mode(node_dir / "engine.conf"), (0, gid, "0o640"), "engine.conf")
+    eq(owner_mode(node_dir / "node.json")[::2], (0, "0o600"), "node.json, the agent's login")
+    eq(owner_mode(node_dir / "data")[:2], (engine_user.pw_uid, gid), "the data directory")
+    # The engine writes where its data is, and nowhere in the agent's files.
+    user, password = agents.engine_login(nid)
+    r = redis.Redis(port=stack.node(hid, nid)["port"], username=user, password=password,
+                    socket_timeout=5)
+    r.set("k", "v")
+    r.save()
+    eq(os.stat(node_dir / "data" / "dump.rdb").st_uid, engine_user.pw_uid, "dump.rdb's owner")
+    # An agent will not be told to run them as root.
+    out = subprocess.run([str(agents.AGENT), "--control-plane", "http://127.0.0.1:1",
+                          "--bootstrap-token", "x" * 20, "--az", "az-a", "--ports", "7000-7001",
+                          "--data-dir", str(a.dir / "other"), "--engine-user", "root"],
+                         capture_output=True, text=True, timeout=10)
+    assert out.returncode != 0 and "engines are not run as root" in out.stderr, out
 
 
 def test_version_change_restarts_on_the_other_binary_with_the_data(stack):

@@ -18,7 +18,8 @@ ENTRY_KEYS = {"id", "time", "request_id", "caller", "remote_address", "method", 
 
 @pytest.fixture
 def inst(pg, fresh_db, cairnd_factory):
-    c = cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP])
+    c = cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP,
+                                      "--approve-bootstrap-hosts"])
     return make_instance(pg, fresh_db, c)
 
 

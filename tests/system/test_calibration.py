@@ -211,7 +211,7 @@ def test_two_cairnds_take_turns(stack, cleanup):
     calibration's steps: its benchmark never runs twice at once, and the
     calibration ends as it does with one."""
     before = stack.allocations()
-    other = harness.start_cairnd(stack.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP],
+    other = harness.start_cairnd(stack.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP, "--approve-bootstrap-hosts"],
                                  label="cairnd-calibration-other", workdir=stack.cairnd.dir)
     try:
         cal = start(stack.api, cleanup, {"duration_s": 3})

@@ -21,10 +21,12 @@ from agents import add_cluster, add_node
 from expect import eq
 from test_agent_protocol import BOOTSTRAP, register, sync
 
+AGENT_ARGS = ["--agent-bootstrap-token", BOOTSTRAP, "--approve-bootstrap-hosts"]
+
 
 @pytest.fixture
 def hosts(pg, fresh_db, cairnd_factory):
-    c = cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP])
+    c = cairnd_factory(fresh_db.url, AGENT_ARGS)
     from conftest import make_instance
     inst = make_instance(pg, fresh_db, c)
     a = register(inst, name="vm-m1")
@@ -191,7 +193,7 @@ def test_retention_drops_old_partitions(hosts, cairnd_factory, fresh_db):
     eq([v for _, v in points(expect.json_ok(query(inst, cluster[0], names="CacheHits", **rng)))],
        [5.0], "the old sample before the housekeeping")
     # A cairnd starting on the same database keeps 15 days.
-    cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP])
+    cairnd_factory(fresh_db.url, AGENT_ARGS)
 
     def dropped():
         return f"metric_samples_{day}" not in inst.psql(
@@ -338,7 +340,7 @@ def test_finished_days_are_compacted_without_changing_answers(hosts, cairnd_fact
     before = [expect.json_ok(query(inst, cid, **dict(rng, **q)))["series"] for q in asks]
     assert before[0][0]["points"], before[0]
     day = time.strftime("%Y%m%d", time.gmtime(day0))
-    cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP])  # its housekeeping
+    cairnd_factory(fresh_db.url, AGENT_ARGS)  # its housekeeping
 
     def compacted():
         return f"metric_samples_{day}" not in inst.psql(
@@ -369,7 +371,7 @@ def test_finished_days_are_compacted_without_changing_answers(hosts, cairnd_fact
     ten = expect.json_ok(query(inst, cid, **dict(rng, names="GetTypeCmds", stat="SampleCount",
                                                  period="600")))["series"][0]["points"]
     eq(sum(p["value"] for p in ten), 99.0, "the rollups have every minute once (49 + 50)")
-    cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP])  # compacts it again
+    cairnd_factory(fresh_db.url, AGENT_ARGS)  # compacts it again
     harness.wait_until(compacted, 15, what="the day compacted again")
     eq(inst.psql(f"SELECT count(*) FROM metric_series WHERE node_id = '{n1}'").strip(), "2",
        "n1's day compacted again")

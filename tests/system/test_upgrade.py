@@ -17,6 +17,7 @@ import redis
 
 import clusters
 import expect
+import harness
 from clusters import events, nodes, password, wait_available, wait_until
 from expect import eq
 from test_ha import HEALING, ClusterClient, Writer, sentinel_master
@@ -388,7 +389,7 @@ exit 1
 """
 
 
-def test_rollback_when_the_new_engine_does_not_start(stack, cleanup, tmp_path):
+def test_rollback_when_the_new_engine_does_not_start(stack, cleanup):
     """One host's valkey-server is broken: the first replica to be upgraded
     does not come up on it within --upgrade-node-timeout (10 s here), goes
     back to redis 7.0 on the same data, and the operation fails saying why.
@@ -398,8 +399,10 @@ def test_rollback_when_the_new_engine_does_not_start(stack, cleanup, tmp_path):
     first = nodes(body)[1]  # ordinal 1: the first replica the upgrade takes
     eq(first["role"], "replica", "the first replica")
     agent = stack.agent_of(first["host_id"])
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    # Somewhere the engine user (whom an agent running as root starts
+    # engines as) can run them from.
+    bin_dir = harness.make_temp_dir("engine-bin")
+    bin_dir.chmod(0o755)
     (bin_dir / "valkey-server").write_text(BROKEN_VALKEY)
     (bin_dir / "valkey-server").chmod(0o755)
     (bin_dir / "redis-server").symlink_to("/usr/bin/redis-server")

@@ -223,6 +223,34 @@ static void test_allows(void **state)
     }
 }
 
+/* API tokens, agent credentials and join tokens each parse as their own
+ * kind only, and a join token opens the registration route alone. */
+static void test_kinds_never_mix(void **state)
+{
+    char id[AUTH_ID_LEN + 1];
+    unsigned char hash[CRYPTO_SHA256_LEN];
+    struct auth_token api, agent, join;
+
+    (void)state;
+    auth_token_new(&api);
+    auth_agent_credential_new(&agent);
+    auth_join_token_new(&join);
+    assert_memory_equal(join.text, AUTH_JOIN_PREFIX, strlen(AUTH_JOIN_PREFIX));
+    assert_true(auth_join_token_parse(join.text, id, hash));
+    assert_string_equal(id, join.id);
+    assert_memory_equal(hash, join.hash, CRYPTO_SHA256_LEN);
+    assert_false(auth_token_parse(join.text, id, hash));
+    assert_false(auth_agent_credential_parse(join.text, id, hash));
+    assert_false(auth_join_token_parse(api.text, id, hash));
+    assert_false(auth_join_token_parse(agent.text, id, hash));
+
+    const struct auth_identity joiner = {.authenticated = true, .kind = AUTH_KIND_JOIN};
+    assert_true(auth_allows(&joiner, SCOPE_BOOTSTRAP));
+    assert_false(auth_allows(&joiner, SCOPE_AGENT));
+    assert_false(auth_allows(&joiner, SCOPE_READ));
+    assert_false(auth_allows(&joiner, SCOPE_ADMIN));
+}
+
 static void test_scope_parse_and_name(void **state)
 {
     enum token_scope s = TOKEN_SCOPE_READ;
@@ -251,6 +279,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lengths),
+        cmocka_unit_test(test_kinds_never_mix),
         cmocka_unit_test(test_new_token_shape),
         cmocka_unit_test(test_new_token_parses),
         cmocka_unit_test(test_new_tokens_differ),
