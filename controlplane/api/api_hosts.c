@@ -48,44 +48,45 @@ static enum db_status approve_fn(struct db_conn *conn, void *arg)
     return store_host_approve(conn, arg);
 }
 
-void api_hosts_approve(struct http_request *req)
-{
-    const char *id = host_param(req);
-    if (id == NULL)
-        return;
-    enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, approve_fn, (void *)id);
-    if (st == DB_NOT_FOUND)
-        http_reply_problem(req, PROBLEM_HOST_NOT_FOUND, NULL, "%s does not exist", id);
-    else if (st == DB_CONFLICT)
-        http_reply_problem(req, PROBLEM_HOST_NOT_PENDING, NULL,
-                           "host %s was approved already; only a host registered with the "
-                           "bootstrap token waits for approval",
-                           id);
-    else if (st != DB_OK)
-        http_reply_db_error(req, st);
-    else
-        api_reply_get(req, store_host_get, id, PROBLEM_HOST_NOT_FOUND);
-}
-
 static enum db_status delete_fn(struct db_conn *conn, void *arg)
 {
     return store_host_delete(conn, arg);
 }
 
-void api_hosts_delete(struct http_request *req)
+/* Run fn on host {id} in a transaction; true when it did. Otherwise the
+ * reply is sent: 404, conflict when fn says DB_CONFLICT (detail names why,
+ * after the host's id), or the database's error. */
+static bool change_host(struct http_request *req, enum db_status (*fn)(struct db_conn *, void *),
+                        enum problem_code conflict, const char *why, const char **id)
 {
-    const char *id = host_param(req);
-    if (id == NULL)
-        return;
-    enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, delete_fn, (void *)id);
+    *id = host_param(req);
+    if (*id == NULL)
+        return false;
+    enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, fn, (void *)*id);
     if (st == DB_NOT_FOUND)
-        http_reply_problem(req, PROBLEM_HOST_NOT_FOUND, NULL, "%s does not exist", id);
+        http_reply_problem(req, PROBLEM_HOST_NOT_FOUND, NULL, "%s does not exist", *id);
     else if (st == DB_CONFLICT)
-        http_reply_problem(req, PROBLEM_HOST_IN_USE, NULL,
-                           "nodes are placed on host %s; delete or move their clusters first", id);
+        http_reply_problem(req, conflict, NULL, "host %s %s", *id, why);
     else if (st != DB_OK)
         http_reply_db_error(req, st);
-    else
+    return st == DB_OK;
+}
+
+void api_hosts_approve(struct http_request *req)
+{
+    const char *id;
+    if (change_host(req, approve_fn, PROBLEM_HOST_NOT_PENDING,
+                    "was approved already; only a host registered with the bootstrap token "
+                    "waits for approval",
+                    &id))
+        api_reply_get(req, store_host_get, id, PROBLEM_HOST_NOT_FOUND);
+}
+
+void api_hosts_delete(struct http_request *req)
+{
+    const char *id;
+    if (change_host(req, delete_fn, PROBLEM_HOST_IN_USE,
+                    "has nodes placed on it; delete or move their clusters first", &id))
         http_reply_empty(req, 204);
 }
 
