@@ -121,7 +121,10 @@ def test_paused_primary_is_news_from_its_replicas_agent(stack, cleanup):
     eq(len(back), 1, f"news of the answer once: {back}")
     back_ms = (log_time(back[0]) - resumed_at) * 1000
     assert back_ms < 500, f"news of the answer {back_ms:.0f} ms after SIGCONT"
-    assert int(back[0]["silent_ms"]) >= (resumed_at - stopped_at) * 1000 - 50, back[0]
+    # The silence is counted from the last answer, or from one PING interval
+    # (200 ms) before the first unanswered PING when the agent, on a busy
+    # machine, asked late: up to an interval short of the pause.
+    assert int(back[0]["silent_ms"]) >= (resumed_at - stopped_at) * 1000 - 250, back[0]
 
     # cairnd took every report, the fresh ones included.
     failed = [r for r in watcher.messages(before) if r.get("msg", "").startswith("cairnd request")]
