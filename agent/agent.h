@@ -166,8 +166,7 @@ struct agent {
 
     struct agent_identity id;
     bool have_id;
-    bool registering_with_join_token; /* the registration in flight presents it */
-    bool join_token_spent;            /* it opened a registration, or was refused */
+    bool join_token_spent; /* it opened a registration, or was refused */
     struct agent_cp cp;
     enum { AGENT_CP_IDLE, AGENT_CP_REGISTER, AGENT_CP_SYNC } cp_kind;
     unsigned cp_failures;

@@ -102,6 +102,14 @@ static void cp_succeeded(struct agent *a)
     a->cp_retry_at_us = 0;
 }
 
+/* Whether the agent registers with its join token: one registration opens
+ * with it; after it (or its refusal), only the bootstrap token, should
+ * cairnd forget this host. Unchanged between a request and its answer. */
+static bool joining(const struct agent *a)
+{
+    return a->cfg->join_token != NULL && !a->join_token_spent;
+}
+
 static void on_register(struct agent *a, const struct agent_cp_result *r, int64_t now_us)
 {
     char err[512];
@@ -113,7 +121,7 @@ static void on_register(struct agent *a, const struct agent_cp_result *r, int64_
         if (r->status == 401 || r->status == 403 || r->status == 409)
             log_error("cairnd refused registration; check the join or bootstrap token",
                       "status=%ld error=\"%s\"", r->status, err);
-        if (r->status == 401 && a->registering_with_join_token)
+        if (r->status == 401 && joining(a))
             a->join_token_spent = true; /* used or expired: fall back to the bootstrap token */
         cp_failed(a, now_us, "register", err);
         return;
@@ -141,7 +149,7 @@ static void on_register(struct agent *a, const struct agent_cp_result *r, int64_
     if (!agent_identity_save(a->cfg->data_dir, &a->id, err, sizeof(err)))
         log_error("could not save identity; a restart will register again", "error=\"%s\"", err);
     a->have_id = true;
-    if (a->registering_with_join_token)
+    if (joining(a))
         a->join_token_spent = true;
     log_info("registered", "host_id=%s name=%s az=%s status=%s", a->id.host_id, a->cfg->name,
              a->cfg->az, pending ? "pending" : "healthy");
@@ -225,11 +233,7 @@ static void cp_kick(struct agent *a, int64_t now_us)
     if (now_us < a->cp_retry_at_us)
         return;
     if (!a->have_id) {
-        /* A join token opens one registration; after it, only the
-         * bootstrap token (should cairnd forget this host). */
-        const char *token = a->cfg->join_token != NULL && !a->join_token_spent
-                                ? a->cfg->join_token
-                                : a->cfg->bootstrap_token;
+        const char *token = joining(a) ? a->cfg->join_token : a->cfg->bootstrap_token;
         if (token == NULL) {
             cp_failed(a, now_us, "register",
                       "no join token or bootstrap token left to register with");
@@ -237,7 +241,6 @@ static void cp_kick(struct agent *a, int64_t now_us)
         }
         a->cp_kind = AGENT_CP_REGISTER;
         a->cp_started_us = now_us;
-        a->registering_with_join_token = token == a->cfg->join_token;
         agent_cp_start(&a->cp, "/v1/agent/register", token, agent_report_register(a), 10000);
         return;
     }

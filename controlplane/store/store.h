@@ -40,6 +40,11 @@ enum db_status store_list(struct db_conn *conn, const struct db_stmt *stmt, int 
 enum db_status store_exec(struct db_conn *conn, const struct db_stmt *stmt, const char *a,
                           const char *b);
 
+/* Run stmt for its effect, as store_exec(); DB_NOT_FOUND when it changed
+ * no row. */
+enum db_status store_change(struct db_conn *conn, const struct db_stmt *stmt, const char *a,
+                            const char *b);
+
 /* Run stmt and return the integer in the first column of its single row,
  * or DB_NOT_FOUND when it returns no row. */
 enum db_status store_get_int64(struct db_conn *conn, const struct db_stmt *stmt, int nparams,

@@ -35,9 +35,8 @@ static const struct db_stmt upsert_host = {
 static const struct db_stmt pending_hosts = {"SELECT count(*) FROM hosts WHERE status = 'pending'"};
 
 static const struct db_stmt approve_host = {
-    "UPDATE hosts SET status = CASE WHEN status = 'pending' THEN 'healthy' ELSE status END,"
-    "   approved_at = coalesce(approved_at, now()), updated_at = now()"
-    " WHERE id = $1::uuid RETURNING approved_at = now()"};
+    "UPDATE hosts SET status = 'healthy', approved_at = now(), updated_at = now()"
+    " WHERE id = $1::uuid AND status = 'pending'"};
 
 static const struct db_stmt delete_host = {
     "WITH gone AS (DELETE FROM hosts h WHERE id = $1::uuid"
@@ -47,7 +46,7 @@ static const struct db_stmt delete_host = {
     " SELECT id, 'HostDeleted', 'info',"
     "   format('host %s in %s deleted: its agent credential opens nothing', name, az),"
     "   json_build_object('host_id', id, 'name', name, 'az', az, 'address', address)"
-    " FROM gone RETURNING 1"};
+    " FROM gone"};
 
 static const struct db_stmt host_exists = {"SELECT 1 FROM hosts WHERE id = $1::uuid"};
 
@@ -152,34 +151,33 @@ enum db_status store_hosts_pending(struct db_conn *conn, long long *count)
     return store_get_int64(conn, &pending_hosts, 0, NULL, count);
 }
 
-enum db_status store_host_approve(struct db_conn *conn, const char *id)
+/* After a change to host id that changed nothing: DB_CONFLICT when the
+ * host exists (it was not in a state the change applies to), else
+ * DB_NOT_FOUND. */
+static enum db_status unchanged(struct db_conn *conn, const char *id)
 {
     const char *params[1] = {id};
-    enum db_status st;
-    PGresult *res = db_query(conn, &approve_host, 1, params, &st);
+    long long one;
+    enum db_status st = store_get_int64(conn, &host_exists, 1, params, &one);
+    return st == DB_OK ? DB_CONFLICT : st;
+}
 
-    if (res == NULL)
+enum db_status store_host_approve(struct db_conn *conn, const char *id)
+{
+    enum db_status st = store_change(conn, &approve_host, id, NULL);
+
+    if (st == DB_NOT_FOUND)
+        return unchanged(conn, id);
+    if (st != DB_OK)
         return st;
-    bool found = PQntuples(res) == 1, approved_now = found && PQgetvalue(res, 0, 0)[0] == 't';
-    PQclear(res);
-    if (!found)
-        return DB_NOT_FOUND;
-    if (!approved_now)
-        return DB_CONFLICT;
     return store_host_event(conn, id, "HostApproved", "info",
                             "host %s in %s approved: nodes may be placed on it");
 }
 
 enum db_status store_host_delete(struct db_conn *conn, const char *id)
 {
-    const char *params[1] = {id};
-    long long one;
-    enum db_status st = store_get_int64(conn, &delete_host, 1, params, &one);
-
-    if (st != DB_NOT_FOUND)
-        return st;
-    st = store_get_int64(conn, &host_exists, 1, params, &one);
-    return st == DB_OK ? DB_CONFLICT : st;
+    enum db_status st = store_change(conn, &delete_host, id, NULL);
+    return st == DB_NOT_FOUND ? unchanged(conn, id) : st;
 }
 
 enum db_status store_host_credential(struct db_conn *conn, const char *credential_id, char *host_id,

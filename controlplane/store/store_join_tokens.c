@@ -25,7 +25,7 @@ static const struct db_stmt list_join_tokens = {
     " ORDER BY created_at, id LIMIT $3::int"};
 
 static const struct db_stmt delete_join_token = {
-    "DELETE FROM host_join_tokens WHERE id = $1 AND used_at IS NULL RETURNING 1"};
+    "DELETE FROM host_join_tokens WHERE id = $1 AND used_at IS NULL"};
 
 static const struct db_stmt join_token_hash = {
     "SELECT encode(secret_hash, 'hex') FROM host_join_tokens"
@@ -35,23 +35,14 @@ static const struct db_stmt join_token_hash = {
  * finds it used. */
 static const struct db_stmt spend_join_token = {
     "UPDATE host_join_tokens SET used_at = now()"
-    " WHERE id = $1 AND host_name = $2 AND used_at IS NULL AND expires_at > now() RETURNING 1"};
+    " WHERE id = $1 AND host_name = $2 AND used_at IS NULL AND expires_at > now()"};
 
 static const struct db_stmt join_token_used_by = {
-    "UPDATE host_join_tokens SET host_id = $2::uuid WHERE id = $1 RETURNING 1"};
+    "UPDATE host_join_tokens SET host_id = $2::uuid WHERE id = $1"};
 
 /* Spent and expired tokens are kept a week, for the record. */
 static const struct db_stmt prune_join_tokens = {
     "DELETE FROM host_join_tokens WHERE greatest(used_at, expires_at) < now() - interval '7 days'"};
-
-/* Run stmt, which returns a row for each row it changed; DB_NOT_FOUND when
- * it changed none. */
-static enum db_status change_one(struct db_conn *conn, const struct db_stmt *stmt, int n,
-                                 const char *const *params)
-{
-    long long one;
-    return store_get_int64(conn, stmt, n, params, &one);
-}
 
 enum db_status store_join_token_insert(struct db_conn *conn, const struct auth_token *token,
                                        const char *host_name, int expires_in_minutes,
@@ -81,8 +72,7 @@ enum db_status store_join_tokens_list(struct db_conn *conn, const struct page *p
 
 enum db_status store_join_token_delete(struct db_conn *conn, const char *id)
 {
-    const char *params[1] = {id};
-    return change_one(conn, &delete_join_token, 1, params);
+    return store_change(conn, &delete_join_token, id, NULL);
 }
 
 enum db_status store_join_token_hash(struct db_conn *conn, const char *id, unsigned char *hash)
@@ -104,12 +94,10 @@ enum db_status store_join_token_hash(struct db_conn *conn, const char *id, unsig
 
 enum db_status store_join_token_spend(struct db_conn *conn, const char *id, const char *host_name)
 {
-    const char *params[2] = {id, host_name};
-    return change_one(conn, &spend_join_token, 2, params);
+    return store_change(conn, &spend_join_token, id, host_name);
 }
 
 enum db_status store_join_token_used_by(struct db_conn *conn, const char *id, const char *host_id)
 {
-    const char *params[2] = {id, host_id};
-    return change_one(conn, &join_token_used_by, 2, params);
+    return store_change(conn, &join_token_used_by, id, host_id);
 }

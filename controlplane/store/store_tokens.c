@@ -104,25 +104,12 @@ enum db_status store_token_secret(struct db_conn *conn, const char *id,
     return DB_OK;
 }
 
-static enum db_status run_update(struct db_conn *conn, const struct db_stmt *stmt, const char *id)
-{
-    const char *params[1] = {id};
-    enum db_status st;
-    PGresult *res = db_query(conn, stmt, 1, params, &st);
-
-    if (res == NULL)
-        return st;
-    st = strcmp(PQcmdTuples(res), "0") == 0 ? DB_NOT_FOUND : DB_OK;
-    PQclear(res);
-    return st;
-}
-
 enum db_status store_token_touch(struct db_conn *conn, const char *id)
 {
-    return run_update(conn, &touch_token, id);
+    return store_change(conn, &touch_token, id, NULL);
 }
 
 enum db_status store_token_revoke(struct db_conn *conn, const char *id)
 {
-    return run_update(conn, &revoke_token, id);
+    return store_change(conn, &revoke_token, id, NULL);
 }

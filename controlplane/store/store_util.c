@@ -147,6 +147,20 @@ enum db_status store_exec(struct db_conn *conn, const struct db_stmt *stmt, cons
     return st;
 }
 
+enum db_status store_change(struct db_conn *conn, const struct db_stmt *stmt, const char *a,
+                            const char *b)
+{
+    const char *params[2] = {a, b};
+    enum db_status st;
+    PGresult *res = db_query(conn, stmt, b != NULL ? 2 : 1, params, &st);
+
+    if (res == NULL)
+        return st;
+    st = strcmp(PQcmdTuples(res), "0") == 0 ? DB_NOT_FOUND : DB_OK;
+    PQclear(res);
+    return st;
+}
+
 char *store_dup_text(const PGresult *res, int row, int col)
 {
     const char *text = db_text(res, row, col);

@@ -195,3 +195,33 @@ def test_a_flood_of_bootstrap_registrations_is_capped(enrol):
     # A join token still opens its host's registration.
     made = join_token(enrol, "vm-wanted")
     expect.json_ok(register_with(enrol, made["token"], name="vm-wanted"))
+
+
+def test_hostile_join_tokens_and_bodies(enrol):
+    """Shapes near a join token, bytes that are not UTF-8, NULs and huge
+    lengths: each refused plainly, nothing registered, cairnd unharmed."""
+    made = join_token(enrol, "vm-h")
+    near = [made["token"][:-1], made["token"] + "A",
+            made["token"].replace("cairn_join_", "cairn_joim_"),
+            "cairn_join_" + "0" * 12 + "_" + "A" * 43, "cairn_join_" + "g" * 12 + "_" + "A" * 43,
+            "cairn_join_" + "A" * 4000]
+    for token in near:
+        expect.problem(register_with(enrol, token, name="vm-h"), "UNAUTHENTICATED")
+    # Past what cairnd reads of a request's headers: refused before any parsing.
+    r = register_with(enrol, "cairn_join_" + "A" * 100_000, name="vm-h")
+    eq(r.status_code, 431, "a 100 kB Authorization header")
+    for raw in (b"Bearer cairn_join_\xff\xfe" + b"0" * 60, b"Bearer " + made["token"].encode()[:-2]
+                + b"\xc3\x28"):
+        r = enrol.anon.post("/v1/agent/register", json=registration(name="vm-h"),
+                            headers={"Authorization": raw})
+        assert r.status_code in (400, 401), expect.describe(r)
+    for body in (b'{"host_name": "vm\\u0000x"}', b'{"host_name": "vm-\xff"}',
+                 b'{"host_name": "' + b"a" * 1_000_000 + b'"}'):
+        r = enrol.api.post("/v1/host-join-tokens", data=body,
+                           headers={"Content-Type": "application/json"})
+        assert r.status_code in (400, 413), expect.describe(r)
+    # The token survived all of it, and registers its host.
+    eq(expect.json_ok(register_with(enrol, made["token"], name="vm-h"))["status"], "healthy",
+       "the join token after the hostile calls")
+    names = [h["name"] for h in expect.json_ok(enrol.api.get("/v1/hosts"))["hosts"]]
+    eq(names, ["vm-h"], "hosts registered")
