@@ -352,7 +352,7 @@ static int cmd_migrate(struct cli *cli)
 static int cmd_token_create(struct cli *cli, struct db_pool *pool)
 {
     json_t *body, *errors = json_array(), *created = NULL;
-    enum token_scope scope;
+    struct store_token_grant grant;
 
     body = json_pack("{s:s?, s:s?}", "name", cli->name, "scope", cli->scope);
     if (!jspec_check(body, tokens_create_spec, errors)) {
@@ -367,17 +367,20 @@ static int cmd_token_create(struct cli *cli, struct db_pool *pool)
         return 2;
     }
     json_decref(errors);
-    (void)auth_scope_parse(cli->scope, &scope);
+    char err[512];
+    if (!tokens_grant_parse(body, &grant, err, sizeof(err))) {
+        json_decref(body);
+        return fail("%s", err);
+    }
     /* With cairnd's key the token can also sign requests (SigV4). */
     unsigned char key[SECRETBOX_KEY_LEN];
-    char err[512];
     if (cli->cfg.secret_key_file != NULL &&
         !secretbox_key_load(cli->cfg.secret_key_file, true, key, err, sizeof(err))) {
         json_decref(body);
         return fail("%s", err);
     }
-    enum db_status st = tokens_create(pool, cli->cfg.secret_key_file != NULL ? key : NULL,
-                                      cli->name, scope, 0, &created);
+    enum db_status st =
+        tokens_create(pool, cli->cfg.secret_key_file != NULL ? key : NULL, &grant, &created);
     json_decref(body);
     if (st != DB_OK)
         return fail("%s", "could not store the token (see the log above)");

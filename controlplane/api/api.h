@@ -46,6 +46,11 @@ void api_reply_get_status(struct http_request *req,
  * terminated), as a UUID, a cluster id, an API token's id or an RFC 3339
  * timestamp. Returns false after replying 400 when it is present and
  * invalid. */
+/* Whether the caller may see which hosts run what: hosts' ids and names,
+ * and the hosts' own events (an admin token, or a read token created with
+ * host_details). */
+bool api_host_details(const struct http_request *req);
+
 bool api_query_one_of(struct http_request *req, const char *name, const char *const *values);
 bool api_query_uuid(struct http_request *req, const char *name);
 bool api_query_cluster_id(struct http_request *req, const char *name);

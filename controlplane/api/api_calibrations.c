@@ -20,8 +20,7 @@
 static enum db_status fetch_page(struct db_conn *conn, const void *filter, const struct page *page,
                                  char **items, char *next_key)
 {
-    (void)filter;
-    return store_calibrations_list(conn, page, items, next_key);
+    return store_calibrations_list(conn, *(const bool *)filter, page, items, next_key);
 }
 
 static const struct api_list calibrations = {"calibrations", "calibrations", PAGE_KEY_TIME_UUID,
@@ -29,7 +28,8 @@ static const struct api_list calibrations = {"calibrations", "calibrations", PAG
 
 void api_calibrations_list(struct http_request *req)
 {
-    api_reply_list(req, &calibrations, NULL);
+    bool host_details = api_host_details(req);
+    api_reply_list(req, &calibrations, &host_details);
 }
 
 void api_calibrations_get(struct http_request *req)
@@ -39,7 +39,9 @@ void api_calibrations_get(struct http_request *req)
         http_reply_problem(req, PROBLEM_CALIBRATION_NOT_FOUND, NULL, "%s does not exist", id);
         return;
     }
-    api_reply_get(req, store_calibration_get, id, PROBLEM_CALIBRATION_NOT_FOUND);
+    api_reply_get(
+        req, api_host_details(req) ? store_calibration_get : store_calibration_get_without_host, id,
+        PROBLEM_CALIBRATION_NOT_FOUND);
 }
 
 /* ---- starting one ----------------------------------------------------------- */

@@ -38,12 +38,14 @@ void api_clusters_list(struct http_request *req)
         http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors, "tag must be key:value");
         return;
     }
-    struct store_cluster_filter f = {http_query(req, "status"), http_query(req, "engine"), tag};
+    struct store_cluster_filter f = {http_query(req, "status"), http_query(req, "engine"), tag,
+                                     api_host_details(req)};
     api_reply_list(req, &clusters, &f);
 }
 
 struct get_call {
     const char *id;
+    bool host_details;
     char *text;
     long long generation;
 };
@@ -54,7 +56,7 @@ static enum db_status get_fn(struct db_conn *conn, void *arg)
     enum db_status st;
     free(c->text);
     c->text = NULL;
-    if ((st = store_cluster_get(conn, c->id, &c->text)) != DB_OK)
+    if ((st = store_cluster_get(conn, c->id, c->host_details, &c->text)) != DB_OK)
         return st;
     return store_cluster_generation(conn, c->id, &c->generation);
 }
@@ -79,7 +81,7 @@ static enum db_status cluster_generation(struct app *app, const char *id, long l
 
 void api_reply_cluster(struct http_request *req, const char *id, int status, bool created)
 {
-    struct get_call call = {id, NULL, 0};
+    struct get_call call = {id, api_host_details(req), NULL, 0};
     enum db_status st = db_run(req->app->db, get_fn, &call);
     char etag[48], *location;
 

@@ -37,6 +37,11 @@ enum db_status api_fetch_page(struct db_pool *pool, const struct api_list *list,
     return DB_OK;
 }
 
+bool api_host_details(const struct http_request *req)
+{
+    return req->who.authenticated && req->who.kind == AUTH_KIND_TOKEN && req->who.host_details;
+}
+
 void api_reply_list(struct http_request *req, const struct api_list *list, const void *filter)
 {
     struct page page = {0};

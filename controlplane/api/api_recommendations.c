@@ -132,7 +132,7 @@ static enum db_status gather_fn(struct db_conn *conn, void *arg)
     char *text = NULL;
 
     gather_clear(g);
-    enum db_status st = store_cluster_get(conn, g->id, &text);
+    enum db_status st = store_cluster_get(conn, g->id, false, &text);
     if (st != DB_OK)
         return st;
     g->cluster = json_loads(text, 0, NULL);

@@ -123,10 +123,9 @@ static void calibrated(struct sizing_node_type *n, const char *engine, json_t *c
     n->capacity_rps = json_number_value(json_object_get(cal, "requests_per_second")) /
                       sizing_pipeline_factor(pipeline);
     snprintf(note, sizeof(note),
-             "calibration %s, on host %s with %s %s: %lld-byte values, %.0f%% GET, pipeline %d, "
+             "calibration %s with %s %s: %lld-byte values, %.0f%% GET, pipeline %d, "
              "%lld clients, ended %s%s",
-             json_string_value(json_object_get(cal, "id")),
-             json_string_value(json_object_get(cal, "host_name")), engine,
+             json_string_value(json_object_get(cal, "id")), engine,
              json_string_value(json_object_get(cal, "engine_version")),
              json_integer_value(json_object_get(cal, "value_bytes")),
              json_number_value(json_object_get(cal, "read_ratio")) * 100, pipeline,

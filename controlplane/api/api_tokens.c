@@ -22,16 +22,18 @@ void api_tokens_list(struct http_request *req)
 
 void api_tokens_create(struct http_request *req)
 {
-    const char *name = json_string_value(json_object_get(req->json, "name"));
-    enum token_scope scope;
+    struct store_token_grant grant;
     json_t *created = NULL;
+    char msg[128];
 
-    /* The body spec already limited scope to the known names. */
-    (void)auth_scope_parse(json_string_value(json_object_get(req->json, "scope")), &scope);
-    const json_t *days = json_object_get(req->json, "expires_in_days");
-    enum db_status st =
-        tokens_create(req->app->db, req->app->have_secret_key ? req->app->secret_key : NULL, name,
-                      scope, json_is_integer(days) ? (int)json_integer_value(days) : 0, &created);
+    if (!tokens_grant_parse(req->json, &grant, msg, sizeof(msg))) {
+        json_t *errors = json_array();
+        jspec_error(errors, "host_details", msg);
+        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors, "host_details %s", msg);
+        return;
+    }
+    enum db_status st = tokens_create(
+        req->app->db, req->app->have_secret_key ? req->app->secret_key : NULL, &grant, &created);
     if (st != DB_OK) {
         http_reply_db_error(req, st);
         return;

@@ -25,6 +25,7 @@ const struct jspec_field tokens_create_spec[] = {
      .max_len = TOKENS_NAME_MAX,
      .check = check_token_name},
     {.name = "scope", .type = JSPEC_STRING, .required = true, .one_of = scopes},
+    {.name = "host_details", .type = JSPEC_BOOLEAN, .nullable = true},
     {.name = "expires_in_days",
      .type = JSPEC_INTEGER,
      .nullable = true,
@@ -34,11 +35,26 @@ const struct jspec_field tokens_create_spec[] = {
     {0},
 };
 
+bool tokens_grant_parse(const json_t *body, struct store_token_grant *out, char *msg,
+                        size_t msgsize)
+{
+    const json_t *days = json_object_get(body, "expires_in_days");
+    const json_t *hosts = json_object_get(body, "host_details");
+
+    out->name = json_string_value(json_object_get(body, "name"));
+    (void)auth_scope_parse(json_string_value(json_object_get(body, "scope")), &out->scope);
+    out->expires_in_days = json_is_integer(days) ? (int)json_integer_value(days) : 0;
+    out->host_details = out->scope == TOKEN_SCOPE_ADMIN || json_is_true(hosts);
+    if (out->scope == TOKEN_SCOPE_ADMIN && json_is_false(hosts)) {
+        snprintf(msg, msgsize, "an admin token always sees host details: it can list the hosts");
+        return false;
+    }
+    return true;
+}
+
 struct create_call {
     const unsigned char *key;
-    const char *name;
-    enum token_scope scope;
-    int expires_in_days;
+    const struct store_token_grant *grant;
     struct auth_token token;
     json_t *out;
 };
@@ -56,8 +72,7 @@ static enum db_status create_fn(struct db_conn *conn, void *arg)
         tokens_seal_label(c->token.id, label);
         secretbox_seal(c->key, tokens_secret_part(&c->token), AUTH_SECRET_LEN, label, sealed);
     }
-    return store_token_insert(conn, &c->token, c->name, c->scope, c->key != NULL ? sealed : NULL,
-                              c->expires_in_days, &c->out);
+    return store_token_insert(conn, &c->token, c->grant, c->key != NULL ? sealed : NULL, &c->out);
 }
 
 const char *tokens_secret_part(const struct auth_token *token)
@@ -70,11 +85,10 @@ void tokens_seal_label(const char *id, char out[AUTH_ID_LEN + 11])
     snprintf(out, AUTH_ID_LEN + 11, "api-token:%s", id);
 }
 
-enum db_status tokens_create(struct db_pool *pool, const unsigned char *key, const char *name,
-                             enum token_scope scope, int expires_in_days, json_t **out)
+enum db_status tokens_create(struct db_pool *pool, const unsigned char *key,
+                             const struct store_token_grant *grant, json_t **out)
 {
-    struct create_call call = {
-        .key = key, .name = name, .scope = scope, .expires_in_days = expires_in_days};
+    struct create_call call = {.key = key, .grant = grant};
     enum db_status st = DB_CONFLICT;
 
     for (int attempt = 0; attempt < 3 && st == DB_CONFLICT; attempt++)

@@ -213,7 +213,7 @@ static enum db_status doc_fn(struct db_conn *conn, void *arg)
     struct doc_call *d = arg;
     free(d->text);
     d->text = NULL;
-    return store_cluster_get(conn, d->id, &d->text);
+    return store_cluster_get(conn, d->id, false, &d->text);
 }
 
 json_t *ec_cluster_find(struct ec_call *c, const char *id, bool *missing)

@@ -109,7 +109,9 @@ enum db_status auth_verify(struct db_pool *pool, const char *bootstrap, enum rou
     memcpy(who->token_id, id, sizeof(who->token_id));
     if (args.kind == AUTH_KIND_AGENT)
         memcpy(who->host_id, args.host_id, sizeof(who->host_id));
-    else if (args.kind == AUTH_KIND_TOKEN)
+    else if (args.kind == AUTH_KIND_TOKEN) {
         who->scope = args.found.scope;
+        who->host_details = args.found.host_details;
+    }
     return DB_OK;
 }

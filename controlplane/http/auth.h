@@ -27,6 +27,7 @@ struct auth_identity {
     enum auth_kind kind;
     char token_id[AUTH_ID_LEN + 1];  /* API token, agent credential or join token id */
     enum token_scope scope;          /* API tokens */
+    bool host_details;               /* API tokens: may see hosts' ids and names */
     char host_id[AUTH_UUID_LEN + 1]; /* agents */
 };
 

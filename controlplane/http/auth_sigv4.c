@@ -144,6 +144,7 @@ enum db_status auth_verify_sigv4(struct db_pool *pool, const unsigned char *key,
     who->authenticated = true;
     who->kind = AUTH_KIND_TOKEN;
     who->scope = look.found.scope;
+    who->host_details = look.found.host_details;
     memcpy(who->token_id, cred.access_key, AUTH_ID_LEN + 1);
     return DB_OK;
 }

@@ -40,7 +40,7 @@ enum op_result ops_wait_engines(struct op_ctx *ctx)
         const struct cluster_node *n = &t.nodes.items[i];
         if (n->host_lost && trust_losses) {
             res = op_fail(ctx, PROBLEM_HOST_LOST,
-                          "host %s of node %s was lost before the node started", n->host_id, n->id);
+                          "the host of node %s was lost before the node started", n->id);
         } else if (n->host_lost || n->port <= 0 || strcmp(n->process_state, "running") != 0) {
             res = OP_WAIT;
         } else if (!nodeio_ping(n, t.password, NODEIO_PATIENT)) {

@@ -99,8 +99,7 @@ enum op_result ops_node_started(struct op_ctx *ctx, const struct ops_topo *t, co
 {
     const struct cluster_node *n = cluster_nodes_find(&t->nodes, node_id);
     if (n != NULL && n->host_lost && monitor_trusts_losses(ctx->app->monitor))
-        return op_fail(ctx, PROBLEM_HOST_LOST, "host %s of new node %s was lost", n->host_id,
-                       n->id);
+        return op_fail(ctx, PROBLEM_HOST_LOST, "the host of new node %s was lost", n->id);
     if (n != NULL && !n->host_lost && n->port > 0 && strcmp(n->process_state, "running") == 0 &&
         nodeio_ping(n, t->password, NODEIO_PATIENT))
         return OP_NEXT;

@@ -32,9 +32,8 @@ struct replace_call {
 static enum db_status replacing_event(struct db_conn *conn, const struct replace_call *c,
                                       const struct ops_placed *host)
 {
-    char *message =
-        xasprintf("shard %04d: replacing node %s with node %s on host %s in %s", c->out->shard + 1,
-                  c->dead_id, c->out->new_id, host->host_id, host->az);
+    char *message = xasprintf("shard %04d: replacing node %s with node %s in %s", c->out->shard + 1,
+                              c->dead_id, c->out->new_id, host->az);
     json_t *detail = json_pack("{s:s, s:s, s:s, s:s}", "replaced", c->dead_id, "node_id",
                                c->out->new_id, "host_id", host->host_id, "az", host->az);
     char *text = json_dumps(detail, JSON_COMPACT);

@@ -60,9 +60,8 @@ static enum db_status replica_added(struct db_conn *conn, const struct op_ctx *c
     enum db_status st = store_node_joined(conn, str(entry, "node"));
     if (st != DB_OK)
         return st;
-    char *message =
-        xasprintf("shard %s: replica %s on host %s in %s is in sync", str(entry, "shard"),
-                  str(entry, "node"), str(entry, "host_id"), str(entry, "az"));
+    char *message = xasprintf("shard %s: replica %s in %s is in sync", str(entry, "shard"),
+                              str(entry, "node"), str(entry, "az"));
     st = ops_event_json(conn, ctx, "ReplicaAdded", message, entry);
     free(message);
     return st;

@@ -145,9 +145,11 @@ enum db_status store_calibration_insert(struct db_conn *conn, const struct store
 /* The figures (a JSON object's text) of the calibration op_id runs. */
 enum db_status store_calibration_record(struct db_conn *conn, const char *op_id,
                                         const char *results);
-enum db_status store_calibrations_list(struct db_conn *conn, const struct page *page, char **items,
-                                       char *next_key);
+/* Calibrations with the host they ran on (host_details) or without. */
+enum db_status store_calibrations_list(struct db_conn *conn, bool host_details,
+                                       const struct page *page, char **items, char *next_key);
 enum db_status store_calibration_get(struct db_conn *conn, const char *id, char **out);
+enum db_status store_calibration_get_without_host(struct db_conn *conn, const char *id, char **out);
 /* {node_type: {id, requests_per_second, pipeline, read_ratio, value_bytes,
  * clients, host_name, engine_version, finished_at}}: per node type, the
  * latest calibration of engine that succeeded, for sizing. */
@@ -241,6 +243,7 @@ struct store_event_filter {
     const char *host_id;
     const char *since;
     const char *cluster_uid;
+    bool host_details; /* else no host's own events, and no host ids */
 };
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
                                  const struct page *page, char **items, char *next_key);
@@ -270,17 +273,24 @@ enum db_status store_audit_list(struct db_conn *conn, const struct store_audit_f
 #define STORE_TOKEN_SEALED_LEN (AUTH_SECRET_LEN + SECRETBOX_OVERHEAD)
 struct store_token_secret {
     enum token_scope scope;
+    bool host_details;
     unsigned char hash[CRYPTO_SHA256_LEN];
     bool revoked;         /* or expired */
     bool stale_last_used; /* last_used_at is over a minute old */
     bool has_sealed;      /* sealed holds the sealed secret */
     unsigned char sealed[STORE_TOKEN_SEALED_LEN];
 };
-/* sealed: STORE_TOKEN_SEALED_LEN bytes, or NULL to keep the hash alone;
- * expires_in_days: 0 for never. */
+/* What a new token may do; expires_in_days: 0 for never. */
+struct store_token_grant {
+    const char *name;
+    enum token_scope scope;
+    bool host_details; /* see hosts' ids and names (an admin token always does) */
+    int expires_in_days;
+};
+/* sealed: STORE_TOKEN_SEALED_LEN bytes, or NULL to keep the hash alone. */
 enum db_status store_token_insert(struct db_conn *conn, const struct auth_token *token,
-                                  const char *name, enum token_scope scope,
-                                  const unsigned char *sealed, int expires_in_days, json_t **out);
+                                  const struct store_token_grant *grant,
+                                  const unsigned char *sealed, json_t **out);
 enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, char **items,
                                  char *next_key);
 /* One token as the API shows it (no secret); DB_NOT_FOUND when none has id. */
@@ -371,8 +381,10 @@ enum db_status store_hosts_by_status(struct db_conn *conn, struct store_counts *
  * of the host whose set changed. */
 enum db_status store_hosts_listen(PGconn *pg);
 
-/* clusters: the resource (JSON text), its generation (the ETag), lists */
-enum db_status store_cluster_get(struct db_conn *conn, const char *id, char **out);
+/* clusters: the resource (JSON text; with its nodes' host ids when
+ * host_details), its generation (the ETag), lists */
+enum db_status store_cluster_get(struct db_conn *conn, const char *id, bool host_details,
+                                 char **out);
 enum db_status store_cluster_generation(struct db_conn *conn, const char *id, long long *out);
 /* The request side: the cluster's row locked for a change, with its spec
  * (parsed; the caller json_decref()s it), generation and whether an
@@ -441,7 +453,8 @@ enum db_status store_cluster_multi_az_breach(struct db_conn *conn, const char *i
 struct store_cluster_filter {
     const char *status;
     const char *engine;
-    const char *tag; /* "key:value" */
+    const char *tag;   /* "key:value" */
+    bool host_details; /* the nodes' host ids shown (doc_for, migration 0026) */
 };
 enum db_status store_clusters_list(struct db_conn *conn, const struct store_cluster_filter *f,
                                    const struct page *page, char **items, char *next_key);

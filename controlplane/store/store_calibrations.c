@@ -64,27 +64,37 @@ enum db_status store_calibration_record(struct db_conn *conn, const char *op_id,
 
 /* Newest first, paged by (created_at, id). */
 static const struct db_stmt list_calibrations = {
-    "SELECT api_time(created_at) || '|' || id, doc FROM calibration_documents"
+    "SELECT api_time(created_at) || '|' || id, CASE WHEN $3::boolean THEN doc ELSE tenant_doc END"
+    " FROM calibration_documents"
     " WHERE ($1::timestamptz IS NULL OR (created_at, id) < ($1::timestamptz, $2::uuid))"
-    " ORDER BY created_at DESC, id DESC LIMIT $3::int"};
+    " ORDER BY created_at DESC, id DESC LIMIT $4::int"};
 
 static const struct db_stmt get_calibration = {
     "SELECT doc FROM calibration_documents WHERE id = $1::uuid"};
 
-enum db_status store_calibrations_list(struct db_conn *conn, const struct page *page, char **items,
-                                       char *next_key)
+static const struct db_stmt get_calibration_without_host = {
+    "SELECT tenant_doc FROM calibration_documents WHERE id = $1::uuid"};
+
+enum db_status store_calibrations_list(struct db_conn *conn, bool host_details,
+                                       const struct page *page, char **items, char *next_key)
 {
     char key[PAGE_KEY_MAX];
-    const char *params[3] = {NULL, NULL, NULL};
+    const char *params[4] = {NULL, NULL, host_details ? "true" : "false", NULL};
 
     store_split_key(page, key, &params[0], &params[1]);
-    return store_list(conn, &list_calibrations, 3, params, page, items, next_key);
+    return store_list(conn, &list_calibrations, 4, params, page, items, next_key);
 }
 
 enum db_status store_calibration_get(struct db_conn *conn, const char *id, char **out)
 {
     const char *params[1] = {id};
     return store_get_text(conn, &get_calibration, 1, params, out);
+}
+
+enum db_status store_calibration_get_without_host(struct db_conn *conn, const char *id, char **out)
+{
+    const char *params[1] = {id};
+    return store_get_text(conn, &get_calibration_without_host, 1, params, out);
 }
 
 /* Per node type, the calibration of engine that ended last among those

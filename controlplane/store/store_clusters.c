@@ -9,21 +9,23 @@
 #include "store.h"
 #include "xalloc.h"
 
-static const struct db_stmt get_cluster = {"SELECT doc::text FROM cluster_documents WHERE id = $1"};
+static const struct db_stmt get_cluster = {
+    "SELECT doc_for(doc, $2::boolean)::text FROM cluster_documents WHERE id = $1"};
 
 static const struct db_stmt list_clusters = {
-    "SELECT id, doc::text FROM cluster_documents"
+    "SELECT id, doc_for(doc, $5::boolean)::text FROM cluster_documents"
     " WHERE id > $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR engine = $3)"
     "   AND ($4::text IS NULL"
     "        OR tags ->> split_part($4, ':', 1) = substr($4, length(split_part($4, ':', 1)) + 2))"
-    " ORDER BY id LIMIT $5::int"};
+    " ORDER BY id LIMIT $6::int"};
 
 static const struct db_stmt cluster_etag = {"SELECT generation FROM clusters WHERE id = $1"};
 
-enum db_status store_cluster_get(struct db_conn *conn, const char *id, char **out)
+enum db_status store_cluster_get(struct db_conn *conn, const char *id, bool host_details,
+                                 char **out)
 {
-    const char *params[1] = {id};
-    return store_get_text(conn, &get_cluster, 1, params, out);
+    const char *params[2] = {id, host_details ? "true" : "false"};
+    return store_get_text(conn, &get_cluster, 2, params, out);
 }
 
 enum db_status store_cluster_generation(struct db_conn *conn, const char *id, long long *out)
@@ -35,9 +37,9 @@ enum db_status store_cluster_generation(struct db_conn *conn, const char *id, lo
 enum db_status store_clusters_list(struct db_conn *conn, const struct store_cluster_filter *f,
                                    const struct page *page, char **items, char *next_key)
 {
-    const char *params[5] = {page->has_after ? page->after : "", f->status, f->engine, f->tag,
-                             NULL};
-    return store_list(conn, &list_clusters, 5, params, page, items, next_key);
+    const char *params[6] = {page->has_after ? page->after : "", f->status, f->engine, f->tag,
+                             f->host_details ? "true" : "false", NULL};
+    return store_list(conn, &list_clusters, 6, params, page, items, next_key);
 }
 
 /* ---- the request side: spec, status ---------------------------------------- */

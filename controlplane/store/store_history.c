@@ -25,13 +25,14 @@ static const struct db_stmt get_operation = {
 /* In id order: the bigint's, which page_key (its text, named apart so
  * that ORDER BY does not take it) would put 10 before 9. */
 static const struct db_stmt list_events = {
-    "SELECT id::text AS page_key, doc FROM event_documents"
-    " WHERE id > $1::bigint"
+    "SELECT id::text AS page_key, CASE WHEN $6::boolean THEN doc ELSE tenant_doc END"
+    " FROM event_documents"
+    " WHERE id > $1::bigint AND ($6::boolean OR cluster_id IS NOT NULL)"
     "   AND ($2::text IS NULL OR cluster_uid = (SELECT uid FROM cluster_latest_uid($2, 'events')))"
     "   AND ($3::uuid IS NULL OR host_id = $3::uuid)"
     "   AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)"
     "   AND ($5::uuid IS NULL OR cluster_uid = $5::uuid)"
-    " ORDER BY id LIMIT $6::int"};
+    " ORDER BY id LIMIT $7::int"};
 
 enum db_status store_operations_list(struct db_conn *conn, const struct store_operation_filter *f,
                                      const struct page *page, char **items, char *next_key)
@@ -52,13 +53,10 @@ enum db_status store_operation_get(struct db_conn *conn, const char *id, char **
 enum db_status store_events_list(struct db_conn *conn, const struct store_event_filter *f,
                                  const struct page *page, char **items, char *next_key)
 {
-    const char *params[6] = {page->has_after ? page->after : "0",
-                             f->cluster_id,
-                             f->host_id,
-                             f->since,
-                             f->cluster_uid,
-                             NULL};
-    return store_list(conn, &list_events, 6, params, page, items, next_key);
+    const char *params[7] = {
+        page->has_after ? page->after : "0", f->cluster_id, f->host_id, f->since, f->cluster_uid,
+        f->host_details ? "true" : "false",  NULL};
+    return store_list(conn, &list_events, 7, params, page, items, next_key);
 }
 
 /* ---- writing ------------------------------------------------------------------ */

@@ -138,8 +138,7 @@ enum db_status store_node_insert(struct db_conn *conn, const struct store_node_p
 static const struct db_stmt placed_events = {
     "INSERT INTO events (cluster_id, operation_id, host_id, type, message, detail)"
     " SELECT n.cluster_id, $2::uuid, n.host_id, 'NodePlaced',"
-    "   format('node %s of shard %s placed on %s in %s, port %s', n.id, s.name, h.name, h.az,"
-    "          n.port),"
+    "   format('node %s of shard %s placed in %s, port %s', n.id, s.name, h.az, n.port),"
     "   json_build_object('node_id', n.id, 'shard', s.name, 'host_id', h.id, 'az', h.az,"
     "                     'port', n.port, 'placed_as', CASE WHEN n.ordinal = 0 THEN 'primary'"
     "                     ELSE 'replica' END)"

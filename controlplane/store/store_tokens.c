@@ -6,7 +6,7 @@
 #include "store.h"
 
 #define TOKEN_JSON                                                                                 \
-    "json_build_object('id', id, 'name', name, 'scope', scope,"                                    \
+    "json_build_object('id', id, 'name', name, 'scope', scope, 'host_details', host_details,"      \
     " 'created_at', " STORE_TS("created_at") ", 'last_used_at', " STORE_TS(                        \
         "last_used_at") ","                                                                        \
                         " 'revoked_at', " STORE_TS("revoked_at") ","                               \
@@ -14,9 +14,10 @@
                                                                      "expires_at") ")"
 
 static const struct db_stmt insert_token = {
-    "INSERT INTO api_tokens (id, name, scope, secret_hash, secret_sealed, expires_at)"
+    "INSERT INTO api_tokens (id, name, scope, secret_hash, secret_sealed, expires_at,"
+    "   host_details)"
     " VALUES ($1, $2, $3, $4::bytea, $5::bytea,"
-    "   now() + make_interval(days => $6::int))"
+    "   now() + make_interval(days => $6::int), $3 = 'admin' OR $7::boolean)"
     " RETURNING " TOKEN_JSON};
 
 static const struct db_stmt list_tokens = {"SELECT " STORE_TS(
@@ -29,7 +30,7 @@ static const struct db_stmt get_token = {"SELECT " TOKEN_JSON " FROM api_tokens 
 static const struct db_stmt token_secret = {
     "SELECT scope, encode(secret_hash, 'hex'), revoked_at IS NOT NULL OR expires_at <= now(),"
     " last_used_at IS NULL OR last_used_at < now() - interval '1 minute',"
-    " encode(secret_sealed, 'hex')"
+    " encode(secret_sealed, 'hex'), host_details"
     " FROM api_tokens WHERE id = $1"};
 
 static const struct db_stmt touch_token = {"UPDATE api_tokens SET last_used_at = now()"
@@ -39,24 +40,25 @@ static const struct db_stmt revoke_token = {"UPDATE api_tokens SET revoked_at = 
                                             " WHERE id = $1 AND revoked_at IS NULL"};
 
 enum db_status store_token_insert(struct db_conn *conn, const struct auth_token *token,
-                                  const char *name, enum token_scope scope,
-                                  const unsigned char *sealed, int expires_in_days, json_t **out)
+                                  const struct store_token_grant *grant,
+                                  const unsigned char *sealed, json_t **out)
 {
     char hash[2 + 2 * CRYPTO_SHA256_LEN + 1] = "\\x";
     char box[2 + 2 * STORE_TOKEN_SEALED_LEN + 1] = "\\x";
     char days[16];
-    snprintf(days, sizeof(days), "%d", expires_in_days);
-    const char *params[6] = {token->id,
-                             name,
-                             auth_scope_name(scope),
+    snprintf(days, sizeof(days), "%d", grant->expires_in_days);
+    const char *params[7] = {token->id,
+                             grant->name,
+                             auth_scope_name(grant->scope),
                              hash,
                              sealed != NULL ? box : NULL,
-                             expires_in_days > 0 ? days : NULL};
+                             grant->expires_in_days > 0 ? days : NULL,
+                             grant->host_details ? "true" : "false"};
 
     crypto_hex(token->hash, CRYPTO_SHA256_LEN, hash + 2);
     if (sealed != NULL)
         crypto_hex(sealed, STORE_TOKEN_SEALED_LEN, box + 2);
-    return store_get_json(conn, &insert_token, 6, params, out);
+    return store_get_json(conn, &insert_token, 7, params, out);
 }
 
 enum db_status store_tokens_list(struct db_conn *conn, const struct page *page, char **items,
@@ -96,6 +98,7 @@ enum db_status store_token_secret(struct db_conn *conn, const char *id,
         return DB_ERROR;
     }
     out->revoked = PQgetvalue(res, 0, 2)[0] == 't';
+    out->host_details = PQgetvalue(res, 0, 5)[0] == 't';
     out->stale_last_used = PQgetvalue(res, 0, 3)[0] == 't';
     const char *box = PQgetvalue(res, 0, 4);
     out->has_sealed = strlen(box) == 2 * STORE_TOKEN_SEALED_LEN &&

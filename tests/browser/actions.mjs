@@ -156,12 +156,14 @@ await run(async (page, _browser, errors) => {
   await page.getByRole('link', { name: 'Tokens' }).click();
   await page.getByLabel('Name').fill('from-console');
   await page.getByLabel('Expires').selectOption('30');
+  await page.getByLabel('Host details').check();
   await page.getByRole('button', { name: 'Create token' }).click();
   await page.getByText('it is shown this once').waitFor();
   const secret = await page.locator('#token-secret code').textContent();
   check(/^cairn_[0-9a-f]{12}_/.test(secret), `no secret shown: ${secret}`);
   const made = page.getByRole('table', { name: 'Tokens' }).getByRole('row').filter({ hasText: 'from-console' });
   check(!/never\s*Revoke/.test(await made.textContent()), 'the token made to expire shows no expiry');
+  check(/read\s*yes/.test(await made.textContent()), 'the read token made with host details does not say so');
   await shot(page, 'tokens');
   await page.getByRole('button', { name: 'Revoke from-console' }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();

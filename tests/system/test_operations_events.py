@@ -211,7 +211,7 @@ def test_default_page_size_is_100(cairn):
 
 
 def test_list_events_oldest_first(events):
-    body = expect.json_ok(events.read.get("/v1/events"))
+    body = expect.json_ok(events.api.get("/v1/events"))
     eq(set(body), {"events"}, "list members")
     evs = body["events"]
     eq([e["type"] for e in evs], ["ClusterCreating", "NodeDown", "FailoverComplete", "HostLost"],
@@ -234,6 +234,16 @@ def test_list_events_oldest_first(events):
        "fourth event")
 
 
+def test_read_token_sees_no_host(events):
+    """A read token (created without host_details) sees the clusters'
+    events without host_id, and not the host's own."""
+    evs = expect.json_ok(events.read.get("/v1/events"))["events"]
+    eq([e["type"] for e in evs], ["ClusterCreating", "NodeDown", "FailoverComplete"], "events")
+    for e in evs:
+        eq(set(e), EV_KEYS - {"host_id"}, f"members of event {e['id']}")
+    eq(evs[0]["detail"], {"shards": 3}, "detail")
+
+
 @pytest.mark.parametrize("params,want", [
     ({"cluster_id": CL_A}, ["ClusterCreating", "FailoverComplete"]),
     ({"cluster_id": CL_B}, ["NodeDown"]),
@@ -247,20 +257,20 @@ def test_list_events_oldest_first(events):
     ({"cluster_uid": UID[CL_A]}, ["ClusterCreating", "FailoverComplete"]),
 ])
 def test_filter_events(events, params, want):
-    body = expect.json_ok(events.read.get("/v1/events", params=params))
+    body = expect.json_ok(events.api.get("/v1/events", params=params))
     eq([e["type"] for e in body["events"]], want, f"events for {params}")
 
 
 @pytest.mark.parametrize("since", ["yesterday", "2026-02-01", "2026-13-01T00:00:00Z",
                                    "2026-02-01T25:00:00Z", "1700000000", "2026-02-01T08:00:00Zjunk"])
 def test_bad_since(events, since):
-    expect.problem(events.read.get("/v1/events", params={"since": since}),
+    expect.problem(events.api.get("/v1/events", params={"since": since}),
                    "INVALID_QUERY_PARAMETER", fields=["since"])
 
 
 def test_walk_events(events):
-    everything = expect.json_ok(events.read.get("/v1/events"))["events"]
-    pages = expect.walk(events.read, "/v1/events", "events", 3)
+    everything = expect.json_ok(events.api.get("/v1/events"))["events"]
+    pages = expect.walk(events.api, "/v1/events", "events", 3)
     eq([len(p["events"]) for p in pages], [3, 1], "page sizes")
     eq([e for p in pages for e in p["events"]], everything, "walked events")
 
@@ -292,7 +302,7 @@ def test_a_reused_cluster_id_has_a_history_of_its_own(cairn):
         return uid, op
 
     def events(**params):
-        body = expect.json_ok(cairn.read.get("/v1/events", params=params))
+        body = expect.json_ok(cairn.api.get("/v1/events", params=params))
         return [(e["type"], e["cluster_uid"]) for e in body["events"]]
 
     def operations(**params):
@@ -315,5 +325,5 @@ def test_a_reused_cluster_id_has_a_history_of_its_own(cairn):
     eq(events(cluster_uid=first), first_history, "the first cluster's events, by its uid")
     eq(operations(cluster_id="reuse"), [(second_op, second)], "the new cluster's operations")
     eq(operations(cluster_uid=first), [(first_op, first)], "the first cluster's operations")
-    expect.problem(cairn.read.get("/v1/events", params={"cluster_uid": "reuse"}),
+    expect.problem(cairn.api.get("/v1/events", params={"cluster_uid": "reuse"}),
                    "INVALID_QUERY_PARAMETER", fields=["cluster_uid"])

@@ -110,7 +110,7 @@ def test_walk_events_past_ten(cairn):
     """Event ids are numbers: the 10th and later must sort after the 9th."""
     cairn.psql("INSERT INTO events (type, message) SELECT 'test.tick', 'tick ' || g"
                " FROM generate_series(1, 23) g")
-    pages = expect.walk(cairn.read, "/v1/events", "events", 3)
+    pages = expect.walk(cairn.api, "/v1/events", "events", 3)
     walked = [int(e["id"]) for p in pages for e in p["events"]]
     eq(len(walked), 23, "events walked")
     eq(walked, sorted(walked), "events in id order")

@@ -9,7 +9,8 @@ import expect
 import harness
 from expect import eq
 
-TOKEN_KEYS = {"id", "name", "scope", "created_at", "last_used_at", "revoked_at", "expires_at"}
+TOKEN_KEYS = {"id", "name", "scope", "host_details", "created_at", "last_used_at", "revoked_at",
+              "expires_at"}
 
 
 def check_token_fields(tok, name=None, scope=None):

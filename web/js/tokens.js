@@ -5,7 +5,7 @@ import { api, getAll } from './api.js';
 import { h, show, table } from './dom.js';
 import { copyButton } from './format.js';
 import { openDialog } from './dialog.js';
-import { field, formAlert, input, select, showErrors } from './form.js';
+import { checkbox, field, formAlert, input, select, showErrors } from './form.js';
 
 function revoke(t, done) {
   openDialog({
@@ -20,6 +20,7 @@ function revoke(t, done) {
 function row(t, done) {
   return h('tr', { class: t.revoked_at ? 'revoked' : '' },
     h('td', {}, t.name), h('td', { class: 'mono' }, t.id), h('td', {}, t.scope),
+    h('td', { class: 'optional' }, t.host_details ? 'yes' : 'no'),
     h('td', { class: 'optional mono' }, t.created_at),
     h('td', { class: 'optional mono' }, t.last_used_at || 'never'),
     h('td', { class: 'optional mono' }, t.expires_at || 'never'),
@@ -32,15 +33,26 @@ export async function renderTokens(main) {
   const tokens = await getAll('/v1/tokens', 'tokens');
   const name = field('name', 'Name', input({ required: true, maxlength: 64, placeholder: 'ci-deploy' }));
   const scope = field('scope', 'Scope', select([['read', 'read: GET only'], ['admin', 'admin: everything']], 'read'));
+  // Which hosts run the nodes is the operator's business: a read token
+  // sees it only when asked; an admin token always does.
+  const hosts = field('host_details', 'Host details', checkbox(false),
+    'Read tokens: see which hosts run the nodes, and the hosts\' events.');
+  const syncHosts = () => {
+    const admin = scope.control.value === 'admin';
+    hosts.control.disabled = admin;
+    if (admin) hosts.control.checked = true;
+  };
+  scope.control.addEventListener('change', syncHosts);
   const expires = field('expires_in_days', 'Expires',
     select([['', 'never'], ['30', 'in 30 days'], ['90', 'in 90 days'], ['365', 'in a year']], '90'));
   const secret = h('div', { 'aria-live': 'polite' });
   const form = h('form', { class: 'panel filters', 'aria-label': 'Create a token' },
-    name.el, scope.el, expires.el, h('button', { type: 'submit' }, 'Create token'), formAlert());
+    name.el, scope.el, hosts.el, expires.el, h('button', { type: 'submit' }, 'Create token'), formAlert());
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
       const body = { name: name.control.value.trim(), scope: scope.control.value };
+      if (body.scope === 'read') body.host_details = hosts.control.checked;
       if (expires.control.value) body.expires_in_days = Number(expires.control.value);
       const t = await api('POST', '/v1/tokens', body);
       await reload();
@@ -55,7 +67,7 @@ export async function renderTokens(main) {
     }
   });
   show(main, h('h1', {}, 'API tokens'), form, h('div', { id: 'token-secret' }, secret),
-    table('Tokens', ['Name', 'ID', 'Scope', ['Created', 'optional'], ['Last used', 'optional'],
+    table('Tokens', ['Name', 'ID', 'Scope', ['Host details', 'optional'], ['Created', 'optional'], ['Last used', 'optional'],
       ['Expires', 'optional'], ''],
       tokens.map((t) => row(t, reload))));
 }
