@@ -513,6 +513,8 @@ static bool spec_from_config(const json_t *cfg, struct engine_config_spec *spec,
         spec->cluster_node_timeout_ms = (int)json_integer_value(v);
     if (json_is_string(v = json_object_get(cfg, "password")))
         spec->password = json_string_value(v);
+    if (json_is_string(v = json_object_get(cfg, "previous_password")))
+        spec->previous_password = json_string_value(v);
     if (json_is_string(v = json_object_get(cfg, "admin_password")))
         spec->admin_password = json_string_value(v);
     if (json_is_string(v = json_object_get(cfg, "replication_password")))
@@ -817,6 +819,19 @@ static void converge(struct agent *a, struct agent_node *n, int64_t now_us)
     }
 }
 
+/* Whether two desired configs give the engine the same users. */
+static bool same_users(const json_t *a, const json_t *b)
+{
+    static const char *const keys[] = {"password", "previous_password", "admin_password",
+                                       "replication_password"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        if (!json_equal(json_object_get(a, keys[i]), json_object_get(b, keys[i])) &&
+            (json_object_get(a, keys[i]) != NULL || json_object_get(b, keys[i]) != NULL))
+            return false;
+    }
+    return true;
+}
+
 void agent_sup_apply(struct agent *a, int64_t now_us)
 {
     struct stat st;
@@ -839,6 +854,10 @@ void agent_sup_apply(struct agent *a, int64_t now_us)
         bool same = prev != NULL && strcmp(prev, d->spec) == 0;
         if (n->wanted && same)
             continue;
+        /* New passwords (an AUTH token rotation) are given to the running
+         * engine at once; nothing else about it changes. */
+        if (n->wanted && !same_users(n->want.config, d->config))
+            n->users_set = false;
         if (n->wanted)
             agent_desired_node_clear(&n->want);
         agent_desired_node_copy(&n->want, d);
@@ -1002,6 +1021,7 @@ static bool set_users(struct agent *a, struct agent_node *n, const char *admin, 
 
     engine_config_defaults(&spec);
     spec.password = json_string_value(json_object_get(cfg, "password"));
+    spec.previous_password = json_string_value(json_object_get(cfg, "previous_password"));
     spec.admin_password = admin;
     spec.replication_password = json_string_value(json_object_get(cfg, "replication_password"));
     if (spec.replication_password == NULL) {

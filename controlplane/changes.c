@@ -42,7 +42,7 @@ static const struct change_row rows[] = {
     {"node_type", CHANGE_BY_OPERATION, &change_op_change_node_type, false, NULL},
     {"num_shards", CHANGE_BY_OPERATION, &change_op_scale_shards, false, NULL},
     {"replicas_per_shard", CHANGE_BY_OPERATION, &change_op_scale_replicas, false, NULL},
-    {"auth_token", CHANGE_NOT_YET, NULL, true, NULL},
+    {"auth_token", CHANGE_AT_ONCE, NULL, true, NULL}, /* cluster_modify.c: change_auth */
     {"id", CHANGE_IMMUTABLE, NULL, true, NULL},
     {"cluster_mode", CHANGE_IMMUTABLE, NULL, true, NULL},
 };

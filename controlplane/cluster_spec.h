@@ -102,6 +102,10 @@ json_t *cspec_normalize(const json_t *body, json_t *errors);
  * (see cspec_field_change("auth_token")). */
 const char *cspec_auth_token(const json_t *body);
 
+/* Whether value is an AUTH token Cairn takes (16 to 128 printable ASCII
+ * characters, no space); false with "must ..." in msg. Pure. */
+bool cspec_auth_token_check(const json_t *value, char *msg, size_t msgsize);
+
 /* Apply patch to target as a JSON merge patch (RFC 7396): members of an
  * object patch replace target's, null members remove them, nested objects
  * merge recursively; a patch that is not an object replaces target whole.

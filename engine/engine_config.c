@@ -784,10 +784,11 @@ const char ENGINE_TENANT_ACCESS[] =
 
 void engine_users_of(const struct engine_config_spec *spec, struct engine_user out[ENGINE_USERS])
 {
-    out[0] = (struct engine_user){ENGINE_ADMIN_USER, spec->admin_password, "~* &* +@all"};
-    out[1] = (struct engine_user){ENGINE_REPLICATION_USER, spec->replication_password,
+    out[0] = (struct engine_user){ENGINE_ADMIN_USER, spec->admin_password, NULL, "~* &* +@all"};
+    out[1] = (struct engine_user){ENGINE_REPLICATION_USER, spec->replication_password, NULL,
                                   "-@all +psync +replconf +ping"};
-    out[2] = (struct engine_user){"default", spec->password, ENGINE_TENANT_ACCESS};
+    out[2] = (struct engine_user){"default", spec->password, spec->previous_password,
+                                  ENGINE_TENANT_ACCESS};
 }
 
 void engine_user_password_rule(const char *password, char rule[ENGINE_USER_RULE_LEN + 1])
@@ -815,7 +816,12 @@ static void render_users(struct strbuf *o, const struct engine_config_spec *spec
     engine_users_of(spec, users);
     for (int i = ENGINE_USERS - 1; i >= 0; i--) {
         engine_user_password_rule(users[i].password, rule);
-        strbuf_printf(o, "user %s reset on %s %s\n", users[i].name, rule, users[i].access);
+        strbuf_printf(o, "user %s reset on %s", users[i].name, rule);
+        if (users[i].second_password != NULL && users[i].second_password[0] != '\0') {
+            engine_user_password_rule(users[i].second_password, rule);
+            strbuf_printf(o, " %s", rule);
+        }
+        strbuf_printf(o, " %s\n", users[i].access);
     }
     directive(o, "masteruser", ENGINE_REPLICATION_USER);
     directive(o, "masterauth", spec->replication_password);

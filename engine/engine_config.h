@@ -121,6 +121,7 @@ struct engine_config_spec {
     bool cluster_enabled;
     int cluster_node_timeout_ms; /* 500..120000; checked always, used in cluster mode */
     const char *password;        /* the tenant's (default user); NULL or "": none (loopback only) */
+    const char *previous_password; /* the tenant's too, while its AUTH token rotates; or NULL */
     /* Cairn's own users' passwords (ENGINE_ADMIN_USER, ENGINE_REPLICATION_USER);
      * NULL: a node rendered before they existed, whose one password is
      * everyone's (requirepass). */
@@ -189,11 +190,13 @@ bool engine_config_param_available(enum engine_kind kind, const char *line, cons
  * Pure. */
 char *engine_config_render(const struct engine_config_spec *spec, char *err, size_t errsize);
 
-/* One of a node's engine users: its name, password (NULL or "": none) and
+/* One of a node's engine users: its name, password (NULL or "": none), a
+ * second password valid beside it (an AUTH token rotation; NULL: none) and
  * access rules (space-separated ACL rules). */
 struct engine_user {
     const char *name;
     const char *password;
+    const char *second_password;
     const char *access;
 };
 #define ENGINE_USERS         3

@@ -10,12 +10,12 @@
 
 #define MAX_WORDS 64 /* ACL SETUSER name reset on <password>, then the access rules */
 
-/* ACL SETUSER u->name reset on <password rule> <access rules...>. */
+/* ACL SETUSER u->name reset on <password rule> [<second>] <access rules...>. */
 static bool set_user(struct resp_conn *c, const struct engine_user *u, char *err, size_t errsize)
 {
     const char *argv[MAX_WORDS];
     size_t lens[MAX_WORDS];
-    char rule[ENGINE_USER_RULE_LEN + 1];
+    char rule[ENGINE_USER_RULE_LEN + 1], second[ENGINE_USER_RULE_LEN + 1];
     char *rules = xstrdup(u->access), *save = NULL;
     int argc = 0;
 
@@ -26,6 +26,10 @@ static bool set_user(struct resp_conn *c, const struct engine_user *u, char *err
     argv[argc++] = "reset";
     argv[argc++] = "on";
     argv[argc++] = rule;
+    if (u->second_password != NULL && u->second_password[0] != '\0') {
+        engine_user_password_rule(u->second_password, second);
+        argv[argc++] = second;
+    }
     for (char *w = strtok_r(rules, " ", &save); w != NULL && argc < MAX_WORDS;
          w = strtok_r(NULL, " ", &save))
         argv[argc++] = w;

@@ -310,9 +310,10 @@ static void set_password(json_t *config, const char *key, char *password)
     free(password);
 }
 
-/* The store leaves each node's tenant password sealed and Cairn's own
- * users' underived; both are done here, the only place the passwords leave
- * cairnd (over the agent's authenticated channel). */
+/* The store leaves each node's tenant password (and the one before it,
+ * while an AUTH token rotates) sealed and Cairn's own users' underived;
+ * both are done here, the only place the passwords leave cairnd (over the
+ * agent's authenticated channel). */
 static char *open_passwords(struct app *app, const char *desired)
 {
     json_t *doc = json_loads(desired, 0, NULL), *node;
@@ -323,6 +324,7 @@ static char *open_passwords(struct app *app, const char *desired)
     json_array_foreach (json_object_get(doc, "nodes"), i, node) {
         json_t *config = json_object_get(node, "config");
         const char *box = json_string_value(json_object_get(config, "password_box"));
+        const char *previous = json_string_value(json_object_get(config, "previous_password_box"));
         const char *cluster = json_string_value(json_object_get(config, "cluster_id"));
         const char *uid = json_string_value(json_object_get(config, "cluster_uid"));
         if (config == NULL)
@@ -330,11 +332,14 @@ static char *open_passwords(struct app *app, const char *desired)
         set_password(config, "password",
                      box != NULL && cluster != NULL ? cluster_open_secret(app, cluster, box)
                                                     : NULL);
+        if (previous != NULL && cluster != NULL)
+            set_password(config, "previous_password", cluster_open_secret(app, cluster, previous));
         set_password(config, "admin_password",
                      cluster_engine_password(app, uid, ENGINE_ADMIN_USER));
         set_password(config, "replication_password",
                      cluster_engine_password(app, uid, ENGINE_REPLICATION_USER));
         json_object_del(config, "password_box");
+        json_object_del(config, "previous_password_box");
         json_object_del(config, "cluster_id");
         json_object_del(config, "cluster_uid");
     }

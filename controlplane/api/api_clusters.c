@@ -156,12 +156,30 @@ void api_clusters_delete(struct http_request *req)
         http_reply_error(req, &p);
 }
 
+struct auth_call {
+    const char *id;
+    struct store_cluster_auth auth;
+};
+
+static enum db_status auth_fn(struct db_conn *conn, void *arg)
+{
+    struct auth_call *c = arg;
+    return store_cluster_auth(conn, c->id, &c->auth);
+}
+
+/* The AUTH token, whether the one before it is still valid (a rotation
+ * under way) and when it last changed. */
 void api_clusters_auth(struct http_request *req)
 {
     const char *id = http_param(req, "id");
-    enum db_status st;
-    char *password = cluster_password(req->app, id, &st);
+    struct auth_call call = {id, {0}};
+    enum db_status st = db_run(req->app->db, auth_fn, &call);
+    char *password = st == DB_OK && call.auth.hex != NULL
+                         ? cluster_open_secret(req->app, id, call.auth.hex)
+                         : NULL;
 
+    if (st == DB_OK && call.auth.hex != NULL && password == NULL)
+        st = DB_ERROR; /* sealed with another key, or altered */
     if (st == DB_NOT_FOUND)
         http_reply_problem(req, PROBLEM_CLUSTER_NOT_FOUND, NULL, "cluster %s does not exist", id);
     else if (st == DB_ERROR)
@@ -172,8 +190,12 @@ void api_clusters_auth(struct http_request *req)
     else if (st != DB_OK)
         http_reply_db_error(req, st);
     else
-        http_reply_json(req, 200, json_pack("{s:s?}", "auth_token", password));
+        http_reply_json(req, 200,
+                        json_pack("{s:s?, s:s, s:s?}", "auth_token", password, "auth_token_status",
+                                  call.auth.rotating ? "rotating" : "set",
+                                  "auth_token_last_modified_at", call.auth.updated_at));
     free(password);
+    store_cluster_auth_free(&call.auth);
 }
 
 /* The generation an If-Match header names ("12", W/"12"), -1 without one

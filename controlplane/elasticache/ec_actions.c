@@ -530,6 +530,9 @@ static bool modify_group(struct ec_call *c)
     set_param(c, patch, "maintenance_window", "PreferredMaintenanceWindow");
     set_param(c, patch, "node_type", "CacheNodeType");
     set_param(c, patch, "auth_token", "AuthToken");
+    if (strategy != NULL)
+        json_object_set_new(patch, "auth_token_update_strategy",
+                            json_string(strcmp(strategy, "SET") == 0 ? "set" : "rotate"));
     if (has_failover)
         json_object_set_new(patch, "automatic_failover", json_boolean(failover));
     if (has_multi_az)

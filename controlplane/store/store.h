@@ -422,6 +422,22 @@ enum db_status store_cluster_mark_modifying(struct db_conn *conn, const char *id
 enum db_status store_cluster_set_available(struct db_conn *conn, const char *id);
 enum db_status store_cluster_drop(struct db_conn *conn, const char *id);
 enum db_status store_cluster_secret(struct db_conn *conn, const char *id, char **hex);
+/* The cluster's AUTH token: the sealed one in use (hex; NULL for none),
+ * whether the one before it is still valid (a rotation), and when it last
+ * changed (RFC 3339; NULL: never since the create). */
+struct store_cluster_auth {
+    char *hex;
+    bool rotating;
+    char *updated_at;
+};
+enum db_status store_cluster_auth(struct db_conn *conn, const char *id,
+                                  struct store_cluster_auth *out);
+void store_cluster_auth_free(struct store_cluster_auth *a);
+/* sealed ("\\x" and hex; NULL: the one in use stays) becomes the token in
+ * use; the one in use so far stays valid beside it when keep_current, else
+ * only sealed is. */
+enum db_status store_cluster_auth_update(struct db_conn *conn, const char *id, const char *sealed,
+                                         bool keep_current);
 enum db_status store_cluster_parameters_applied(struct db_conn *conn, const char *id,
                                                 const char *restart_needed);
 /* A change carried out by an operation ended: the cluster is available,

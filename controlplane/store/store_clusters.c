@@ -204,6 +204,49 @@ enum db_status store_cluster_secret(struct db_conn *conn, const char *id, char *
     return store_read_row(conn, &sealed_secret, &p, read_text_or_null, hex);
 }
 
+static const struct db_stmt auth_state = {
+    "SELECT encode(auth_secret, 'hex'), auth_secret_previous IS NOT NULL,"
+    " api_time(auth_token_updated_at) FROM clusters WHERE id = $1"};
+
+static void read_auth(const PGresult *res, int row, void *item)
+{
+    struct store_cluster_auth *a = item;
+    a->hex = store_dup_text(res, row, 0);
+    a->rotating = db_bool(res, row, 1);
+    a->updated_at = store_dup_text(res, row, 2);
+}
+
+enum db_status store_cluster_auth(struct db_conn *conn, const char *id,
+                                  struct store_cluster_auth *out)
+{
+    struct db_params p = {0};
+    db_param_text(&p, id);
+    store_cluster_auth_free(out);
+    return store_read_row(conn, &auth_state, &p, read_auth, out);
+}
+
+void store_cluster_auth_free(struct store_cluster_auth *a)
+{
+    free(a->hex);
+    free(a->updated_at);
+    memset(a, 0, sizeof(*a));
+}
+
+static const struct db_stmt auth_update = {
+    "UPDATE clusters SET auth_secret_previous = CASE WHEN $3::boolean THEN auth_secret END,"
+    " auth_secret = coalesce($2::bytea, auth_secret), auth_token_updated_at = now()"
+    " WHERE id = $1"};
+
+enum db_status store_cluster_auth_update(struct db_conn *conn, const char *id, const char *sealed,
+                                         bool keep_current)
+{
+    struct db_params p = {0};
+    db_param_text(&p, id);
+    db_param_text(&p, sealed);
+    db_param_text(&p, keep_current ? "true" : "false");
+    return db_exec_params(conn, &auth_update, &p);
+}
+
 static const struct db_stmt parameters_done = {
     "UPDATE clusters SET status = 'available', updated_at = now(),"
     "  pending_changes = CASE WHEN jsonb_array_length($2::jsonb) = 0"
@@ -325,8 +368,11 @@ enum db_status store_cluster_engine(struct db_conn *conn, const char *id,
     return store_read_row(conn, &engine_of, &p, read_engine, out);
 }
 
+/* Both of a cluster's AUTH tokens while it rotates one. */
 static const struct db_stmt sealed_secrets = {
-    "SELECT id, encode(auth_secret, 'hex') FROM clusters WHERE auth_secret IS NOT NULL"};
+    "SELECT id, encode(auth_secret, 'hex') FROM clusters WHERE auth_secret IS NOT NULL"
+    " UNION ALL SELECT id, encode(auth_secret_previous, 'hex') FROM clusters"
+    " WHERE auth_secret_previous IS NOT NULL"};
 
 static void read_secret(const PGresult *res, int row, void *item)
 {
