@@ -55,11 +55,6 @@ static bool check_auth_token(const json_t *value, char *msg, size_t msgsize)
     const char *s = json_string_value(value);
     size_t n = json_string_length(value);
 
-    if (!json_is_string(value) || n < CSPEC_AUTH_TOKEN_MIN || n > CSPEC_AUTH_TOKEN_MAX) {
-        snprintf(msg, msgsize, "must be a string of %d to %d characters", CSPEC_AUTH_TOKEN_MIN,
-                 CSPEC_AUTH_TOKEN_MAX);
-        return false;
-    }
     for (size_t i = 0; i < n; i++) {
         if (s[i] <= ' ' || s[i] > '~') {
             snprintf(msg, msgsize, "may contain only printable ASCII characters other than space");
@@ -358,6 +353,13 @@ json_t *cspec_normalize(const json_t *body, json_t *errors)
 
 bool cspec_auth_token_check(const json_t *value, char *msg, size_t msgsize)
 {
+    size_t n = json_string_length(value);
+
+    if (!json_is_string(value) || n < CSPEC_AUTH_TOKEN_MIN || n > CSPEC_AUTH_TOKEN_MAX) {
+        snprintf(msg, msgsize, "must be a string of %d to %d characters", CSPEC_AUTH_TOKEN_MIN,
+                 CSPEC_AUTH_TOKEN_MAX);
+        return false;
+    }
     return check_auth_token(value, msg, msgsize);
 }
 
