@@ -55,7 +55,8 @@ static int free_port(void)
 static char *new_token(enum token_scope scope)
 {
     json_t *created = NULL;
-    FUZZ_ASSERT(tokens_create(app.db, NULL, "fuzz", scope, 0, &created) == DB_OK);
+    struct store_token_grant grant = {"fuzz", scope, scope == TOKEN_SCOPE_ADMIN, 0};
+    FUZZ_ASSERT(tokens_create(app.db, NULL, &grant, &created) == DB_OK);
     char *text = xstrdup(json_string_value(json_object_get(created, "token")));
     json_decref(created);
     return text;
