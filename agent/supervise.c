@@ -823,7 +823,7 @@ static void converge(struct agent *a, struct agent_node *n, int64_t now_us)
 static bool same_users(const json_t *a, const json_t *b)
 {
     static const char *const keys[] = {"password", "previous_password", "admin_password",
-                                       "replication_password"};
+                                       "replication_password", "users"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (!json_equal(json_object_get(a, keys[i]), json_object_get(b, keys[i])) &&
             (json_object_get(a, keys[i]) != NULL || json_object_get(b, keys[i]) != NULL))
@@ -1009,6 +1009,29 @@ void agent_sup_discover(struct agent *a, int64_t now_us)
 
 #define USERS_RETRY_US 5000000LL
 
+/* The tenant users of a desired config ("users": [{"name",
+ * "password_hashes", "access_string"}]), borrowed from it; entries of
+ * another shape are skipped. The caller frees the array. */
+static struct engine_tenant_user *tenant_users(const json_t *list, size_t *n)
+{
+    struct engine_tenant_user *out = xcalloc(json_array_size(list) + 1, sizeof(*out));
+    const json_t *u;
+    size_t i;
+
+    *n = 0;
+    json_array_foreach (list, i, u) {
+        const json_t *hashes = json_object_get(u, "password_hashes");
+        struct engine_tenant_user *t = &out[*n];
+        t->name = json_string_value(json_object_get(u, "name"));
+        t->access = json_string_value(json_object_get(u, "access_string"));
+        t->password_hashes[0] = json_string_value(json_array_get(hashes, 0));
+        t->password_hashes[1] = json_string_value(json_array_get(hashes, 1));
+        if (t->name != NULL && t->access != NULL && t->password_hashes[0] != NULL)
+            (*n)++;
+    }
+    return out;
+}
+
 /* Give the engine the users of its desired config (logged in as the
  * agent is, which may be the default user that loses the right to read
  * them back) and read back, as Cairn's user, the digest of what it then
@@ -1028,10 +1051,18 @@ static bool set_users(struct agent *a, struct agent_node *n, const char *admin, 
         snprintf(err, errsize, "the desired config has no replication_password");
         return false;
     }
+    struct engine_tenant_user *tenants =
+        tenant_users(json_object_get(cfg, "users"), &spec.n_tenant_users);
+    spec.tenant_users = tenants;
+    char warn[256];
     struct resp_conn *c =
         connect_engine(a, n, agent_run_user(&n->run), n->run.password, 1000, err, errsize);
-    bool ok = c != NULL && engine_users_apply(c, &spec, err, errsize);
+    bool ok = c != NULL && engine_users_apply(c, &spec, warn, sizeof(warn), err, errsize);
     resp_close(c);
+    free(tenants);
+    if (ok && warn[0] != '\0')
+        log_warn("the engine refused a tenant user; the others are set", "node=%s error=\"%s\"",
+                 n->id, warn);
     c = ok ? connect_engine(a, n, ENGINE_ADMIN_USER, admin, 1000, err, errsize) : NULL;
     redisReply *r = c != NULL ? resp_command(c, err, errsize, "ACL LIST") : NULL;
     ok = r != NULL && engine_users_digest(r, n->users_digest);

@@ -104,6 +104,15 @@ const struct engine_config_managed *engine_config_managed_find(const char *name)
 bool engine_config_managed_check(const struct engine_config_managed *m, const char *value,
                                  char *msg, size_t msgsize);
 
+/* A tenant user (POST /v1/clusters/{id}/users): its name, one or two
+ * passwords as SHA-256 in hex (the second NULL when there is one) and its
+ * access string, which passed engine_access_check(). */
+struct engine_tenant_user {
+    const char *name;
+    const char *password_hashes[2];
+    const char *access;
+};
+
 /* Everything the file is made from. Strings are borrowed, not copied. */
 struct engine_config_spec {
     enum engine_kind kind;
@@ -127,6 +136,12 @@ struct engine_config_spec {
      * everyone's (requirepass). */
     const char *admin_password;
     const char *replication_password;
+    /* The tenant users of the cluster beside the default one, given to a
+     * running engine by engine_users_apply() (never written to the file:
+     * an engine must start even if a user's rules name a command it does
+     * not have). */
+    const struct engine_tenant_user *tenant_users;
+    size_t n_tenant_users;
     const char *availability_zone; /* NULL: none; Valkey 8.0+ announces it */
     /* Cluster mode disabled: the primary this node replicates from when it
      * starts (NULL: it starts as a primary). Ignored in cluster mode, where

@@ -18,10 +18,12 @@
  * or the default user of an engine rendered before the users existed)
  * spec's users, exactly: each set afresh (ACL SETUSER name reset ...),
  * every other user deleted, and replication authenticating as
- * ENGINE_REPLICATION_USER. Idempotent. False with err on the first
- * failure (what was done before it stays). */
-bool engine_users_apply(struct resp_conn *c, const struct engine_config_spec *spec, char *err,
-                        size_t errsize);
+ * ENGINE_REPLICATION_USER. The tenant users get their access string and
+ * the engine's cap (access.h); one whose rules the engine refuses is left
+ * out and named in warn ("" when none was). Idempotent. False with err on
+ * the first other failure (what was done before it stays). */
+bool engine_users_apply(struct resp_conn *c, const struct engine_config_spec *spec, char *warn,
+                        size_t warnsize, char *err, size_t errsize);
 
 /* The digest of a reply to ACL LIST (an array of strings): the same set of
  * users with the same rules gives the same digest. False for another

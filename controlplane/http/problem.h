@@ -28,6 +28,7 @@
     X(HOST_NOT_FOUND, 404, "Host not found")                                                       \
     X(CLUSTER_NOT_FOUND, 404, "Cluster not found")                                                 \
     X(CALIBRATION_NOT_FOUND, 404, "Calibration not found")                                         \
+    X(USER_NOT_FOUND, 404, "User not found")                                                       \
     X(NO_PENDING_CHANGE, 404, "Nothing is pending")                                                \
     X(METHOD_NOT_ALLOWED, 405, "Method not allowed on this route")                                 \
     X(CLUSTER_ALREADY_EXISTS, 409, "A cluster with this id exists with another spec")              \
@@ -41,6 +42,8 @@
     X(INSUFFICIENT_MEMORY, 409, "Too little memory for the cluster's data")                        \
     X(OPERATION_NOT_CANCELLABLE, 409, "This operation cannot be cancelled")                        \
     X(HOST_NAME_TAKEN, 409, "A host of this name is registered")                                   \
+    X(USER_ALREADY_EXISTS, 409, "The cluster has a user of this name")                             \
+    X(USER_QUOTA_EXCEEDED, 409, "The cluster has as many users as it may")                         \
     X(HOST_NOT_PENDING, 409, "The host does not wait for approval")                                \
     X(HOST_IN_USE, 409, "Nodes are placed on the host")                                            \
     X(TOO_MANY_PENDING_HOSTS, 409, "Too many hosts wait for approval")                             \

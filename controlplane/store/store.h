@@ -316,6 +316,31 @@ enum db_status store_join_token_hash(struct db_conn *conn, const char *id, unsig
 enum db_status store_join_token_spend(struct db_conn *conn, const char *id, const char *host_name);
 enum db_status store_join_token_used_by(struct db_conn *conn, const char *id, const char *host_id);
 
+/* a cluster's tenant users (store_users.c) */
+#define STORE_USER_HASH_LEN 64 /* a password's SHA-256 in hex */
+struct store_user_change {
+    const char *cluster_id, *name;
+    const char *access_string;      /* NULL: unchanged (update) */
+    const char *password_hashes[2]; /* [0] NULL: unchanged (update); [1] NULL: one */
+};
+/* The users of a cluster, as a JSON array; DB_NOT_FOUND without the
+ * cluster. */
+enum db_status store_users_list(struct db_conn *conn, const char *cluster_id, char **out);
+enum db_status store_user_get(struct db_conn *conn, const char *cluster_id, const char *name,
+                              char **out);
+/* How many users the cluster has; DB_NOT_FOUND without it (or while it is
+ * deleted). */
+enum db_status store_users_count(struct db_conn *conn, const char *cluster_id, long long *count);
+/* DB_CONFLICT when the cluster has a user of this name. */
+enum db_status store_user_insert(struct db_conn *conn, const struct store_user_change *u,
+                                 char **out);
+/* *changed: whether the user was not already so (DB_OK for a user that
+ * does not exist, *changed false: the caller reads it to tell). */
+enum db_status store_user_update(struct db_conn *conn, const struct store_user_change *u,
+                                 bool *changed);
+/* DB_NOT_FOUND when the cluster has no user of this name. */
+enum db_status store_user_delete(struct db_conn *conn, const char *cluster_id, const char *name);
+
 /* hosts: registration, credentials, sync, desired set, monitor, reads */
 struct store_host_registration {
     const char *name, *az, *address, *agent_version;

@@ -289,7 +289,9 @@ def test_users(launch, engine):
     eq(replica.client.execute_command("ACL", "WHOAMI"), "cairn", "Cairn's login")
     harness.wait_until(lambda: replica.client.info("replication")["master_link_status"] == "up",
                        10, what="the replica linked as cairn-repl")
-    eq(replica.connect(NASTY_PASSWORD).get("k"), "v", "the replica has the write")
+    # Linked, the write may still be on its way down the stream.
+    reader = replica.connect(NASTY_PASSWORD)
+    harness.wait_until(lambda: reader.get("k") == "v", 5, what="the replica has the write")
     repl = primary.connect(users["replication_password"], "cairn-repl")
     expect_refused(repl, "NOPERM", "GET", "k")
     expect_refused(primary.connect(NASTY_PASSWORD, "cairn"), "WRONGPASS")
