@@ -139,6 +139,18 @@ struct agent_node {
     unsigned users_repairs; /* changes put back, reported (EngineUsersRepaired) */
     unsigned repoints;      /* keep_following()'s repoints, reported (ReplicaRepointed) */
 
+    /* The guarded settings (engine/guarded.h): an INFO round whose digest
+     * differs from what the process was rendered with marks the round;
+     * another one still differing, a round later, has them put back. */
+    int64_t settings_seen_us;   /* seen.at_us of the round last compared */
+    int64_t settings_differ_us; /* seen.at_us of the first such round; 0: none */
+    unsigned config_repairs;    /* put back, reported (EngineConfigRepaired) */
+    /* Logins the engine refused in a row; at AGENT_LOGIN_REFUSALS_MAX the
+     * agent restarts it, from its config file, which has Cairn's users. */
+#define AGENT_LOGIN_REFUSALS_MAX 3
+    unsigned login_refusals;
+    unsigned login_repairs; /* such restarts, reported (EngineLoginRepaired) */
+
     /* Metrics (telemetry.c). */
     struct agent_cmdtable *cmds; /* the process's command families; NULL until COMMAND answers */
     char cmds_run_id[48];        /* the run they were read from ("" until a sample says) */

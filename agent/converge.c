@@ -74,6 +74,8 @@ enum agent_node_state agent_converge_probe(enum agent_node_state cur, enum agent
         return AGENT_NODE_RUNNING;
     case AGENT_PROBE_LOADING:
         return AGENT_NODE_LOADING;
+    case AGENT_PROBE_REFUSED:
+        return cur; /* alive, but which process cannot be told: the agent restarts it */
     case AGENT_PROBE_FAILED:
         break;
     }

@@ -45,6 +45,7 @@ enum agent_probe {
     AGENT_PROBE_PONG,    /* PING answered (any reply but LOADING: it serves) */
     AGENT_PROBE_LOADING, /* PING answered -LOADING, or INFO says loading:1 */
     AGENT_PROBE_FAILED,  /* no answer within the timeout, refused, or closed */
+    AGENT_PROBE_REFUSED, /* the engine answered, refusing the agent's login */
 };
 
 enum agent_restart_policy {

@@ -10,6 +10,7 @@
 
 #include "catalog.h"
 #include "collect.h"
+#include "guarded.h"
 #include "log.h"
 #include "resp.h"
 #include "topology.h"
@@ -21,7 +22,15 @@
 /* Replies are taken in the order the commands were sent. At most one of
  * each kind is outstanding, except that a PING may follow an INFO still
  * unanswered. */
-enum sent { SENT_PING, SENT_INFO, SENT_METRICS, SENT_COMMANDS, SENT_EPOCH, SENT_USERS };
+enum sent {
+    SENT_PING,
+    SENT_INFO,
+    SENT_METRICS,
+    SENT_COMMANDS,
+    SENT_EPOCH,
+    SENT_USERS,
+    SENT_SETTINGS,
+};
 #define SENT_MAX 8
 
 struct agent_pinger {
@@ -37,6 +46,7 @@ struct agent_pinger {
     bool cluster_enabled; /* an INFO said cluster_enabled:1 */
     bool epoch_outstanding;
     bool users_outstanding;
+    bool settings_outstanding;
     int64_t ping_sent_us; /* 0: no PING awaits its reply */
     int64_t next_ping_us;
     int64_t next_info_us;
@@ -116,6 +126,7 @@ static void fail(struct agent_pinger *p, const char *why, bool timed_out, int64_
     p->metrics_outstanding = false; /* that sample is lost */
     p->epoch_outstanding = false;
     p->users_outstanding = false;
+    p->settings_outstanding = false;
     if (p->commands_outstanding)
         p->commands_wanted = true;
     p->commands_outstanding = false;
@@ -155,6 +166,15 @@ static bool queue_after_info(struct agent_pinger *p, char *err, size_t errsize)
         if (!queue(p, SENT_USERS, "ACL LIST", err, errsize))
             return false;
         p->users_outstanding = true;
+    }
+    if (p->opt.username != NULL && !p->settings_outstanding) {
+        if (!queue(p, SENT_SETTINGS,
+                   p->cluster_enabled ? "CONFIG GET " ENGINE_GUARDED_NAMES
+                                        " " ENGINE_GUARDED_CLUSTER_NAMES
+                                      : "CONFIG GET " ENGINE_GUARDED_NAMES,
+                   err, errsize))
+            return false;
+        p->settings_outstanding = true;
     }
     return true;
 }
@@ -278,6 +298,10 @@ static void take_replies(struct agent_pinger *p, int64_t now_us, struct agent_ob
             p->users_outstanding = false;
             seen->has_users = engine_users_digest(r, seen->users_digest);
             break;
+        case SENT_SETTINGS:
+            p->settings_outstanding = false;
+            seen->has_settings = engine_guarded_reply_digest(r, seen->settings_digest);
+            break;
         case SENT_INFO:
         case SENT_METRICS:
             if (kind == SENT_INFO)
@@ -303,8 +327,12 @@ static void take_replies(struct agent_pinger *p, int64_t now_us, struct agent_ob
         }
         resp_reply_free(r);
     }
-    if (rc < 0)
+    if (rc < 0 && resp_last_error(p->conn) == RESP_ERR_AUTH) {
+        fail(p, err, true, now_us, res);
+        res->probe = AGENT_PROBE_REFUSED;
+    } else if (rc < 0) {
         fail(p, err, false, now_us, res);
+    }
 }
 
 void agent_pinger_io(struct agent_pinger *p, short revents, int64_t now_us,

@@ -4,7 +4,8 @@
  * carries what metrics need: a wider INFO when asked (it stands in for the
  * next usual one) and, once per engine process, COMMAND; and, after each
  * INFO of a cluster-mode engine, CLUSTER INFO for its configuration epoch,
- * and, logged in as Cairn's own user, ACL LIST for a digest of its users.
+ * and, logged in as Cairn's own user, ACL LIST and CONFIG GET for digests of
+ * its users and guarded settings.
  *
  * The loop polls agent_pinger_fd() for agent_pinger_events(), calls
  * agent_pinger_io() when it is ready and agent_pinger_tick() when
@@ -58,6 +59,10 @@ struct agent_observed {
      * after each INFO when the pinger logs in as ENGINE_ADMIN_USER. */
     bool has_users;
     unsigned char users_digest[CRYPTO_SHA256_LEN];
+    /* The digest of its guarded settings (engine_guarded_reply_digest()),
+     * read as its users are. */
+    bool has_settings;
+    unsigned char settings_digest[CRYPTO_SHA256_LEN];
     char version[ENGINE_VERSION_MAX];
     int64_t at_us; /* when INFO answered (monotonic) */
 };

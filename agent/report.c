@@ -84,12 +84,17 @@ json_t *agent_report_node(const struct agent_node *n, int64_t now_us)
     if (j != NULL && n->pid != 0 && n->seen.valid && n->seen.process_id == n->pid &&
         n->seen.has_epoch)
         json_object_set_new(j, "config_epoch", json_integer(n->seen.config_epoch));
-    /* What the agent put back since it started: the engine's users, and
-     * the primary a replica follows. */
+    /* What the agent put back since it started: the engine's users, the
+     * primary a replica follows, its guarded settings, and Cairn's login
+     * (by a restart). */
     if (j != NULL && n->users_repairs > 0)
         json_object_set_new(j, "users_repairs", json_integer(n->users_repairs));
     if (j != NULL && n->repoints > 0)
         json_object_set_new(j, "repoints", json_integer(n->repoints));
+    if (j != NULL && n->config_repairs > 0)
+        json_object_set_new(j, "config_repairs", json_integer(n->config_repairs));
+    if (j != NULL && n->login_repairs > 0)
+        json_object_set_new(j, "login_repairs", json_integer(n->login_repairs));
     return j;
 }
 

@@ -19,6 +19,7 @@
 #include "desired.h"
 #include "engine_config.h"
 #include "files.h"
+#include "guarded.h"
 #include "info.h"
 #include "log.h"
 #include "pinger.h"
@@ -267,6 +268,30 @@ static bool observed_news(const struct agent_observed *a, const struct agent_obs
            strcmp(a->version, b->version) != 0;
 }
 
+static void stop_engine(struct agent_node *n, int64_t now_us);
+
+/* The engine answers but refuses the agent's login: Cairn's own user was
+ * changed behind its back (someone holding its password; a tenant cannot).
+ * Nothing can put the user back over a connection that cannot log in, so
+ * after AGENT_LOGIN_REFUSALS_MAX refusals of the pinger's in a row (a
+ * second apart), or at once when the users' repair was refused (certain:
+ * its digest saw them change), the agent restarts the engine, from a
+ * config file rendered afresh, which has Cairn's users as they should be
+ * (EngineLoginRepaired). The pinger's own connection, logged in before the
+ * change, may never be refused. */
+static void login_refused(struct agent *a, struct agent_node *n, bool certain, int64_t now_us)
+{
+    if (n->stopping || (++n->login_refusals < AGENT_LOGIN_REFUSALS_MAX && !certain))
+        return;
+    n->login_refusals = 0;
+    n->login_repairs++;
+    agent_report_changed(a);
+    log_warn("the engine refuses Cairn's login: its users were changed behind Cairn's back; "
+             "restarting it from its config file",
+             "node=%s pid=%d repairs=%u", n->id, (int)n->pid, n->login_repairs);
+    stop_engine(n, now_us);
+}
+
 static void on_probe(struct agent *a, struct agent_node *n, const struct agent_observed *before,
                      const struct agent_pinger_result *res, int64_t now_us)
 {
@@ -278,6 +303,11 @@ static void on_probe(struct agent *a, struct agent_node *n, const struct agent_o
         agent_report_changed(a);
     if (!res->probed || n->pid == 0)
         return;
+    if (res->probe == AGENT_PROBE_REFUSED) {
+        login_refused(a, n, false, now_us);
+        return;
+    }
+    n->login_refusals = 0;
     /* An answer on the node's port proves nothing until INFO says it came
      * from this node's process: a leftover engine may hold the port while
      * the one just started fails to bind it. */
@@ -425,7 +455,7 @@ static bool same_primary(const char *host, int port, const char *other_host, int
  * waits meanwhile. */
 static struct resp_conn *connect_engine(const struct agent *a, const struct agent_node *n,
                                         const char *user, const char *password, int timeout_ms,
-                                        char *err, size_t errsize)
+                                        bool *refused, char *err, size_t errsize)
 {
     struct resp_options o = {.host = a->cfg->address,
                              .port = n->run.port,
@@ -433,7 +463,7 @@ static struct resp_conn *connect_engine(const struct agent *a, const struct agen
                              .command_timeout_ms = timeout_ms,
                              .username = user,
                              .password = password};
-    return resp_connect(&o, err, errsize);
+    return resp_connect_login(&o, refused, err, errsize);
 }
 
 /* With cluster mode disabled, a replica whose engine has followed another
@@ -467,7 +497,7 @@ static void keep_following(struct agent *a, struct agent_node *n, int64_t now_us
 
     char err[256] = "";
     struct resp_conn *c =
-        connect_engine(a, n, agent_run_user(&n->run), n->run.password, 500, err, sizeof(err));
+        connect_engine(a, n, agent_run_user(&n->run), n->run.password, 500, NULL, err, sizeof(err));
     bool ok = c != NULL && engine_replicaof(c, want_host, want_port, err, sizeof(err));
     resp_close(c);
     if (ok) {
@@ -902,7 +932,7 @@ static int info_confirms(struct agent *a, struct agent_node *n, pid_t pid, char 
                          size_t whysize, struct agent_observed *seen)
 {
     struct resp_conn *c =
-        connect_engine(a, n, agent_run_user(&n->run), n->run.password, 1000, why, whysize);
+        connect_engine(a, n, agent_run_user(&n->run), n->run.password, 1000, NULL, why, whysize);
     struct engine_info *info;
     long long ipid = 0, iport = 0;
     int rc;
@@ -1036,8 +1066,8 @@ static struct engine_tenant_user *tenant_users(const json_t *list, size_t *n)
  * agent is, which may be the default user that loses the right to read
  * them back) and read back, as Cairn's user, the digest of what it then
  * has. */
-static bool set_users(struct agent *a, struct agent_node *n, const char *admin, char *err,
-                      size_t errsize)
+static bool set_users(struct agent *a, struct agent_node *n, const char *admin, bool *refused,
+                      char *err, size_t errsize)
 {
     struct engine_config_spec spec;
     const json_t *cfg = n->want.config;
@@ -1056,14 +1086,14 @@ static bool set_users(struct agent *a, struct agent_node *n, const char *admin, 
     spec.tenant_users = tenants;
     char warn[256];
     struct resp_conn *c =
-        connect_engine(a, n, agent_run_user(&n->run), n->run.password, 1000, err, errsize);
+        connect_engine(a, n, agent_run_user(&n->run), n->run.password, 1000, refused, err, errsize);
     bool ok = c != NULL && engine_users_apply(c, &spec, warn, sizeof(warn), err, errsize);
     resp_close(c);
     free(tenants);
     if (ok && warn[0] != '\0')
         log_warn("the engine refused a tenant user; the others are set", "node=%s error=\"%s\"",
                  n->id, warn);
-    c = ok ? connect_engine(a, n, ENGINE_ADMIN_USER, admin, 1000, err, errsize) : NULL;
+    c = ok ? connect_engine(a, n, ENGINE_ADMIN_USER, admin, 1000, refused, err, errsize) : NULL;
     redisReply *r = c != NULL ? resp_command(c, err, errsize, "ACL LIST") : NULL;
     ok = r != NULL && engine_users_digest(r, n->users_digest);
     if (r != NULL && !ok)
@@ -1113,9 +1143,12 @@ static void keep_users(struct agent *a, struct agent_node *n, int64_t now_us)
                    memcmp(n->seen.users_digest, n->users_digest, sizeof(n->users_digest)) != 0;
     if (n->users_set && !changed)
         return;
-    if (!set_users(a, n, admin, err, sizeof(err))) {
+    bool refused = false;
+    if (!set_users(a, n, admin, &refused, err, sizeof(err))) {
         n->users_retry_us = now_us + USERS_RETRY_US;
         log_warn("could not set the engine's users", "node=%s error=\"%s\"", n->id, err);
+        if (refused)
+            login_refused(a, n, true, now_us);
         return;
     }
     n->users_set = true;
@@ -1129,6 +1162,88 @@ static void keep_users(struct agent *a, struct agent_node *n, int64_t now_us)
         log_warn("engine users were changed behind Cairn's back; put back", "node=%s repairs=%u",
                  n->id, n->users_repairs);
     }
+}
+
+/* ---- the guarded settings ----------------------------------------------- */
+
+/* The guarded settings the running process should have: those it was
+ * rendered with at its start (a change that waits for a restart still
+ * waits), but the maxmemory policy of the desired config, which cairnd
+ * changes live. 0 when they cannot be told. */
+static size_t expected_settings(const struct agent *a, const struct agent_node *n,
+                                struct engine_setting out[ENGINE_GUARDED_MAX])
+{
+    json_t *entry = n->has_run && n->run.spec != NULL ? json_loads(n->run.spec, 0, NULL) : NULL;
+    const json_t *cfg = json_object_get(entry, "config");
+    const json_t *parameters = json_object_get(cfg, "parameters");
+    size_t n_texts = json_is_object(parameters) ? json_object_size(parameters) : 0, count = 0;
+    char **texts = xcalloc(n_texts + 1, sizeof(*texts)), err[256];
+    struct engine_config_param *params = NULL;
+    struct engine_config_spec spec;
+
+    engine_config_defaults(&spec);
+    spec.kind = n->run.kind;
+    spec.line = n->run.line;
+    spec.node_id = n->id;
+    spec.port = n->run.port;
+    spec.bind = a->cfg->address;
+    spec.data_dir = n->data_dir;
+    if (json_is_object(cfg) && spec_from_config(cfg, &spec, &params, texts, err, sizeof(err))) {
+        const char *policy = json_string_value(json_object_get(n->want.config, "maxmemory_policy"));
+        if (n->wanted && policy != NULL)
+            spec.maxmemory_policy = policy;
+        count = engine_config_guarded(&spec, out, err, sizeof(err));
+    }
+    free(params);
+    for (size_t i = 0; i < n_texts; i++)
+        free(texts[i]);
+    free(texts);
+    json_decref(entry);
+    return count;
+}
+
+/* Each INFO round of an engine logged in to as Cairn's user reads the
+ * digest of its guarded settings. One that differs from the expected, in
+ * two rounds in a row (a change cairnd made itself reaches the desired
+ * config within the first), is a change behind Cairn's back: the settings
+ * that differ are set back and the report counts it (EngineConfigRepaired). */
+static void keep_settings(struct agent *a, struct agent_node *n)
+{
+    struct engine_setting want[ENGINE_GUARDED_MAX];
+    unsigned char digest[CRYPTO_SHA256_LEN];
+    char err[256], changed[512];
+
+    if (n->state != AGENT_NODE_RUNNING || n->stopping || n->pid == 0 || !n->run.admin ||
+        !n->users_set || !n->seen.has_settings || n->seen.process_id != n->pid ||
+        n->seen.at_us == n->settings_seen_us)
+        return;
+    n->settings_seen_us = n->seen.at_us;
+    size_t count = expected_settings(a, n, want);
+    engine_guarded_digest(want, count, digest);
+    if (count == 0 || memcmp(digest, n->seen.settings_digest, sizeof(digest)) == 0) {
+        n->settings_differ_us = 0;
+        return;
+    }
+    if (n->settings_differ_us == 0) {
+        n->settings_differ_us = n->seen.at_us;
+        return;
+    }
+    n->settings_differ_us = 0;
+    struct resp_conn *c =
+        connect_engine(a, n, ENGINE_ADMIN_USER, n->run.password, 1000, NULL, err, sizeof(err));
+    int set = c != NULL ? engine_guarded_restore(c, want, count, changed, sizeof(changed), err,
+                                                 sizeof(err))
+                        : -1;
+    resp_close(c);
+    if (set < 0) {
+        log_warn("could not put the engine's settings back", "node=%s error=\"%s\"", n->id, err);
+    } else if (set > 0) {
+        n->config_repairs++;
+        agent_report_changed(a);
+        log_warn("engine settings were changed behind Cairn's back; put back",
+                 "node=%s settings=\"%s\" repairs=%u", n->id, changed, n->config_repairs);
+    }
+    n->seen.has_settings = false; /* the next INFO round reads them afresh */
 }
 
 /* ---- the loop's hooks -------------------------------------------------- */
@@ -1148,6 +1263,7 @@ void agent_sup_tick(struct agent *a, int64_t now_us)
         watch_tick(a, n, now_us);
         keep_following(a, n, now_us);
         keep_users(a, n, now_us);
+        keep_settings(a, n);
     }
     for (size_t i = 0; i < a->n_nodes; i++) {
         struct agent_node *n = a->nodes[i];

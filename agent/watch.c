@@ -132,7 +132,8 @@ static bool take_answers(struct agent_watch *w)
         answered = true;
     }
     if (rc < 0) {
-        answered = answered || resp_last_error(w->conn) == RESP_ERR_REPLY;
+        answered = answered || resp_last_error(w->conn) == RESP_ERR_REPLY ||
+                   resp_last_error(w->conn) == RESP_ERR_AUTH;
         drop(w, err);
     }
     return answered;

@@ -932,3 +932,49 @@ char *engine_config_render(const struct engine_config_spec *spec, char *err, siz
     free(canon);
     return text;
 }
+
+static void guard(struct engine_setting *out, size_t *n, const char *name, const char *value)
+{
+    out[*n].name = name;
+    snprintf(out[*n].value, sizeof(out[*n].value), "%s", value);
+    (*n)++;
+}
+
+static void guard_u64(struct engine_setting *out, size_t *n, const char *name, uint64_t value)
+{
+    char text[32];
+    snprintf(text, sizeof(text), "%llu", (unsigned long long)value);
+    guard(out, n, name, text);
+}
+
+size_t engine_config_guarded(const struct engine_config_spec *spec,
+                             struct engine_setting out[ENGINE_GUARDED_MAX], char *err,
+                             size_t errsize)
+{
+    struct engine_config_sizes sz;
+    bool loopback = false;
+    size_t n = 0;
+
+    if (spec->admin_password == NULL || spec->replication_password == NULL) {
+        snprintf(err, errsize, "the spec has no users of Cairn's own");
+        return 0;
+    }
+    if (!check_spec(spec, &loopback, err, errsize) || !check_sizes(spec, &sz, err, errsize))
+        return 0;
+    guard_u64(out, &n, "maxmemory", sz.maxmemory);
+    guard(out, &n, "maxmemory-policy", spec->maxmemory_policy);
+    guard(out, &n, "appendonly", yes_no(spec->appendonly));
+    guard(out, &n, "appendfsync", "everysec");
+    guard(out, &n, "save", "");
+    guard_u64(out, &n, "port", (uint64_t)spec->port);
+    guard(out, &n, "bind", spec->bind);
+    guard(out, &n, "protected-mode", yes_no(loopback));
+    guard(out, &n, "repl-diskless-sync", "yes");
+    guard(out, &n, "repl-diskless-sync-delay", "0");
+    guard_u64(out, &n, "repl-backlog-size", sz.repl_backlog);
+    guard(out, &n, "masteruser", ENGINE_REPLICATION_USER);
+    guard(out, &n, "masterauth", spec->replication_password);
+    if (spec->cluster_enabled)
+        guard_u64(out, &n, "cluster-node-timeout", (uint64_t)spec->cluster_node_timeout_ms);
+    return n;
+}

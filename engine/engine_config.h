@@ -205,6 +205,41 @@ bool engine_config_param_available(enum engine_kind kind, const char *line, cons
  * Pure. */
 char *engine_config_render(const struct engine_config_spec *spec, char *err, size_t errsize);
 
+/*
+ * Guarded settings: those of the rendered file that an engine lets anyone
+ * holding Cairn's own password change live (CONFIG SET; a tenant cannot),
+ * and that would change how the node serves, persists, replicates or whom
+ * it lets in -- maxmemory and its policy, persistence, port, bind,
+ * protected mode, replication's login and buffers, the cluster bus
+ * timeout. The agent compares the engine's values with these every INFO
+ * round and puts back what differs (EngineConfigRepaired). `dir` and
+ * `dbfilename` need no guard: the engines refuse to change them live.
+ * The parameters users set through the API are not guarded: cairnd
+ * changes them live itself.
+ */
+#define ENGINE_GUARDED_MAX       16
+#define ENGINE_GUARDED_VALUE_MAX 256
+struct engine_setting {
+    const char *name; /* static */
+    char value[ENGINE_GUARDED_VALUE_MAX];
+};
+
+/* The names to CONFIG GET: every guarded setting of an engine logged in to
+ * as ENGINE_ADMIN_USER, and ENGINE_GUARDED_CLUSTER_NAMES too in cluster
+ * mode. Space-separated. */
+#define ENGINE_GUARDED_NAMES                                                                       \
+    "maxmemory maxmemory-policy appendonly appendfsync save port bind protected-mode"              \
+    " repl-diskless-sync repl-diskless-sync-delay repl-backlog-size masteruser masterauth"
+#define ENGINE_GUARDED_CLUSTER_NAMES "cluster-node-timeout"
+
+/* The guarded settings of an engine rendered from spec (which has an
+ * admin_password), with the values CONFIG GET gives for them, in the
+ * order of the names above. Returns how many (0 with err when spec would
+ * not render). Pure. */
+size_t engine_config_guarded(const struct engine_config_spec *spec,
+                             struct engine_setting out[ENGINE_GUARDED_MAX], char *err,
+                             size_t errsize);
+
 /* One of a node's engine users: its name, password (NULL or "": none), a
  * second password valid beside it (an AUTH token rotation; NULL: none) and
  * access rules (space-separated ACL rules). */

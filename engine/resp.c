@@ -135,9 +135,10 @@ static int auth_argv(const struct resp_options *opt, const char *argv[3])
 }
 
 /* A blocking connection on ctx, connected: set the command timeout and
- * authenticate as opt asks. NULL with err on failure, ctx freed. */
+ * authenticate as opt asks. NULL with err on failure, ctx freed; *refused
+ * (when not NULL) says whether the engine refused the login. */
 static struct resp_conn *blocking_ready(redisContext *ctx, const struct resp_options *opt,
-                                        char *err, size_t errsize)
+                                        bool *refused, char *err, size_t errsize)
 {
     struct resp_conn *c = conn_new(ctx, opt, true);
     if (redisSetTimeout(ctx, ms_to_timeval(c->command_timeout_ms)) != REDIS_OK) {
@@ -151,6 +152,8 @@ static struct resp_conn *blocking_ready(redisContext *ctx, const struct resp_opt
         redisReply *r = resp_command_argv(c, auth_argv(opt, argv), argv, NULL, why, sizeof(why));
         if (r == NULL) {
             snprintf(err, errsize, "could not authenticate to %s: %s", c->addr, why);
+            if (refused != NULL)
+                *refused = c->last == RESP_ERR_REPLY;
             resp_close(c);
             return NULL;
         }
@@ -161,6 +164,14 @@ static struct resp_conn *blocking_ready(redisContext *ctx, const struct resp_opt
 
 struct resp_conn *resp_connect(const struct resp_options *opt, char *err, size_t errsize)
 {
+    return resp_connect_login(opt, NULL, err, errsize);
+}
+
+struct resp_conn *resp_connect_login(const struct resp_options *opt, bool *refused, char *err,
+                                     size_t errsize)
+{
+    if (refused != NULL)
+        *refused = false;
     int connect_ms = timeout_or_default(opt->connect_timeout_ms);
     redisContext *ctx = redisConnectWithTimeout(opt->host, opt->port, ms_to_timeval(connect_ms));
 
@@ -175,7 +186,7 @@ struct resp_conn *resp_connect(const struct resp_options *opt, char *err, size_t
         redisFree(ctx);
         return NULL;
     }
-    return blocking_ready(ctx, opt, err, errsize);
+    return blocking_ready(ctx, opt, refused, err, errsize);
 }
 
 struct resp_conn *resp_connect_fd(int fd, const struct resp_options *opt, char *err, size_t errsize)
@@ -183,7 +194,7 @@ struct resp_conn *resp_connect_fd(int fd, const struct resp_options *opt, char *
     redisContext *ctx = redisConnectFd(fd);
 
     check_oom(ctx);
-    return blocking_ready(ctx, opt, err, errsize);
+    return blocking_ready(ctx, opt, NULL, err, errsize);
 }
 
 struct resp_conn *resp_connect_nonblock(const struct resp_options *opt, char *err, size_t errsize)
@@ -460,7 +471,7 @@ int resp_next_reply(struct resp_conn *c, redisReply **reply, char *err, size_t e
             bool ok = resp_reply_check(r, why, sizeof(why));
             resp_reply_free(r);
             if (!ok) {
-                c->last = RESP_ERR_REPLY;
+                c->last = RESP_ERR_AUTH;
                 snprintf(err, errsize, "could not authenticate to %s: %s", c->addr, why);
                 return -1;
             }

@@ -65,6 +65,7 @@ enum resp_error {
     RESP_ERR_TIMEOUT,  /* no connection or reply within the timeout */
     RESP_ERR_PROTOCOL, /* the bytes read are not RESP, or break resp_engine_limits */
     RESP_ERR_REPLY,    /* the engine sent an error reply, or one of the wrong type */
+    RESP_ERR_AUTH,     /* the engine answered, refusing our AUTH (a non-blocking connection) */
 };
 
 struct resp_conn;
@@ -75,6 +76,11 @@ struct resp_conn;
  * with resp_close(), or NULL with the reason in err: "could not connect to
  * h:p: ..." or "could not authenticate to h:p: <engine error>". */
 struct resp_conn *resp_connect(const struct resp_options *opt, char *err, size_t errsize);
+
+/* resp_connect(), and on failure *refused says whether the engine answered
+ * refusing the login (AUTH's error reply): the password, not the network. */
+struct resp_conn *resp_connect_login(const struct resp_options *opt, bool *refused, char *err,
+                                     size_t errsize);
 
 /* resp_connect() on a socket already connected to an engine (one end of a
  * socketpair, in the unit tests): takes fd, which resp_close() closes (as

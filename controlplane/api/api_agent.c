@@ -124,6 +124,8 @@ static const struct jspec_field node_fields[] = {
     {.name = "restarts", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
     {.name = "users_repairs", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
     {.name = "repoints", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
+    {.name = "config_repairs", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
+    {.name = "login_repairs", .type = JSPEC_INTEGER, .has_range = true, .min = 0, .max = 1e9},
     {.name = "observed_ms_ago",
      .type = JSPEC_INTEGER,
      .nullable = true,

@@ -250,19 +250,24 @@ static const struct db_stmt record_nodes = {
     "     ELSE r.sync_in_progress END,"
     "   loading = r.loading, restarts = coalesce(r.restarts, 0), reported_at = now(),"
     "   users_repairs = coalesce(r.users_repairs, 0), repoints = coalesce(r.repoints, 0),"
+    "   config_repairs = coalesce(r.config_repairs, 0),"
+    "   login_repairs = coalesce(r.login_repairs, 0),"
     "   primary_silent_since = CASE WHEN r.primary_silent_ms > 0 THEN "
     "coalesce(n.primary_silent_since,"
     "     now() - make_interval(secs => r.primary_silent_ms / 1000.0)) END"
     " FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid, pid int, status text, role text,"
     "   version text, replication_offset bigint, master_link_status text,"
     "   sync_in_progress boolean, loading boolean, restarts int, observed_ms_ago int,"
-    "   primary_silent_ms int, config_epoch bigint, users_repairs int, repoints int), clusters c"
+    "   primary_silent_ms int, config_epoch bigint, users_repairs int, repoints int,"
+    "   config_repairs int, login_repairs int), clusters c"
     " WHERE n.id = r.node_id AND n.host_id = $1::uuid AND c.id = n.cluster_id"};
 
 /* What a node's agent put back since its last report, each kind counted
  * apart: its engine's users changed behind Cairn's back (someone holding
- * Cairn's own engine password: a tenant cannot), or its engine following
- * another primary than the designated one (cluster mode disabled). An
+ * Cairn's own engine password: a tenant cannot), its engine following
+ * another primary than the designated one (cluster mode disabled), its
+ * guarded settings changed, or Cairn's login refused (put back by a
+ * restart). An
  * event per kind whose count grew; recorded before the report is, while
  * the stored counts are the last ones. An agent that restarts counts from
  * 0 again. */
@@ -271,12 +276,18 @@ static const struct db_stmt record_repairs = {
     " SELECT n.cluster_id, k.type, 'warning', format(k.message, n.id),"
     "   jsonb_build_object('node', n.id, 'repairs', k.now - k.before)"
     " FROM nodes n JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, users_repairs int,"
-    "   repoints int) ON r.node_id = n.id"
+    "   repoints int, config_repairs int, login_repairs int) ON r.node_id = n.id"
     " CROSS JOIN LATERAL (VALUES"
     "   ('EngineUsersRepaired', 'node %s: its engine''s users were changed behind Cairn''s back;"
     " its agent put them back', coalesce(r.users_repairs, 0), n.users_repairs),"
     "   ('ReplicaRepointed', 'node %s followed another primary than the designated one; its"
-    " agent pointed it back', coalesce(r.repoints, 0), n.repoints))"
+    " agent pointed it back', coalesce(r.repoints, 0), n.repoints),"
+    "   ('EngineConfigRepaired', 'node %s: settings Cairn manages were changed on its engine"
+    " behind Cairn''s back; its agent put them back', coalesce(r.config_repairs, 0),"
+    " n.config_repairs),"
+    "   ('EngineLoginRepaired', 'node %s: its engine refused Cairn''s own login (its users were"
+    " changed behind Cairn''s back); its agent restarted it with Cairn''s users',"
+    " coalesce(r.login_repairs, 0), n.login_repairs))"
     "   AS k(type, message, now, before)"
     " WHERE n.host_id = $1::uuid AND k.now > k.before"};
 

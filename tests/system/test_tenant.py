@@ -271,3 +271,84 @@ def test_an_engine_from_before_cairns_users_gets_them_live(stack, cleanup):
     with tenant(node, pw) as c:
         eq(c.get("kept"), "yes", "the data")
     wait_available(stack.api, "tenant-old")
+
+
+GUARDED = {"maxmemory": "0", "maxmemory-policy": "allkeys-random", "appendonly": "no",
+           "appendfsync": "always", "save": "900 1", "protected-mode": "no",
+           "repl-diskless-sync": "no", "repl-backlog-size": "1048576", "masterauth": "not-it"}
+
+
+def test_settings_changed_behind_cairns_back_are_put_back(stack, cleanup):
+    """Someone holding Cairn's own engine password CONFIG SETs what Cairn
+    manages: within seconds the agent sets it back and the cluster records
+    EngineConfigRepaired. A change cairnd makes itself (a parameter) is not
+    fought, nor one that waits for the node's restart."""
+    body, pw = create(stack, cleanup, clusters.redis_group(
+        "tenant-settings", engine="valkey", engine_version="8.0", replicas_per_shard=1))
+    primary = next(n for n in nodes(body) if n["role"] == "primary")
+    with clusters.admin_client(primary) as c:
+        before = {k: c.config_get(k)[k] for k in GUARDED}
+        assert all(before[k] != v for k, v in GUARDED.items()), before
+        for k, v in GUARDED.items():
+            c.config_set(k, v)
+        changed_at = time.monotonic()
+        clusters.wait_until(lambda: {k: c.config_get(k)[k] for k in GUARDED} == before, 10,
+                            "the settings put back")
+        took = time.monotonic() - changed_at
+    print(f"\nsettings put back {took:.1f} s after the change")
+    clusters.wait_until(lambda: [e for e in clusters.events(stack.api, "tenant-settings")
+                                 if e["type"] == "EngineConfigRepaired"], 5, "the event")
+    ev = [e for e in clusters.events(stack.api, "tenant-settings")
+          if e["type"] == "EngineConfigRepaired"]
+    eq([e["detail"]["node"] for e in ev], [primary["id"]], "the event's node")
+    replica = next(n for n in nodes(body) if n["role"] == "replica")
+    with tenant(replica, pw) as c:
+        c.execute_command("READONLY")
+    wait_available(stack.api, "tenant-settings")
+
+    # cairnd's own changes stay: a live one, and one for the next restart.
+    r = stack.api.patch("/v1/clusters/tenant-settings", json={
+        "parameters": {"maxmemory-policy": "allkeys-lru", "appendonly": "no"}})
+    assert r.status_code in (200, 202), r.text
+    wait_available(stack.api, "tenant-settings")
+    clusters.wait_until(lambda: all(
+        clusters.admin_client(n).config_get("maxmemory-policy")["maxmemory-policy"] ==
+        "allkeys-lru" for n in nodes(body)), 10, "the new policy on every node")
+    time.sleep(5)  # two INFO rounds and more
+    for n in nodes(body):
+        with clusters.admin_client(n) as c:
+            eq((c.config_get("maxmemory-policy")["maxmemory-policy"],
+                c.config_get("appendonly")["appendonly"]), ("allkeys-lru", "yes"),
+               f"{n['id']}: the policy changed, appendonly waiting for a restart")
+    eq(len([e for e in clusters.events(stack.api, "tenant-settings")
+            if e["type"] == "EngineConfigRepaired"]), 1, "no repair of cairnd's own change")
+
+
+def test_an_engine_refusing_cairns_login_is_restarted_with_its_users(stack, cleanup):
+    """Cairn's own engine user's password changed behind its back: no ACL
+    command can undo that from a connection that cannot log in, so the
+    agent restarts the engine, whose freshly rendered config has Cairn's
+    users; its data stays (AOF) and the cluster records
+    EngineLoginRepaired."""
+    body, pw = create(stack, cleanup, clusters.redis_group("tenant-login", replicas_per_shard=0))
+    node = nodes(body)[0]
+    with tenant(node, pw) as c:
+        c.set("kept", "yes")
+    with clusters.admin_client(node) as c:
+        pid = c.info("server")["process_id"]
+        c.execute_command("ACL", "SETUSER", "cairn", "resetpass", ">locked-out-0123456789")
+        changed_at = time.monotonic()
+
+    def back():
+        try:
+            with clusters.admin_client(node) as c:
+                return c.info("server")["process_id"] != pid
+        except redis.RedisError:
+            return False
+    clusters.wait_until(back, 15, "Cairn's login back, on a new engine process")
+    print(f"\nCairn's login back {time.monotonic() - changed_at:.1f} s after the change")
+    clusters.wait_until(lambda: [e for e in clusters.events(stack.api, "tenant-login")
+                                 if e["type"] == "EngineLoginRepaired"], 5, "the event")
+    with tenant(node, pw) as c:
+        eq(c.get("kept"), "yes", "the data")
+    wait_available(stack.api, "tenant-login")

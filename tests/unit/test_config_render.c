@@ -802,6 +802,50 @@ static void test_users(void **state)
     expect_refused(&s, "admin_password and replication_password must both be");
 }
 
+/* Each guarded setting is what the rendered file says (the file's
+ * directive, or the engines' own form of it: save "" reads back as
+ * empty), and the names are those the agent asks the engine for. */
+static void test_guarded(void **state)
+{
+    (void)state;
+    struct engine_setting g[ENGINE_GUARDED_MAX];
+    char err[256] = "", want[512];
+
+    for (int cluster = 0; cluster < 2; cluster++) {
+        struct engine_config_spec s = base(ENGINE_VALKEY, "8.0");
+        s.password = "tenant-pw";
+        s.admin_password = "admin-pw";
+        s.replication_password = "repl-pw";
+        s.cluster_enabled = cluster;
+        s.maxmemory_policy = "allkeys-lfu";
+        char *text = render_ok(&s);
+        size_t n = engine_config_guarded(&s, g, err, sizeof(err));
+        assert_int_equal(n, cluster ? 14 : 13);
+        char names[512] = "";
+        for (size_t i = 0; i < n; i++) {
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i > 0 ? " " : "",
+                     g[i].name);
+            if (strcmp(g[i].name, "save") == 0) {
+                assert_string_equal(g[i].value, "");
+                expect_line(text, "save \"\"");
+                continue;
+            }
+            snprintf(want, sizeof(want), "%s %s", g[i].name, g[i].value);
+            expect_line(text, want);
+        }
+        assert_string_equal(names, cluster ? ENGINE_GUARDED_NAMES " " ENGINE_GUARDED_CLUSTER_NAMES
+                                           : ENGINE_GUARDED_NAMES);
+        free(text);
+    }
+    struct engine_config_spec s = base(ENGINE_REDIS, "7.0");
+    assert_int_equal(engine_config_guarded(&s, g, err, sizeof(err)), 0);
+    assert_string_equal(err, "the spec has no users of Cairn's own");
+    s.admin_password = "a";
+    s.replication_password = "r";
+    s.memory_mib = 1;
+    assert_int_equal(engine_config_guarded(&s, g, err, sizeof(err)), 0);
+}
+
 static void test_spec_refused(void **state)
 {
     struct engine_config_spec s;
@@ -954,6 +998,7 @@ int main(void)
         cmocka_unit_test(test_render_bind_and_protected_mode),
         cmocka_unit_test(test_password_quoting),
         cmocka_unit_test(test_users),
+        cmocka_unit_test(test_guarded),
         cmocka_unit_test(test_path_quoting),
         cmocka_unit_test(test_params_accepted),
         cmocka_unit_test(test_params_refused),
