@@ -64,7 +64,7 @@ void agent_cp_multi_cleanup(CURLM *multi)
     curl_global_cleanup();
 }
 
-void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url,
+void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url, const char *ca_file,
                    enum agent_cp_encoding encoding)
 {
     memset(cp, 0, sizeof(*cp));
@@ -85,6 +85,12 @@ void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url,
     curl_easy_setopt(cp->easy, CURLOPT_ERRORBUFFER, cp->result.error);
     curl_easy_setopt(cp->easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(cp->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* libcurl verifies the peer and its name by default; said here so that
+     * no one wonders. */
+    curl_easy_setopt(cp->easy, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(cp->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (ca_file != NULL)
+        curl_easy_setopt(cp->easy, CURLOPT_CAINFO, ca_file);
 }
 
 void agent_cp_close(struct agent_cp *cp)

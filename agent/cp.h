@@ -61,8 +61,10 @@ CURLM *agent_cp_multi_init(const char *base_url);
 void agent_cp_multi_cleanup(CURLM *multi);
 
 /* Set up a channel to base_url ("http://host:port", no trailing '/') on
- * multi (from agent_cp_multi_init()), sending bodies as encoding says. */
-void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url,
+ * multi (from agent_cp_multi_init()), sending bodies as encoding says. An
+ * https:// cairnd's certificate is verified -- name and chain -- against
+ * the authority in the PEM file ca_file, or the system's (NULL). */
+void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url, const char *ca_file,
                    enum agent_cp_encoding encoding);
 
 /* Release everything; the channel may not be used afterwards. */

@@ -279,7 +279,7 @@ int main(int argc, char **argv)
         goto out;
     }
     a.multi = agent_cp_multi_init(cfg.control_plane);
-    agent_cp_init(&a.cp, a.multi, cfg.control_plane, AGENT_CP_PLAIN);
+    agent_cp_init(&a.cp, a.multi, cfg.control_plane, cfg.control_plane_ca, AGENT_CP_PLAIN);
     agent_telemetry_init(&a, a.multi);
     load_desired(&a);
     agent_sup_discover(&a, time_mono_us());

@@ -30,6 +30,8 @@ static const struct setting {
 } settings[AGENT_SET_COUNT] = {
     [AGENT_SET_CONTROL_PLANE] = {"control-plane", "CAIRN_AGENT_CONTROL_PLANE", "URL", true, NULL,
                                  "an http:// or https:// URL"},
+    [AGENT_SET_CONTROL_PLANE_CA] = {"control-plane-ca-file", "CAIRN_AGENT_CONTROL_PLANE_CA_FILE",
+                                    "PATH", false, NULL, "a PEM file"},
     [AGENT_SET_BOOTSTRAP_TOKEN] = {"bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", "TOKEN", false,
                                    NULL, "a value"},
     [AGENT_SET_JOIN_TOKEN] = {"join-token", "CAIRN_AGENT_JOIN_TOKEN", "TOKEN", false, NULL,
@@ -270,6 +272,11 @@ static bool store(struct agent_settings *out, int id, const char *v, long n)
         out->control_plane = xstrndup(v, len);
         return true;
     }
+    case AGENT_SET_CONTROL_PLANE_CA:
+        if (v[0] == '\0')
+            return false;
+        out->control_plane_ca = xstrdup(v);
+        return true;
     case AGENT_SET_BOOTSTRAP_TOKEN:
         out->bootstrap_token = xstrdup(v);
         return true;
@@ -442,6 +449,7 @@ void agent_settings_free(struct agent_settings *s)
     free(s->control_plane);
     free(s->bootstrap_token);
     free(s->join_token);
+    free(s->control_plane_ca);
     free(s->engine_user);
     free(s->az);
     free(s->data_dir);

@@ -23,6 +23,7 @@
 
 enum agent_setting_id {
     AGENT_SET_CONTROL_PLANE,
+    AGENT_SET_CONTROL_PLANE_CA,
     AGENT_SET_BOOTSTRAP_TOKEN,
     AGENT_SET_JOIN_TOKEN,
     AGENT_SET_AZ,
@@ -56,7 +57,9 @@ struct agent_machine {
 
 /* The resolved, validated settings. Strings are owned by the struct. */
 struct agent_settings {
-    char *control_plane; /* http:// or https:// base URL, no trailing '/' */
+    char *control_plane;    /* http:// or https:// base URL, no trailing '/' */
+    char *control_plane_ca; /* PEM file of the authority cairnd's HTTPS certificate is
+                               checked against; NULL: the system's */
     char *bootstrap_token;
     char *join_token; /* one registration of this host's name, made by an admin */
     char *az;

@@ -62,7 +62,7 @@ void agent_telemetry_init(struct agent *a, CURLM *multi)
     t->period_s = a->cfg->metrics_period_s;
     t->tick = tick_at(t, time_wall_us()); /* the first sample comes at the next one */
     agent_outbox_init(&t->outbox, AGENT_OUTBOX_MAX);
-    agent_cp_init(&t->chan, multi, a->cfg->control_plane, AGENT_CP_GZIP);
+    agent_cp_init(&t->chan, multi, a->cfg->control_plane, a->cfg->control_plane_ca, AGENT_CP_GZIP);
 }
 
 void agent_telemetry_close(struct agent *a)

@@ -21,6 +21,10 @@ struct config {
     bool approve_bootstrap_hosts;      /* hosts registered with it need no approval */
     const char *secret_key_file;       /* seals engine passwords; NULL: clusters refused */
     const char *web_root;              /* the console's files (web.h); NULL or "": none */
+    bool tls;                          /* serve HTTPS (tls.h) */
+    const char *tls_names;             /* names cairnd's own certificate is for, comma-separated */
+    const char *tls_cert_file;         /* an operator's certificate instead of one cairnd issues */
+    const char *tls_key_file;
     const char *calibration_benchmark; /* the load generator calibrations run; NULL: found */
     char sentinel_host[64];            /* Sentinel-compatible discovery; "" when off */
     int sentinel_port;
@@ -41,6 +45,7 @@ struct config {
 struct runner;
 struct monitor;
 struct ratelimit;
+struct x509_ca;
 
 struct app {
     struct config cfg;
@@ -50,6 +55,10 @@ struct app {
     struct ratelimit *limits; /* requests per API token (http/ratelimit.h) */
     bool have_secret_key;     /* engine passwords can be sealed and opened */
     unsigned char secret_key[32];
+    struct x509_ca *ca; /* the installation's certificate authority (tls.h); NULL without a
+                           secret key */
+    char *tls_cert_pem; /* HTTPS: cairnd's certificate and key; NULL: plain HTTP */
+    char *tls_key_pem;
 };
 
 #endif

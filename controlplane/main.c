@@ -25,6 +25,7 @@
 #include "ops.h"
 #include "runner.h"
 #include "secretbox.h"
+#include "tls.h"
 #include "sentinel.h"
 #include "tokens.h"
 #include "version.h"
@@ -41,6 +42,7 @@ static void print_usage(FILE *out)
           "       cairnd token create --name NAME --scope admin|read [--database-url URL]\n"
           "       cairnd token list [--database-url URL]\n"
           "       cairnd token revoke ID [--database-url URL]\n"
+          "       cairnd ca-certificate --secret-key-file PATH [--database-url URL]\n"
           "       cairnd routes | engines | operation-kinds | managed-settings | changes\n"
           "       cairnd version\n",
           out);
@@ -268,6 +270,34 @@ static struct sentinel *start_sentinel(struct app *app)
     return sentinel;
 }
 
+/* The certificate authority whenever cairnd has a secret key, and with
+ * --tls (or an operator's certificate) the HTTPS certificate. */
+static bool open_tls(struct app *app, char *err, size_t errsize)
+{
+    bool https = app->cfg.tls || app->cfg.tls_cert_file != NULL;
+
+    if (app->have_secret_key && (app->ca = tls_ca_open(app, err, errsize)) == NULL)
+        return false;
+    if (!https)
+        return true;
+    if (app->ca == NULL && app->cfg.tls_cert_file == NULL) {
+        snprintf(err, errsize,
+                 "--tls needs --secret-key-file (its certificate authority's key is "
+                 "sealed with it), or --tls-cert-file and --tls-key-file");
+        return false;
+    }
+    return tls_server_pems(app, app->ca, &app->tls_cert_pem, &app->tls_key_pem, err, errsize);
+}
+
+static void close_tls(struct app *app)
+{
+    x509_ca_free(app->ca);
+    app->ca = NULL;
+    free(app->tls_cert_pem);
+    free(app->tls_key_pem);
+    app->tls_cert_pem = app->tls_key_pem = NULL;
+}
+
 static int cmd_serve(struct cli *cli)
 {
     struct app app = {.cfg = cli->cfg};
@@ -284,6 +314,8 @@ static int cmd_serve(struct cli *cli)
             return fail("%s", err);
         app.have_secret_key = true;
     }
+    if ((app.cfg.tls_cert_file != NULL) != (app.cfg.tls_key_file != NULL))
+        return fail("%s", "--tls-cert-file and --tls-key-file go together");
     /* Block the stop signals before any thread starts, so every thread
      * inherits the mask and only sigwait() below sees them. */
     sigemptyset(&stop);
@@ -298,8 +330,15 @@ static int cmd_serve(struct cli *cli)
     /* Made before the threads that poke it and ask it whether a host's
      * loss can be trusted; started once cairnd listens (see monitor.h). */
     app.monitor = monitor_new(&app, app.cfg.heartbeat_timeout_s);
+    if (!open_tls(&app, err, sizeof(err))) {
+        monitor_free(app.monitor);
+        ratelimit_free(app.limits);
+        db_pool_free(app.db);
+        return fail("%s", err);
+    }
     server = http_start(&app, api_routes, api_route_count, err, sizeof(err));
     if (server == NULL) {
+        close_tls(&app);
         monitor_free(app.monitor);
         ratelimit_free(app.limits);
         db_pool_free(app.db);
@@ -311,9 +350,10 @@ static int cmd_serve(struct cli *cli)
     monitor_start(app.monitor);
     report_web_root(app.cfg.web_root);
     log_info("listening",
-             "address=%s:%d threads=%d db_pool=%d max_connections=%d agents=%s version=%s",
-             app.cfg.listen_host, app.cfg.listen_port, app.cfg.http_threads, app.cfg.db_pool_size,
-             app.cfg.max_connections,
+             "address=%s:%d scheme=%s threads=%d db_pool=%d max_connections=%d agents=%s "
+             "version=%s",
+             app.cfg.listen_host, app.cfg.listen_port, app.tls_cert_pem != NULL ? "https" : "http",
+             app.cfg.http_threads, app.cfg.db_pool_size, app.cfg.max_connections,
              app.cfg.agent_bootstrap_token != NULL ? "enabled" : "disabled", CAIRN_VERSION);
     sigwait(&stop, &sig);
     log_info("shutting down", "signal=%s timeout_s=%d", sig == SIGTERM ? "SIGTERM" : "SIGINT",
@@ -329,6 +369,7 @@ static int cmd_serve(struct cli *cli)
     app.monitor = NULL;
     ratelimit_free(app.limits);
     db_pool_free(app.db);
+    close_tls(&app);
     log_info("stopped", NULL);
     return 0;
 }
@@ -462,6 +503,32 @@ static int cmd_token(struct cli *cli)
     return rc;
 }
 
+/* Print the certificate authority's certificate (made if there is none
+ * yet), for agents' --cairnd-ca-file and clients' trust. */
+static int cmd_ca_certificate(struct cli *cli)
+{
+    struct app app = {.cfg = cli->cfg};
+    char err[512];
+
+    if (app.cfg.secret_key_file == NULL)
+        return fail("%s", "the certificate authority needs --secret-key-file");
+    if (!secretbox_key_load(app.cfg.secret_key_file, true, app.secret_key, err, sizeof(err)))
+        return fail("%s", err);
+    app.have_secret_key = true;
+    if (!prepare_schema(&app.cfg, false))
+        return 1;
+    app.db = db_pool_new(app.cfg.database_url, 1);
+    app.ca = tls_ca_open(&app, err, sizeof(err));
+    int rc = 0;
+    if (app.ca != NULL)
+        fputs(x509_ca_cert_pem(app.ca), stdout);
+    else
+        rc = fail("%s", err);
+    close_tls(&app);
+    db_pool_free(app.db);
+    return rc;
+}
+
 /* Print a JSON document on stdout, and free it. */
 static int print_json(json_t *out)
 {
@@ -546,6 +613,8 @@ int main(int argc, char **argv)
         return cmd_migrate(&cli);
     if (strcmp(cmd, "token") == 0)
         return cmd_token(&cli);
+    if (strcmp(cmd, "ca-certificate") == 0)
+        return cmd_ca_certificate(&cli);
     if (strcmp(cmd, "routes") == 0)
         return cmd_routes();
     if (strcmp(cmd, "engines") == 0)

@@ -91,6 +91,7 @@ bool api_slot_stats_read(struct app *app, const char *id, json_t **out, struct p
 /* Handlers. */
 void api_healthz(struct http_request *req);
 void api_readyz(struct http_request *req);
+void api_ca_certificate(struct http_request *req);
 void api_node_types_list(struct http_request *req);
 void api_node_types_get(struct http_request *req);
 void api_engine_versions_list(struct http_request *req);

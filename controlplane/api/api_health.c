@@ -2,6 +2,8 @@
  * database answers and its schema is the one this binary expects). */
 #include "api.h"
 #include "migrate.h"
+#include "x509.h"
+#include "xalloc.h"
 
 void api_healthz(struct http_request *req)
 {
@@ -39,4 +41,19 @@ void api_readyz(struct http_request *req)
     else
         http_reply_json(req, 200,
                         json_pack("{s:s, s:i}", "status", "ready", "schema_version", call.version));
+}
+
+/* GET /v1/ca-certificate: the certificate of Cairn's certificate authority,
+ * which clients trust cairnd's HTTPS by (and, with transit encryption,
+ * the engines). Public, as it must be to bootstrap that trust; without a
+ * secret key cairnd has no authority. */
+void api_ca_certificate(struct http_request *req)
+{
+    if (req->app->ca == NULL)
+        http_reply_problem(req, PROBLEM_SECRET_KEY_UNAVAILABLE, NULL,
+                           "cairnd runs without --secret-key-file, so it has no certificate "
+                           "authority");
+    else
+        http_reply_text(req, 200, xstrdup(x509_ca_cert_pem(req->app->ca)),
+                        "application/x-pem-file");
 }

@@ -28,6 +28,7 @@ static const char *const rebalance_query[] = {"dry_run", "tolerance_percent", "w
 const struct route api_routes[] = {
     {"GET", "/healthz", SCOPE_NONE, api_healthz, NULL, NULL},
     {"GET", "/readyz", SCOPE_NONE, api_readyz, NULL, NULL},
+    {"GET", "/v1/ca-certificate", SCOPE_NONE, api_ca_certificate, NULL, NULL},
     {"GET", "/metrics", SCOPE_READ, api_prometheus, NULL, NULL},
     {"GET", "/v1/node-types", SCOPE_READ, api_node_types_list, paged, NULL},
     {"GET", "/v1/node-types/{name}", SCOPE_READ, api_node_types_get, NULL, NULL},

@@ -899,9 +899,16 @@ struct http_server *http_start(struct app *app, const struct route *table, size_
 
     pthread_cond_init(&srv->park_changed, NULL);
     pthread_cond_init(&srv->work_ready, NULL);
+    bool tls = app->tls_cert_pem != NULL && app->tls_key_pem != NULL;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-                     (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+                     (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0) | (tls ? MHD_USE_TLS : 0);
+    /* HTTPS (tls.h): libmicrohttpd's TLS, with the certificate in memory. */
+    struct MHD_OptionItem https[] = {
+        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, app->tls_cert_pem},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, app->tls_key_pem},
+        {MHD_OPTION_END, 0, NULL},
+    };
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)app->cfg.listen_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
         ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg.http_threads,
@@ -911,7 +918,7 @@ struct http_server *http_start(struct app *app, const struct route *table, size_
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)(app->cfg.max_connections + HTTP_RESERVED_CONNECTIONS),
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)app->cfg.max_connections_per_address,
-        MHD_OPTION_END);
+        MHD_OPTION_ARRAY, https, MHD_OPTION_END);
     int saved = errno;
     freeaddrinfo(ai);
     if (srv->daemon == NULL) {

@@ -316,6 +316,12 @@ enum db_status store_join_token_hash(struct db_conn *conn, const char *id, unsig
 enum db_status store_join_token_spend(struct db_conn *conn, const char *id, const char *host_name);
 enum db_status store_join_token_used_by(struct db_conn *conn, const char *id, const char *host_id);
 
+/* the certificate authority (store_ca.c): its PEM certificate and sealed
+ * key as hex (the caller frees both); DB_NOT_FOUND while there is none */
+enum db_status store_ca_get(struct db_conn *conn, char **cert_pem, char **key_hex);
+/* key_sealed as bytea text ("\\x..."); does nothing when one exists */
+enum db_status store_ca_insert(struct db_conn *conn, const char *cert_pem, const char *key_sealed);
+
 /* a cluster's tenant users (store_users.c) */
 #define STORE_USER_HASH_LEN 64 /* a password's SHA-256 in hex */
 struct store_user_change {

@@ -210,10 +210,11 @@ class ClusterStack:
     own need an address other than 127.0.0.1 to reach it)."""
 
     def __init__(self, pg, name="clusters", cairnd_args=(), agent_args=(),
-                 listen_host="127.0.0.1"):
+                 listen_host="127.0.0.1", tls=False):
         agents.require_agent()
         self.pg = pg
         self.name = name
+        self.tls = tls
         self.listen_host = listen_host
         self.cairnd_args = list(cairnd_args)
         self.db = Database(pg, pg.create_database(name))
@@ -224,6 +225,8 @@ class ClusterStack:
         self.agents = []
         self.host_ids = []
         self.agent_args = list(agent_args)
+        if tls:
+            self.agent_args += ["--control-plane-ca-file", str(self.cairnd.ca_file)]
         try:
             for az in AZS:
                 self._start_agent(f"vm-{az[-1]}", az)
@@ -259,7 +262,8 @@ class ClusterStack:
                                                f"127.0.0.1:{self.sentinel_port}"]
                                  + self.cairnd_args,
                                  label=f"cairnd-{self.name}-{len(self.cairnds) + 1}",
-                                 port=port, workdir=workdir, host=self.listen_host)
+                                 port=port, workdir=workdir, host=self.listen_host,
+                                 tls=self.tls)
         self.cairnds.append(c)
         return c
 
@@ -310,7 +314,7 @@ class ClusterStack:
             c.cleanup()
 
 
-def stack_fixtures(name, cairnd_args=(), agent_args=()):
+def stack_fixtures(name, cairnd_args=(), agent_args=(), tls=False):
     """The fixtures a test module of clusters uses, as (stack, dump, cleanup):
     a module-wide ClusterStack, an autouse dump of the logs of a failed
     test, and a list of cluster ids deleted after each test. Assign them to
@@ -319,7 +323,7 @@ def stack_fixtures(name, cairnd_args=(), agent_args=()):
     @pytest.fixture(scope="module")
     def stack(pg, cairnd_binary, request):
         try:
-            s = ClusterStack(pg, name, cairnd_args, agent_args)
+            s = ClusterStack(pg, name, cairnd_args, agent_args, tls=tls)
         except harness.HarnessError as e:
             pytest.fail(str(e), pytrace=False)
         try:

@@ -450,15 +450,25 @@ class Cairnd:
 
     def __init__(self, database_url, args=(), env=None, label=None, port=None,
                  workdir=None, pass_url_as="flag", listen_via="flag", web_root="",
-                 binary=CAIRND, host="127.0.0.1"):
+                 binary=CAIRND, host="127.0.0.1", tls=False):
         require_cairnd()
         self.label = label or f"cairnd{next(_seq)}"
         self.own_dir = workdir is None
         self.dir = Path(workdir) if workdir else make_temp_dir(self.label)
         self.database_url = database_url
         self.port = port or free_port()
-        self.url = f"http://{host}:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}"
         self.log_path = self.dir / f"{self.label}.log"
+        # HTTPS: the installation's authority (made on the way), which the
+        # tests' clients and the agents trust cairnd by.
+        self.ca_file = None
+        if tls:
+            self.ca_file = self.dir / "ca.pem"
+            r = run_cli(["ca-certificate", "--secret-key-file", self.dir / "secret.key"],
+                        database_url)
+            if r.returncode != 0:
+                raise HarnessError(f"cairnd ca-certificate exited {r.returncode}: {r.stderr}")
+            self.ca_file.write_text(r.stdout)
         # Sentinel discovery off unless a test asks for it (args come later and win):
         # many cairnd run at once here, and the default port is shared.
         # A rate limit far above the default (args come later and win): the
@@ -482,6 +492,8 @@ class Cairnd:
                 argv += ["--database-url", database_url]
             else:
                 extra_env["CAIRN_DATABASE_URL"] = database_url
+        if tls:
+            argv += ["--tls"]
         argv += [str(a) for a in args]
         self.proc = ManagedProcess(self.label, argv, self.log_path,
                                    env=clean_env(**extra_env))
@@ -498,7 +510,8 @@ class Cairnd:
                 raise HarnessError(f"{self.label} exited with {self.proc.popen.returncode} "
                                    f"before answering /healthz:\n{tail(self.log_path)}")
             try:
-                return requests.get(self.url + "/healthz", timeout=2).status_code == 200
+                return requests.get(self.url + "/healthz", timeout=2,
+                                    verify=str(self.ca_file or True)).status_code == 200
             except requests.RequestException:
                 return False
         try:
@@ -545,20 +558,24 @@ _DEFAULT = object()
 class Api:
     """A thin requests wrapper bound to one cairnd and (optionally) one token."""
 
-    def __init__(self, base_url, token=None, timeout=10):
+    def __init__(self, base_url, token=None, timeout=10, verify=None):
         self.base = base_url
         self.token = token
         self.timeout = timeout
+        self.verify = verify  # an https cairnd's authority (a PEM file)
         self.session = requests.Session()
 
     def with_token(self, token):
-        return Api(self.base, token, self.timeout)
+        return Api(self.base, token, self.timeout, self.verify)
 
     def request(self, method, path, *, token=_DEFAULT, headers=None, timeout=None, **kw):
         h = dict(headers or {})
         tok = self.token if token is _DEFAULT else token
         if tok is not None and "Authorization" not in h:
             h["Authorization"] = f"Bearer {tok}"
+        if self.verify is not None:
+            # Per request: requests lets REQUESTS_CA_BUNDLE win over a session's.
+            kw.setdefault("verify", str(self.verify))
         for attempt in (1, 2):
             try:
                 return self.session.request(method, self.base + path, headers=h,
@@ -595,9 +612,9 @@ class Instance:
         self.read_token = read_token
         self.pg = pg
         self.dbname = dbname
-        self.api = Api(cairnd.url, admin_token)
-        self.read = Api(cairnd.url, read_token)
-        self.anon = Api(cairnd.url, None)
+        self.api = Api(cairnd.url, admin_token, verify=cairnd.ca_file)
+        self.read = Api(cairnd.url, read_token, verify=cairnd.ca_file)
+        self.anon = Api(cairnd.url, None, verify=cairnd.ca_file)
 
     def psql(self, sql):
         return self.pg.psql(sql, self.dbname)

@@ -176,9 +176,9 @@ def clone(request, cairnd_binary):
         c.cleanup(_failed(request.node))
 
 
-def healthy_hosts(url, token):
+def healthy_hosts(url, token, ca):
     r = requests.get(url + "/v1/hosts", headers={"Authorization": f"Bearer {token}"},
-                     timeout=10)
+                     timeout=10, verify=str(ca))
     eq(r.status_code, 200, f"GET /v1/hosts: {r.text}")
     return {h["name"] for h in r.json()["hosts"]
             if h["status"] == "healthy"}
@@ -190,13 +190,14 @@ def aws_settings_work(clone):
     boto3 = pytest.importorskip("boto3", reason="python3-boto3 is not installed")
     r = subprocess.run(["bash", "-c", '. "$1" && printf "%s\\n" "$AWS_ACCESS_KEY_ID" '
                         '"$AWS_SECRET_ACCESS_KEY" "$AWS_REGION" "$CAIRN_ELASTICACHE_URL" '
-                        '"$TF_VAR_cairn_elasticache_endpoint"', "_",
+                        '"$TF_VAR_cairn_elasticache_endpoint" "$AWS_CA_BUNDLE"', "_",
                         str(clone.root / "var" / "demo.env")],
                        env=clone.env, capture_output=True, text=True, check=True, timeout=10)
-    key, secret, region, url, tf_url = r.stdout.splitlines()
+    key, secret, region, url, tf_url, bundle = r.stdout.splitlines()
     eq(tf_url, url, "TF_VAR_cairn_elasticache_endpoint")
+    eq(bundle, str(clone.root / "var" / "ca-bundle.pem"), "AWS_CA_BUNDLE")
     ec = boto3.client("elasticache", endpoint_url=url, region_name=region,
-                      aws_access_key_id=key, aws_secret_access_key=secret)
+                      aws_access_key_id=key, aws_secret_access_key=secret, verify=bundle)
     eq(ec.describe_replication_groups()["ReplicationGroups"], [], "the demo's groups")
 
 
@@ -209,9 +210,15 @@ def test_demo_up_secure_and_down(clone):
     out = clone.demo("up")
     assert "Cairn demo is up." in out, out
     url, token, database_url = clone.settings()
-    eq(url, f"http://{clone.listen}", "CAIRN_URL in var/demo.env")
-    eq(requests.get(url + "/healthz", timeout=10).status_code, 200, "GET /healthz")
-    assert DEMO_HOSTS <= healthy_hosts(url, token), out
+    eq(url, f"https://{clone.listen}", "CAIRN_URL in var/demo.env")
+    # HTTPS, by Cairn's own authority, which the demo wrote out.
+    ca = clone.root / "var" / "ca.pem"
+    with pytest.raises(requests.exceptions.SSLError):
+        requests.get(url + "/healthz", timeout=10, verify="/etc/ssl/certs/ca-certificates.crt"
+                     if Path("/etc/ssl/certs/ca-certificates.crt").exists() else True)
+    eq(requests.get(url + "/healthz", timeout=10, verify=str(ca)).status_code, 200,
+       "GET /healthz")
+    assert DEMO_HOSTS <= healthy_hosts(url, token, ca), out
     aws_settings_work(clone)
 
     # Where the data is, as the summary says: root's outside the checkout,
@@ -270,7 +277,7 @@ def test_demo_up_secure_and_down(clone):
         f"var/run/cairnd.pid names {pid}, state {proc_state(pid)}"
     eq(Path(f"/proc/{pid}/comm").read_text().strip(), "cairnd", f"process {pid}")
     eq(clone.settings()[1], token, "admin token after down and up")
-    assert DEMO_HOSTS <= healthy_hosts(url, token), out
+    assert DEMO_HOSTS <= healthy_hosts(url, token, ca), out
 
     clone.demo("down")
     eq(clone.processes(), [], "processes of the clone after scripts/demo down")
