@@ -1,16 +1,30 @@
-/* resp.c -- blocking and poll-driven RESP connections over hiredis, and
- * helpers for reading reply trees. */
+/* resp.c -- blocking and poll-driven RESP connections to the engines,
+ * plain or TLS (OpenSSL), over sockets of our own: hiredis formats the
+ * commands and parses the replies (bounded: resp_reader.h); and helpers for
+ * reading reply trees. */
 #include "resp.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "xalloc.h"
 
@@ -33,13 +47,30 @@ const struct resp_limits resp_engine_limits = {
     .max_buffered = 2 * ENGINE_MAX_STRING, /* a whole string and what follows it */
 };
 
+#define READ_CHUNK 16384
+/* One resp_read() takes at most this much, so that an engine that keeps
+ * sending cannot hold the poll loop (the reader's limits fail it soon). */
+#define READ_PER_CALL (16 << 20)
+
+struct resp_tls {
+    SSL_CTX *ctx;
+};
+
+/* A non-blocking connection's way to being usable. */
+enum phase { PHASE_CONNECTING, PHASE_HANDSHAKE, PHASE_READY };
+
 struct resp_conn {
-    redisContext *ctx;
+    int fd;
+    SSL *ssl; /* NULL: plain TCP */
+    redisReader *reader;
+    char *out; /* commands not yet written: out[out_pos..out_len) */
+    size_t out_len, out_pos, out_cap;
     char *addr; /* "host:port", for messages */
     bool blocking;
     int command_timeout_ms;
     enum resp_error last;
-    bool wants_write;  /* non-blocking: the output buffer is not empty */
+    enum phase phase;
+    short tls_wants;   /* the event the TLS handshake waits for */
     bool auth_pending; /* non-blocking: the first reply answers our AUTH */
     size_t pending;    /* non-blocking: appended commands not yet answered */
 };
@@ -49,62 +80,269 @@ static int timeout_or_default(int ms)
     return ms > 0 ? ms : RESP_DEFAULT_TIMEOUT_MS;
 }
 
-static struct timeval ms_to_timeval(int ms)
+static int64_t now_ms(void)
 {
-    return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Out of memory inside hiredis is handled as everywhere else in Cairn. */
-static void check_oom(const redisContext *ctx)
+/* Wait until fd is ready for events or the deadline passes: 1 ready, 0 the
+ * deadline, -1 poll failed (errno). */
+static int wait_fd(int fd, short events, int64_t deadline)
 {
-    if (ctx == NULL || ctx->err == REDIS_ERR_OOM) {
-        fprintf(stderr, "cairn: out of memory in hiredis\n");
-        abort();
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        struct pollfd p = {.fd = fd, .events = events};
+        if (left <= 0)
+            return 0;
+        int rc = poll(&p, 1, (int)left);
+        if (rc >= 0 || errno != EINTR)
+            return rc > 0 ? 1 : rc;
     }
 }
 
-/* Sort a failed context's error into our kinds. hiredis 0.14 reports a
- * socket timeout as an I/O error with strerror(EAGAIN) as its text (1.x
- * has REDIS_ERR_TIMEOUT), and a connect timeout as strerror(ETIMEDOUT). */
-static enum resp_error classify(const redisContext *ctx)
+/* c failed as kind; err = "h:p: " and what fmt says. Returns false. */
+static bool fail_as(struct resp_conn *c, enum resp_error kind, char *err, size_t errsize,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static bool fail_as(struct resp_conn *c, enum resp_error kind, char *err, size_t errsize,
+                    const char *fmt, ...)
 {
-    check_oom(ctx);
-    switch (ctx->err) {
-    case REDIS_ERR_PROTOCOL:
-        return RESP_ERR_PROTOCOL;
-#ifdef REDIS_ERR_TIMEOUT
-    case REDIS_ERR_TIMEOUT:
-        return RESP_ERR_TIMEOUT;
-#endif
-    case REDIS_ERR_IO:
-        if (strcmp(ctx->errstr, strerror(EAGAIN)) == 0 ||
-            strcmp(ctx->errstr, strerror(EWOULDBLOCK)) == 0 ||
-            strcmp(ctx->errstr, strerror(ETIMEDOUT)) == 0)
-            return RESP_ERR_TIMEOUT;
-        return RESP_ERR_IO;
-    default:
-        return RESP_ERR_IO;
-    }
+    char why[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    c->last = kind;
+    snprintf(err, errsize, "%s: %s", c->addr, why);
+    return false;
 }
 
-/* Record the context's failure on c and describe it in err. */
-static void fail_ctx(struct resp_conn *c, char *err, size_t errsize)
+/* What OpenSSL says went wrong, certificate verification first. */
+static void tls_reason(const struct resp_conn *c, char *why, size_t size)
 {
-    c->last = classify(c->ctx);
-    if (c->last == RESP_ERR_TIMEOUT && c->blocking)
-        snprintf(err, errsize, "%s: no reply within %d ms", c->addr, c->command_timeout_ms);
+    long verify = c->ssl != NULL ? SSL_get_verify_result(c->ssl) : X509_V_OK;
+    unsigned long e = ERR_get_error();
+
+    if (verify != X509_V_OK)
+        snprintf(why, size, "TLS: the engine's certificate is not trusted: %s",
+                 X509_verify_cert_error_string(verify));
+    else if (e != 0)
+        snprintf(why, size, "TLS: %s", ERR_reason_error_string(e));
     else
-        snprintf(err, errsize, "%s: %s", c->addr, c->ctx->errstr);
+        snprintf(why, size, "TLS: the connection failed (%s)",
+                 errno != 0 ? strerror(errno) : "closed by the engine");
+    ERR_clear_error();
 }
 
-static struct resp_conn *conn_new(redisContext *ctx, const struct resp_options *opt, bool blocking)
+/* ---- TLS ---------------------------------------------------------------- */
+
+struct resp_tls *resp_tls_new(const char *ca_pem, char *err, size_t errsize)
+{
+    struct resp_tls *t = xcalloc(1, sizeof(*t));
+    BIO *b = BIO_new_mem_buf(ca_pem, -1);
+    X509 *x;
+    int added = 0;
+
+    t->ctx = SSL_CTX_new(TLS_client_method());
+    if (t->ctx == NULL || b == NULL) {
+        BIO_free(b);
+        resp_tls_free(t);
+        snprintf(err, errsize, "could not set up TLS");
+        return NULL;
+    }
+    X509_STORE *store = SSL_CTX_get_cert_store(t->ctx);
+    while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+        added += X509_STORE_add_cert(store, x) == 1;
+        X509_free(x);
+    }
+    BIO_free(b);
+    ERR_clear_error();
+    if (added == 0) {
+        resp_tls_free(t);
+        snprintf(err, errsize, "no certificate authority in the PEM text given");
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+    /* A write retried after WANT_WRITE may come from a grown buffer. */
+    SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    return t;
+}
+
+void resp_tls_free(struct resp_tls *t)
+{
+    if (t == NULL)
+        return;
+    SSL_CTX_free(t->ctx);
+    free(t);
+}
+
+/* Begin TLS on c's socket, checking the engine's certificate names host
+ * (an address or a DNS name). */
+static bool tls_begin(struct resp_conn *c, const struct resp_options *opt, char *err,
+                      size_t errsize)
+{
+    c->ssl = SSL_new(opt->tls->ctx);
+    if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
+        return fail_as(c, RESP_ERR_IO, err, errsize, "TLS: could not set up the connection");
+    bool ok = resp_host_is_address(opt->host)
+                  ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), opt->host) == 1
+                  : SSL_set1_host(c->ssl, opt->host) == 1 &&
+                        SSL_set_tlsext_host_name(c->ssl, opt->host) == 1;
+    if (!ok)
+        return fail_as(c, RESP_ERR_IO, err, errsize, "TLS: cannot check a certificate for %s",
+                       opt->host);
+    SSL_set_connect_state(c->ssl);
+    c->phase = PHASE_HANDSHAKE;
+    c->tls_wants = POLLOUT;
+    return true;
+}
+
+/* One step of the handshake: 1 done, 0 waiting for c->tls_wants, -1
+ * failed. */
+static int handshake_step(struct resp_conn *c, char *err, size_t errsize)
+{
+    char why[256];
+
+    errno = 0;
+    int rc = SSL_do_handshake(c->ssl);
+    if (rc == 1) {
+        c->phase = PHASE_READY;
+        return 1;
+    }
+    switch (SSL_get_error(c->ssl, rc)) {
+    case SSL_ERROR_WANT_READ:
+        c->tls_wants = POLLIN;
+        return 0;
+    case SSL_ERROR_WANT_WRITE:
+        c->tls_wants = POLLOUT;
+        return 0;
+    default:
+        tls_reason(c, why, sizeof(why));
+        fail_as(c, RESP_ERR_IO, err, errsize, "%s", why);
+        return -1;
+    }
+}
+
+/* ---- bytes in and out --------------------------------------------------- */
+
+/* Write what the socket takes of buf: > 0 bytes written, 0 it would block
+ * (*want: the event to wait for), -1 failed (err). */
+static ssize_t put(struct resp_conn *c, const char *buf, size_t len, short *want, char *err,
+                   size_t errsize)
+{
+    char why[256];
+
+    if (c->ssl == NULL) {
+        ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+        if (n >= 0)
+            return n;
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            *want = POLLOUT;
+            return 0;
+        }
+        fail_as(c, RESP_ERR_IO, err, errsize, "%s", strerror(errno));
+        return -1;
+    }
+    errno = 0;
+    int n = SSL_write(c->ssl, buf, (int)(len > INT32_MAX ? INT32_MAX : len));
+    if (n > 0)
+        return n;
+    switch (SSL_get_error(c->ssl, n)) {
+    case SSL_ERROR_WANT_READ:
+        *want = POLLIN;
+        return 0;
+    case SSL_ERROR_WANT_WRITE:
+        *want = POLLOUT;
+        return 0;
+    default:
+        tls_reason(c, why, sizeof(why));
+        fail_as(c, RESP_ERR_IO, err, errsize, "%s", why);
+        return -1;
+    }
+}
+
+/* Read what the socket has into the reader: > 0 bytes, 0 it would block
+ * (*want), -1 failed or closed (err). */
+static ssize_t take(struct resp_conn *c, short *want, char *err, size_t errsize)
+{
+    char buf[READ_CHUNK], why[256];
+    ssize_t n;
+
+    if (c->ssl == NULL) {
+        n = recv(c->fd, buf, sizeof(buf), 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            *want = POLLIN;
+            return 0;
+        }
+        if (n < 0) {
+            fail_as(c, RESP_ERR_IO, err, errsize, "%s", strerror(errno));
+            return -1;
+        }
+    } else {
+        errno = 0;
+        int r = SSL_read(c->ssl, buf, sizeof(buf));
+        n = r;
+        if (r <= 0) {
+            switch (SSL_get_error(c->ssl, r)) {
+            case SSL_ERROR_WANT_READ:
+                *want = POLLIN;
+                return 0;
+            case SSL_ERROR_WANT_WRITE:
+                *want = POLLOUT;
+                return 0;
+            case SSL_ERROR_ZERO_RETURN:
+                n = 0;
+                break;
+            case SSL_ERROR_SYSCALL:
+                if (errno == 0) {
+                    n = 0; /* closed without a TLS goodbye */
+                    break;
+                }
+                /* fall through */
+            default:
+                tls_reason(c, why, sizeof(why));
+                fail_as(c, RESP_ERR_IO, err, errsize, "%s", why);
+                return -1;
+            }
+        }
+    }
+    if (n == 0) {
+        fail_as(c, RESP_ERR_IO, err, errsize, "the engine closed the connection");
+        return -1;
+    }
+    if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) {
+        fail_as(c, RESP_ERR_PROTOCOL, err, errsize, "could not buffer the reply");
+        return -1;
+    }
+    return n;
+}
+
+static void out_append(struct resp_conn *c, const char *cmd, size_t len)
+{
+    if (c->out_pos == c->out_len)
+        c->out_pos = c->out_len = 0;
+    if (c->out_len + len > c->out_cap) {
+        c->out_cap = (c->out_len + len) * 2;
+        c->out = xrealloc(c->out, c->out_cap);
+    }
+    memcpy(c->out + c->out_len, cmd, len);
+    c->out_len += len;
+}
+
+/* ---- connecting --------------------------------------------------------- */
+
+static struct resp_conn *conn_new(int fd, const struct resp_options *opt, bool blocking)
 {
     struct resp_conn *c = xcalloc(1, sizeof(*c));
-    c->ctx = ctx;
+    c->fd = fd;
+    c->reader = resp_reader_new(&resp_engine_limits);
     c->addr = xasprintf("%s:%d", opt->host, opt->port);
     c->blocking = blocking;
     c->command_timeout_ms = timeout_or_default(opt->command_timeout_ms);
-    resp_reader_bound(ctx->reader, &resp_engine_limits);
+    c->phase = PHASE_READY;
     return c;
 }
 
@@ -112,8 +350,11 @@ void resp_close(struct resp_conn *c)
 {
     if (c == NULL)
         return;
-    resp_reader_unbound(c->ctx->reader);
-    redisFree(c->ctx);
+    SSL_free(c->ssl);
+    if (c->fd >= 0)
+        close(c->fd);
+    resp_reader_free(c->reader);
+    free(c->out);
     free(c->addr);
     free(c);
 }
@@ -134,22 +375,83 @@ static int auth_argv(const struct resp_options *opt, const char *argv[3])
     return argc;
 }
 
-/* A blocking connection on ctx, connected: set the command timeout and
- * authenticate as opt asks. NULL with err on failure, ctx freed; *refused
- * (when not NULL) says whether the engine refused the login. */
-static struct resp_conn *blocking_ready(redisContext *ctx, const struct resp_options *opt,
+/* A non-blocking TCP socket connecting to opt's address: its fd, with
+ * *connected saying whether it already is; -1 with err. */
+static int open_socket(const struct resp_options *opt, bool *connected, char *err, size_t errsize)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai, *p;
+    char port[16];
+    int fd = -1, saved = 0, one = 1;
+
+    snprintf(port, sizeof(port), "%d", opt->port);
+    int rc = getaddrinfo(opt->host, port, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errsize, "could not connect to %s:%d: %s", opt->host, opt->port,
+                 gai_strerror(rc));
+        return -1;
+    }
+    for (p = ai; p != NULL && fd < 0; p = p->ai_next) {
+        fd = socket(p->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        *connected = connect(fd, p->ai_addr, p->ai_addrlen) == 0;
+        if (!*connected && errno != EINPROGRESS) {
+            saved = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        snprintf(err, errsize, "could not connect to %s:%d: %s", opt->host, opt->port,
+                 strerror(saved != 0 ? saved : ECONNREFUSED));
+        return -1;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+/* The socket's pending error once a connect() has ended (0: connected). */
+static int connect_error(int fd)
+{
+    int e = 0;
+    socklen_t len = sizeof(e);
+    return getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 ? e : errno;
+}
+
+/* Blocking: finish c's TLS handshake by the deadline. */
+static bool handshake_by(struct resp_conn *c, int64_t deadline, int timeout_ms, char *err,
+                         size_t errsize)
+{
+    int rc;
+    while ((rc = handshake_step(c, err, errsize)) == 0) {
+        if (wait_fd(c->fd, c->tls_wants, deadline) <= 0)
+            return fail_as(c, RESP_ERR_TIMEOUT, err, errsize, "no TLS handshake within %d ms",
+                           timeout_ms);
+    }
+    return rc == 1;
+}
+
+static redisReply *run(struct resp_conn *c, const char *cmd, size_t len, char *err, size_t errsize);
+
+/* A blocking connection on c, connected (and through TLS): authenticate as
+ * opt asks. NULL with err on failure, c freed; *refused (when not NULL)
+ * says whether the engine refused the login. */
+static struct resp_conn *blocking_ready(struct resp_conn *c, const struct resp_options *opt,
                                         bool *refused, char *err, size_t errsize)
 {
-    struct resp_conn *c = conn_new(ctx, opt, true);
-    if (redisSetTimeout(ctx, ms_to_timeval(c->command_timeout_ms)) != REDIS_OK) {
-        snprintf(err, errsize, "could not set timeouts on %s: %s", c->addr, ctx->errstr);
-        resp_close(c);
-        return NULL;
-    }
     if (opt->password != NULL) {
         const char *argv[3];
-        char why[256];
-        redisReply *r = resp_command_argv(c, auth_argv(opt, argv), argv, NULL, why, sizeof(why));
+        char why[256], *cmd;
+        int len = redisFormatCommandArgv(&cmd, auth_argv(opt, argv), argv, NULL);
+        if (len < 0) {
+            fprintf(stderr, "cairn: out of memory formatting a command\n");
+            abort();
+        }
+        redisReply *r = run(c, cmd, (size_t)len, why, sizeof(why));
+        redisFreeCommand(cmd);
         if (r == NULL) {
             snprintf(err, errsize, "could not authenticate to %s: %s", c->addr, why);
             if (refused != NULL)
@@ -170,45 +472,67 @@ struct resp_conn *resp_connect(const struct resp_options *opt, char *err, size_t
 struct resp_conn *resp_connect_login(const struct resp_options *opt, bool *refused, char *err,
                                      size_t errsize)
 {
+    int connect_ms = timeout_or_default(opt->connect_timeout_ms);
+    int64_t deadline = now_ms() + connect_ms;
+    bool connected = false;
+    char why[256];
+
     if (refused != NULL)
         *refused = false;
-    int connect_ms = timeout_or_default(opt->connect_timeout_ms);
-    redisContext *ctx = redisConnectWithTimeout(opt->host, opt->port, ms_to_timeval(connect_ms));
-
-    check_oom(ctx);
-    if (ctx->err != 0) {
-        if (classify(ctx) == RESP_ERR_TIMEOUT)
-            snprintf(err, errsize, "could not connect to %s:%d: no connection within %d ms",
-                     opt->host, opt->port, connect_ms);
-        else
-            snprintf(err, errsize, "could not connect to %s:%d: %s", opt->host, opt->port,
-                     ctx->errstr);
-        redisFree(ctx);
+    int fd = open_socket(opt, &connected, err, errsize);
+    if (fd < 0)
+        return NULL;
+    if (!connected) {
+        int rc = wait_fd(fd, POLLOUT, deadline);
+        int e = rc > 0 ? connect_error(fd) : rc == 0 ? ETIMEDOUT : errno;
+        if (e != 0) {
+            if (e == ETIMEDOUT)
+                snprintf(err, errsize, "could not connect to %s:%d: no connection within %d ms",
+                         opt->host, opt->port, connect_ms);
+            else
+                snprintf(err, errsize, "could not connect to %s:%d: %s", opt->host, opt->port,
+                         strerror(e));
+            close(fd);
+            return NULL;
+        }
+    }
+    struct resp_conn *c = conn_new(fd, opt, true);
+    if (opt->tls != NULL && (!tls_begin(c, opt, why, sizeof(why)) ||
+                             !handshake_by(c, deadline, connect_ms, why, sizeof(why)))) {
+        snprintf(err, errsize, "could not connect to %s", why);
+        resp_close(c);
         return NULL;
     }
-    return blocking_ready(ctx, opt, refused, err, errsize);
+    return blocking_ready(c, opt, refused, err, errsize);
 }
 
 struct resp_conn *resp_connect_fd(int fd, const struct resp_options *opt, char *err, size_t errsize)
 {
-    redisContext *ctx = redisConnectFd(fd);
+    int flags = fcntl(fd, F_GETFL);
 
-    check_oom(ctx);
-    return blocking_ready(ctx, opt, NULL, err, errsize);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        snprintf(err, errsize, "could not use the socket for %s:%d: %s", opt->host, opt->port,
+                 strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    return blocking_ready(conn_new(fd, opt, true), opt, NULL, err, errsize);
 }
 
 struct resp_conn *resp_connect_nonblock(const struct resp_options *opt, char *err, size_t errsize)
 {
-    redisContext *ctx = redisConnectNonBlock(opt->host, opt->port);
+    bool connected = false;
+    int fd = open_socket(opt, &connected, err, errsize);
 
-    check_oom(ctx);
-    if (ctx->err != 0) {
-        snprintf(err, errsize, "could not connect to %s:%d: %s", opt->host, opt->port, ctx->errstr);
-        redisFree(ctx);
+    if (fd < 0)
+        return NULL;
+    struct resp_conn *c = conn_new(fd, opt, false);
+    if (opt->tls != NULL && !tls_begin(c, opt, err, errsize)) {
+        resp_close(c);
         return NULL;
     }
-
-    struct resp_conn *c = conn_new(ctx, opt, false);
+    if (!connected)
+        c->phase = PHASE_CONNECTING; /* advance() goes on from there */
     if (opt->password != NULL) {
         const char *argv[3];
         if (!resp_append_argv(c, auth_argv(opt, argv), argv, NULL, err, errsize)) {
@@ -233,37 +557,43 @@ bool resp_host_is_address(const char *host)
 static int take_reply(struct resp_conn *c, redisReply **reply, char *err, size_t errsize)
 {
     char why[128];
-    int rc = resp_reader_next(c->ctx->reader, reply, why, sizeof(why));
+    int rc = resp_reader_next(c->reader, reply, why, sizeof(why));
 
-    if (rc < 0) {
-        c->last = RESP_ERR_PROTOCOL;
-        snprintf(err, errsize, "%s: %s", c->addr, why);
-    }
+    if (rc < 0)
+        fail_as(c, RESP_ERR_PROTOCOL, err, errsize, "%s", why);
     return rc;
 }
 
 /* Send one formatted command on a blocking connection and wait for its
- * reply; the contract is resp_command()'s. This is redisGetReply()'s loop,
- * with the reply taken through the bounded reader. */
+ * reply, within the command timeout; the contract is resp_command()'s. */
 static redisReply *run(struct resp_conn *c, const char *cmd, size_t len, char *err, size_t errsize)
 {
+    int64_t deadline = now_ms() + c->command_timeout_ms;
     redisReply *reply = NULL;
-    int done = 0, rc;
+    short want = POLLOUT;
+    ssize_t n;
+    int rc;
 
     assert(c->blocking);
-    if (redisAppendFormattedCommand(c->ctx, cmd, len) != REDIS_OK) {
-        fail_ctx(c, err, errsize);
-        return NULL;
-    }
-    while (!done) {
-        if (redisBufferWrite(c->ctx, &done) != REDIS_OK) {
-            fail_ctx(c, err, errsize);
+    out_append(c, cmd, len);
+    while (c->out_pos < c->out_len) {
+        n = put(c, c->out + c->out_pos, c->out_len - c->out_pos, &want, err, errsize);
+        if (n < 0)
+            return NULL;
+        c->out_pos += (size_t)n;
+        if (n == 0 && wait_fd(c->fd, want, deadline) <= 0) {
+            fail_as(c, RESP_ERR_TIMEOUT, err, errsize, "no reply within %d ms",
+                    c->command_timeout_ms);
             return NULL;
         }
     }
     while ((rc = take_reply(c, &reply, err, errsize)) == 0) {
-        if (redisBufferRead(c->ctx) != REDIS_OK) {
-            fail_ctx(c, err, errsize);
+        n = take(c, &want, err, errsize);
+        if (n < 0)
+            return NULL;
+        if (n == 0 && wait_fd(c->fd, want, deadline) <= 0) {
+            fail_as(c, RESP_ERR_TIMEOUT, err, errsize, "no reply within %d ms",
+                    c->command_timeout_ms);
             return NULL;
         }
     }
@@ -387,20 +717,16 @@ struct engine_info *resp_info(struct resp_conn *c, const char *sections, char *e
 
 int resp_fd(const struct resp_conn *c)
 {
-    return c != NULL ? c->ctx->fd : -1;
+    return c != NULL ? c->fd : -1;
 }
 
 /* Queue an already formatted command; takes ownership of cmd. */
 static bool append(struct resp_conn *c, char *cmd, int len, char *err, size_t errsize)
 {
-    int rc = redisAppendFormattedCommand(c->ctx, cmd, (size_t)len);
-
+    (void)err;
+    (void)errsize;
+    out_append(c, cmd, (size_t)len);
     redisFreeCommand(cmd);
-    if (c->ctx->err != 0 || rc != REDIS_OK) {
-        fail_ctx(c, err, errsize);
-        return false;
-    }
-    c->wants_write = true;
     c->pending++;
     return true;
 }
@@ -426,35 +752,84 @@ bool resp_append_argv(struct resp_conn *c, int argc, const char **argv, const si
 
 bool resp_wants_write(const struct resp_conn *c)
 {
-    return c->wants_write;
+    switch (c->phase) {
+    case PHASE_CONNECTING:
+        return true;
+    case PHASE_HANDSHAKE:
+        return c->tls_wants == POLLOUT;
+    default:
+        return c->out_pos < c->out_len;
+    }
 }
 
 short resp_poll_events(const struct resp_conn *c)
 {
     if (c == NULL)
         return 0;
-    return (short)(POLLIN | (c->wants_write ? POLLOUT : 0));
+    switch (c->phase) {
+    case PHASE_CONNECTING:
+        return POLLOUT;
+    case PHASE_HANDSHAKE:
+        return c->tls_wants;
+    default:
+        return (short)(POLLIN | (c->out_pos < c->out_len ? POLLOUT : 0));
+    }
+}
+
+/* Non-blocking: take c as far towards usable as it can go now: 1 usable,
+ * 0 not yet, -1 failed (err). */
+static int advance(struct resp_conn *c, char *err, size_t errsize)
+{
+    if (c->phase == PHASE_CONNECTING) {
+        struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+        if (poll(&p, 1, 0) <= 0)
+            return 0;
+        int e = connect_error(c->fd);
+        if (e != 0) {
+            fail_as(c, RESP_ERR_IO, err, errsize, "%s", strerror(e));
+            return -1;
+        }
+        c->phase = c->ssl != NULL ? PHASE_HANDSHAKE : PHASE_READY;
+    }
+    if (c->phase == PHASE_HANDSHAKE)
+        return handshake_step(c, err, errsize);
+    return 1;
 }
 
 int resp_flush(struct resp_conn *c, char *err, size_t errsize)
 {
-    int done = 0;
+    short want = POLLOUT;
+    int rc = advance(c, err, errsize);
 
-    if (redisBufferWrite(c->ctx, &done) != REDIS_OK) {
-        fail_ctx(c, err, errsize);
-        return -1;
+    if (rc <= 0)
+        return rc;
+    while (c->out_pos < c->out_len) {
+        ssize_t n = put(c, c->out + c->out_pos, c->out_len - c->out_pos, &want, err, errsize);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return 0;
+        c->out_pos += (size_t)n;
     }
-    c->wants_write = !done;
-    return done ? 1 : 0;
+    return 1;
 }
 
 int resp_read(struct resp_conn *c, char *err, size_t errsize)
 {
-    if (redisBufferRead(c->ctx) != REDIS_OK) {
-        fail_ctx(c, err, errsize);
-        return -1;
+    short want = POLLIN;
+    size_t total = 0;
+    int rc = advance(c, err, errsize);
+
+    if (rc <= 0)
+        return rc;
+    for (;;) {
+        ssize_t n = take(c, &want, err, errsize);
+        if (n < 0)
+            return -1;
+        total += (size_t)n;
+        if (n == 0 || total >= READ_PER_CALL || (c->ssl == NULL && n < READ_CHUNK))
+            return 0;
     }
-    return 0;
 }
 
 int resp_next_reply(struct resp_conn *c, redisReply **reply, char *err, size_t errsize)

@@ -1,5 +1,7 @@
-/* resp.h -- a small RESP client on hiredis, for cairnd's topology commands
- * (blocking, with timeouts) and the agent's poll loop (non-blocking).
+/* resp.h -- a small RESP client, for cairnd's topology commands (blocking,
+ * with timeouts) and the agent's poll loop (non-blocking), over plain TCP
+ * or TLS (OpenSSL; the engines' tls-port). hiredis formats the commands and
+ * parses the replies.
  *
  * Blocking use:
  *
@@ -53,11 +55,21 @@ extern const struct resp_limits resp_engine_limits;
 struct resp_options {
     const char *host; /* IP address or name (a name is resolved, blocking, on connect) */
     int port;
-    int connect_timeout_ms; /* resp_connect() only; <= 0: RESP_DEFAULT_TIMEOUT_MS */
-    int command_timeout_ms; /* resp_connect() only; <= 0: RESP_DEFAULT_TIMEOUT_MS */
-    const char *username;   /* ACL user for AUTH username password; NULL: AUTH password */
-    const char *password;   /* NULL: no AUTH */
+    int connect_timeout_ms;     /* resp_connect() only; <= 0: RESP_DEFAULT_TIMEOUT_MS */
+    int command_timeout_ms;     /* resp_connect() only; <= 0: RESP_DEFAULT_TIMEOUT_MS */
+    const char *username;       /* ACL user for AUTH username password; NULL: AUTH password */
+    const char *password;       /* NULL: no AUTH */
+    const struct resp_tls *tls; /* TLS, checking the engine's certificate; NULL: plain TCP */
 };
+
+/* What TLS connections check an engine's certificate by: the authorities
+ * in ca_pem (PEM certificates), and the name (address or DNS name) the
+ * connection is made to. TLS 1.2 at least. NULL with err when ca_pem holds
+ * no certificate. Shared by any number of connections; free it after
+ * them. */
+struct resp_tls;
+struct resp_tls *resp_tls_new(const char *ca_pem, char *err, size_t errsize);
+void resp_tls_free(struct resp_tls *t);
 
 enum resp_error {
     RESP_OK = 0,

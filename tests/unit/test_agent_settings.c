@@ -327,7 +327,7 @@ static void test_options_and_usage(void **state)
     assert_null(o[n + 1].name);
     /* Required settings bare, the others in brackets; the defaults the
      * table has, with their values. */
-    assert_non_null(strstr(text, "usage: --control-plane URL [--bootstrap-token TOKEN]"));
+    assert_non_null(strstr(text, "usage: --control-plane URL [--control-plane-ca-file PATH]"));
     assert_non_null(strstr(text, "[--engine-path PATH]..."));
     assert_non_null(strstr(text, "CAIRN_AGENT_ENGINE_PATH (colon-separated),"));
     assert_non_null(strstr(text, "address 127.0.0.1, log-level info, metrics-interval 10,"));
