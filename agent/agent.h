@@ -90,6 +90,11 @@ static inline const char *agent_run_user(const struct agent_run *run)
 struct agent_node {
     char id[AGENT_NODE_ID_MAX];
     char *dir, *conf_path, *pid_path, *log_path, *run_path, *data_dir;
+    char *tls_cert_path, *tls_key_path, *tls_ca_path; /* transit encryption's files */
+    bool tls_reload;            /* the engine is to load new certificate files */
+    int64_t tls_retry_us;       /* a failed reload is tried again then */
+    const struct resp_tls *tls; /* TLS of its engine's connections (the agent's engine_tls),
+                                   NULL: plain; set with each new process */
 
     /* Desired: a copy of this node's entry of the desired set. */
     bool wanted;
@@ -197,6 +202,11 @@ struct agent {
     size_t n_nodes, cap_nodes;
 
     struct agent_telemetry *tm; /* the metrics (telemetry.h) */
+
+    /* How TLS engines' certificates are checked (transit encryption): made
+     * from the authority the first TLS node's desired config names, the
+     * one of the whole installation. NULL until then. */
+    struct resp_tls *engine_tls;
 
     int sigfd;
     bool quit;

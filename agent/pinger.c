@@ -58,7 +58,7 @@ struct agent_pinger {
 #define PINGER_RETRY_US 100000LL
 
 struct agent_pinger *agent_pinger_new(const char *host, int port, const char *username,
-                                      const char *password)
+                                      const char *password, const struct resp_tls *tls)
 {
     struct agent_pinger *p = xcalloc(1, sizeof(*p));
 
@@ -68,6 +68,7 @@ struct agent_pinger *agent_pinger_new(const char *host, int port, const char *us
     p->opt.port = port;
     p->opt.username = username;
     p->opt.password = p->password;
+    p->opt.tls = tls;
     p->interval_us = AGENT_PING_INTERVAL_US;
     return p;
 }

@@ -77,12 +77,15 @@ struct agent_pinger_result {
                                     frees it with resp_reply_free() */
 };
 
+struct resp_tls;
+
 /* A pinger for host:port, authenticating as username (NULL: the default
  * user; else a string that outlives the pinger, such as ENGINE_ADMIN_USER)
- * with password (NULL: none); nothing is sent before the first tick. Free
- * with agent_pinger_free(). */
+ * with password (NULL: none), over TLS when tls is not NULL (it must
+ * outlive the pinger); nothing is sent before the first tick. Free with
+ * agent_pinger_free(). */
 struct agent_pinger *agent_pinger_new(const char *host, int port, const char *username,
-                                      const char *password);
+                                      const char *password, const struct resp_tls *tls);
 void agent_pinger_free(struct agent_pinger *p);
 
 /* Probe every interval_us from now on (the first PING goes at once). */

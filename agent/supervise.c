@@ -58,6 +58,9 @@ static struct agent_node *add_node(struct agent *a, const char *id)
     n->log_path = xasprintf("%s/engine.log", n->dir);
     n->run_path = xasprintf("%s/node.json", n->dir);
     n->data_dir = xasprintf("%s/data", n->dir);
+    n->tls_cert_path = xasprintf("%s/tls-cert.pem", n->dir);
+    n->tls_key_path = xasprintf("%s/tls-key.pem", n->dir);
+    n->tls_ca_path = xasprintf("%s/tls-ca.pem", n->dir);
     n->pidfd = -1;
     n->state = AGENT_NODE_STOPPED;
     if (a->n_nodes == a->cap_nodes) {
@@ -102,6 +105,9 @@ static void drop_node(struct agent *a, struct agent_node *n)
     free(n->log_path);
     free(n->run_path);
     free(n->data_dir);
+    free(n->tls_cert_path);
+    free(n->tls_key_path);
+    free(n->tls_ca_path);
     free(n);
 }
 
@@ -243,13 +249,86 @@ static bool load_run(struct agent_node *n)
     return ok;
 }
 
+/* ---- transit encryption ------------------------------------------------ */
+
+/* The "tls" object of a desired config ({"cert", "key", "ca"}), or NULL
+ * for a node of a cluster without transit encryption. */
+static const json_t *config_tls(const json_t *cfg)
+{
+    const json_t *tls = json_object_get(cfg, "tls");
+    return json_is_object(tls) ? tls : NULL;
+}
+
+/* What the agent's connections to n's engine check its certificate by;
+ * NULL for plain TCP. */
+static const struct resp_tls *engine_tls(struct agent *a, const struct agent_node *n)
+{
+    const char *ca =
+        json_string_value(json_object_get(config_tls(n->wanted ? n->want.config : NULL), "ca"));
+    char err[256];
+
+    if (ca == NULL)
+        return NULL;
+    if (a->engine_tls == NULL && (a->engine_tls = resp_tls_new(ca, err, sizeof(err))) == NULL)
+        log_error("the desired set's certificate authority is unusable", "node=%s error=\"%s\"",
+                  n->id, err);
+    return a->engine_tls;
+}
+
+/* Point spec at n's TLS files when cfg (the desired config it is rendered
+ * from) has transit encryption. */
+static void tls_paths(const struct agent_node *n, const json_t *cfg,
+                      struct engine_config_spec *spec)
+{
+    if (config_tls(cfg) == NULL)
+        return;
+    spec->tls_cert_file = n->tls_cert_path;
+    spec->tls_key_file = n->tls_key_path;
+    spec->tls_ca_file = n->tls_ca_path;
+}
+
+/* Write the certificate, key and authority of the desired config into n's
+ * directory (nothing without transit encryption), readable by the engine
+ * and no one else. */
+static bool write_tls(const struct agent *a, const struct agent_node *n, char *err, size_t errsize)
+{
+    const json_t *tls = config_tls(n->want.config);
+    const char *texts[3] = {json_string_value(json_object_get(tls, "cert")),
+                            json_string_value(json_object_get(tls, "key")),
+                            json_string_value(json_object_get(tls, "ca"))};
+    const char *paths[3] = {n->tls_cert_path, n->tls_key_path, n->tls_ca_path};
+    const struct agent_proc_user *u = &a->engine_user;
+
+    if (tls == NULL)
+        return true;
+    for (int i = 0; i < 3; i++) {
+        if (texts[i] == NULL) {
+            snprintf(err, errsize, "the desired config has transit encryption but no %s",
+                     i == 0   ? "certificate"
+                     : i == 1 ? "key"
+                              : "certificate authority");
+            return false;
+        }
+        if (!agent_files_write_atomic(paths[i], texts[i], strlen(texts[i]), 0600, err, errsize))
+            return false;
+        if (u->switch_user &&
+            (chown(paths[i], geteuid(), u->gid) != 0 || chmod(paths[i], 0640) != 0)) {
+            snprintf(err, errsize, "could not open \"%s\" to the engine user: %s", paths[i],
+                     strerror(errno));
+            return false;
+        }
+    }
+    return true;
+}
+
 /* ---- health ------------------------------------------------------------ */
 
 static void watch_health(struct agent *a, struct agent_node *n, int64_t now_us)
 {
+    n->tls = engine_tls(a, n);
     agent_pinger_free(n->pinger);
-    n->pinger =
-        agent_pinger_new(a->cfg->address, n->run.port, agent_run_user(&n->run), n->run.password);
+    n->pinger = agent_pinger_new(a->cfg->address, n->run.port, agent_run_user(&n->run),
+                                 n->run.password, n->tls);
     agent_pinger_set_interval(n->pinger,
                               n->state == AGENT_NODE_STARTING ? AGENT_PING_STARTING_INTERVAL_US
                                                               : AGENT_PING_INTERVAL_US,
@@ -390,7 +469,8 @@ static void follow_primary(struct agent *a, struct agent_node *n, int64_t now_us
         unwatch_primary(a, n);
     if (!want || n->watch != NULL)
         return;
-    n->watch = agent_watch_new(host, port, agent_run_user(&n->run), n->run.password);
+    n->watch =
+        agent_watch_new(host, port, agent_run_user(&n->run), n->run.password, engine_tls(a, n));
     agent_watch_began(&n->heard, now_us); /* until the first answer, silence counts from here */
     log_info("watching the replica's primary", "node=%s primary=%s:%d", n->id, host, port);
 }
@@ -453,7 +533,7 @@ static bool same_primary(const char *host, int port, const char *other_host, int
 /* A blocking connection to n's engine as user (NULL: default), with
  * timeout_ms to connect and to answer each command: the agent's loop
  * waits meanwhile. */
-static struct resp_conn *connect_engine(const struct agent *a, const struct agent_node *n,
+static struct resp_conn *connect_engine(struct agent *a, const struct agent_node *n,
                                         const char *user, const char *password, int timeout_ms,
                                         bool *refused, char *err, size_t errsize)
 {
@@ -462,7 +542,8 @@ static struct resp_conn *connect_engine(const struct agent *a, const struct agen
                              .connect_timeout_ms = timeout_ms,
                              .command_timeout_ms = timeout_ms,
                              .username = user,
-                             .password = password};
+                             .password = password,
+                             .tls = engine_tls(a, n)};
     return resp_connect_login(&o, refused, err, errsize);
 }
 
@@ -603,7 +684,9 @@ static bool write_config(struct agent *a, struct agent_node *n, char *err, size_
     spec.pidfile = a->engine_user.switch_user ? NULL : n->pid_path;
     spec.logfile = NULL; /* standard output, which goes to engine.log */
     spec.availability_zone = a->cfg->az;
-    if (spec_from_config(n->want.config, &spec, &params, texts, err, errsize)) {
+    tls_paths(n, n->want.config, &spec);
+    if (spec_from_config(n->want.config, &spec, &params, texts, err, errsize) &&
+        write_tls(a, n, err, errsize)) {
         text = engine_config_render(&spec, err, errsize);
         ok = text != NULL &&
              agent_files_write_atomic(n->conf_path, text, strlen(text), 0600, err, errsize);
@@ -888,10 +971,18 @@ void agent_sup_apply(struct agent *a, int64_t now_us)
          * engine at once; nothing else about it changes. */
         if (n->wanted && !same_users(n->want.config, d->config))
             n->users_set = false;
+        /* So is a new certificate (one renewed before the last ends). */
+        const json_t *had = n->wanted ? config_tls(n->want.config) : NULL;
+        if (had != NULL && !json_equal(had, config_tls(d->config)) && n->pid != 0)
+            n->tls_reload = true;
         if (n->wanted)
             agent_desired_node_clear(&n->want);
         agent_desired_node_copy(&n->want, d);
         n->wanted = true;
+        /* A process adopted before its entry was known was probed in plain
+         * TCP: its entry may say it serves TLS. */
+        if (n->pinger != NULL && n->tls != engine_tls(a, n))
+            watch_health(a, n, now_us);
         if (same)
             continue;
         /* A new instruction: earlier exits no longer hold the node back,
@@ -1114,7 +1205,8 @@ static void become_admin(struct agent *a, struct agent_node *n, const char *admi
     if (!save_run(n, err, sizeof(err)) || !write_config(a, n, err, sizeof(err)))
         log_warn("could not save the engine's new login", "node=%s error=\"%s\"", n->id, err);
     agent_pinger_free(n->pinger);
-    n->pinger = agent_pinger_new(a->cfg->address, n->run.port, ENGINE_ADMIN_USER, admin);
+    n->pinger =
+        agent_pinger_new(a->cfg->address, n->run.port, ENGINE_ADMIN_USER, admin, engine_tls(a, n));
     agent_pinger_set_interval(n->pinger, AGENT_PING_INTERVAL_US, now_us);
     agent_watch_free(n->watch); /* both come back with the new login */
     n->watch = NULL;
@@ -1164,6 +1256,42 @@ static void keep_users(struct agent *a, struct agent_node *n, int64_t now_us)
     }
 }
 
+/* ---- a renewed certificate ----------------------------------------------- */
+
+#define TLS_RETRY_US 5000000LL
+
+/* Give a running TLS engine the certificate its desired config now has:
+ * the files rewritten, then CONFIG SET of their paths, which makes the
+ * engine load them (new connections get the new certificate; open ones
+ * keep theirs). */
+static void keep_certificate(struct agent *a, struct agent_node *n, int64_t now_us)
+{
+    char err[256];
+
+    if (!n->tls_reload || n->state != AGENT_NODE_RUNNING || n->stopping || n->pid == 0 ||
+        !n->run.admin || now_us < n->tls_retry_us)
+        return;
+    struct resp_conn *c =
+        write_tls(a, n, err, sizeof(err))
+            ? connect_engine(a, n, ENGINE_ADMIN_USER, n->run.password, 1000, NULL, err, sizeof(err))
+            : NULL;
+    redisReply *r = c != NULL ? resp_command(c, err, sizeof(err),
+                                             "CONFIG SET tls-cert-file %s tls-key-file %s"
+                                             " tls-ca-cert-file %s",
+                                             n->tls_cert_path, n->tls_key_path, n->tls_ca_path)
+                              : NULL;
+    resp_reply_free(r);
+    resp_close(c);
+    if (r == NULL) {
+        n->tls_retry_us = now_us + TLS_RETRY_US;
+        log_warn("could not give the engine its new certificate", "node=%s error=\"%s\"", n->id,
+                 err);
+        return;
+    }
+    n->tls_reload = false;
+    log_info("engine certificate renewed", "node=%s", n->id);
+}
+
 /* ---- the guarded settings ----------------------------------------------- */
 
 /* The guarded settings the running process should have: those it was
@@ -1188,6 +1316,7 @@ static size_t expected_settings(const struct agent *a, const struct agent_node *
     spec.port = n->run.port;
     spec.bind = a->cfg->address;
     spec.data_dir = n->data_dir;
+    tls_paths(n, cfg, &spec);
     if (json_is_object(cfg) && spec_from_config(cfg, &spec, &params, texts, err, sizeof(err))) {
         const char *policy = json_string_value(json_object_get(n->want.config, "maxmemory_policy"));
         if (n->wanted && policy != NULL)
@@ -1264,6 +1393,7 @@ void agent_sup_tick(struct agent *a, int64_t now_us)
         keep_following(a, n, now_us);
         keep_users(a, n, now_us);
         keep_settings(a, n);
+        keep_certificate(a, n, now_us);
     }
     for (size_t i = 0; i < a->n_nodes; i++) {
         struct agent_node *n = a->nodes[i];
@@ -1374,4 +1504,6 @@ void agent_sup_release(struct agent *a)
     a->n_bins = 0;
     json_decref(a->engines);
     a->engines = NULL;
+    resp_tls_free(a->engine_tls);
+    a->engine_tls = NULL;
 }

@@ -154,7 +154,7 @@ static bool ask_primary(struct agent_node *n, int64_t now_us)
         upstream_close(n); /* a failover: another primary */
     if (n->upstream == NULL)
         n->upstream =
-            agent_upstream_new(l->host, l->port, agent_run_user(&n->run), n->run.password);
+            agent_upstream_new(l->host, l->port, agent_run_user(&n->run), n->run.password, n->tls);
     if (agent_upstream_ask(n->upstream, now_us, err, sizeof(err)))
         return true;
     upstream_failed(n, err);

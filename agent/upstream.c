@@ -20,7 +20,7 @@ struct agent_upstream {
 };
 
 struct agent_upstream *agent_upstream_new(const char *host, int port, const char *username,
-                                          const char *password)
+                                          const char *password, const struct resp_tls *tls)
 {
     struct agent_upstream *u = xcalloc(1, sizeof(*u));
 
@@ -31,6 +31,7 @@ struct agent_upstream *agent_upstream_new(const char *host, int port, const char
     u->opt.port = port;
     u->opt.username = username;
     u->opt.password = u->password;
+    u->opt.tls = tls;
     return u;
 }
 

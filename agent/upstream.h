@@ -29,12 +29,14 @@ enum agent_upstream_status {
     AGENT_UPSTREAM_FAILED,   /* no answer will come: err says why */
 };
 
+struct resp_tls;
+
 /* A reader of the primary at host:port (an IPv4 or IPv6 address),
  * authenticating as username (as for agent_pinger_new()) with password
- * (NULL or "": none); nothing is sent before the first agent_upstream_ask().
- * Free with agent_upstream_free(). */
+ * (NULL or "": none), over TLS as for agent_pinger_new(); nothing is sent
+ * before the first agent_upstream_ask(). Free with agent_upstream_free(). */
 struct agent_upstream *agent_upstream_new(const char *host, int port, const char *username,
-                                          const char *password);
+                                          const char *password, const struct resp_tls *tls);
 
 /* Close the connection and free u; NULL is allowed. */
 void agent_upstream_free(struct agent_upstream *u);

@@ -21,7 +21,7 @@ struct agent_watch {
 };
 
 struct agent_watch *agent_watch_new(const char *host, int port, const char *username,
-                                    const char *password)
+                                    const char *password, const struct resp_tls *tls)
 {
     struct agent_watch *w = xcalloc(1, sizeof(*w));
 
@@ -32,6 +32,7 @@ struct agent_watch *agent_watch_new(const char *host, int port, const char *user
     w->opt.port = port;
     w->opt.username = username;
     w->opt.password = w->password;
+    w->opt.tls = tls;
     return w;
 }
 

@@ -68,12 +68,15 @@ enum agent_watch_news {
     AGENT_WATCH_NEWS_ANSWERING, /* the primary answered after such a silence */
 };
 
+struct resp_tls;
+
 /* A watch of the engine at host:port (an IPv4 or IPv6 address: the caller
  * checks with resp_host_is_address()), authenticating as username (as for
- * agent_pinger_new()) with password (NULL or "": none); nothing is sent
- * before the first tick. Free with agent_watch_free(). */
+ * agent_pinger_new()) with password (NULL or "": none), over TLS as for
+ * agent_pinger_new(); nothing is sent before the first tick. Free with
+ * agent_watch_free(). */
 struct agent_watch *agent_watch_new(const char *host, int port, const char *username,
-                                    const char *password);
+                                    const char *password, const struct resp_tls *tls);
 
 /* Close the connection and free w; NULL is allowed. */
 void agent_watch_free(struct agent_watch *w);

@@ -46,6 +46,7 @@ struct runner;
 struct monitor;
 struct ratelimit;
 struct x509_ca;
+struct resp_tls;
 
 struct app {
     struct config cfg;
@@ -55,9 +56,10 @@ struct app {
     struct ratelimit *limits; /* requests per API token (http/ratelimit.h) */
     bool have_secret_key;     /* engine passwords can be sealed and opened */
     unsigned char secret_key[32];
-    struct x509_ca *ca; /* the installation's certificate authority (tls.h); NULL without a
-                           secret key */
-    char *tls_cert_pem; /* HTTPS: cairnd's certificate and key; NULL: plain HTTP */
+    struct x509_ca *ca;          /* the installation's certificate authority (tls.h); NULL without a
+                                    secret key */
+    struct resp_tls *engine_tls; /* how cairnd checks TLS engines' certificates (ca's) */
+    char *tls_cert_pem;          /* HTTPS: cairnd's certificate and key; NULL: plain HTTP */
     char *tls_key_pem;
 };
 

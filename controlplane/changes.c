@@ -45,6 +45,9 @@ static const struct change_row rows[] = {
     {"auth_token", CHANGE_AT_ONCE, NULL, true, NULL}, /* cluster_modify.c: change_auth */
     {"id", CHANGE_IMMUTABLE, NULL, true, NULL},
     {"cluster_mode", CHANGE_IMMUTABLE, NULL, true, NULL},
+    /* ElastiCache moves a cluster to TLS through a "preferred" mode serving
+     * both; Cairn sets it at creation only, for now. */
+    {"transit_encryption", CHANGE_NOT_YET, NULL, true, NULL},
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 

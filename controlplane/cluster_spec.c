@@ -94,6 +94,7 @@ const struct jspec_field cspec_create_spec[] = {
      .max = CSPEC_REPLICAS_MAX},
     {.name = "automatic_failover", .type = JSPEC_BOOLEAN},
     {.name = "multi_az", .type = JSPEC_BOOLEAN},
+    {.name = "transit_encryption", .type = JSPEC_BOOLEAN},
     {.name = "maintenance_window", .type = JSPEC_STRING, .check = check_window},
     {.name = "parameters", .type = JSPEC_OBJECT},
     {.name = "tags", .type = JSPEC_OBJECT},
@@ -125,6 +126,8 @@ static json_t *default_value(const char *field, const json_t *spec)
     }
     if (strcmp(field, "multi_az") == 0)
         return json_boolean(json_is_true(json_object_get(spec, "automatic_failover")));
+    if (strcmp(field, "transit_encryption") == 0)
+        return json_false();
     if (strcmp(field, "maintenance_window") == 0)
         return json_string(CSPEC_WINDOW_DEFAULT);
     if (strcmp(field, "parameters") == 0 || strcmp(field, "tags") == 0)

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "migrate.h"
 #include "monitor.h"
+#include "nodeio.h"
 #include "notify.h"
 #include "ratelimit.h"
 #include "ops.h"
@@ -278,6 +279,12 @@ static bool open_tls(struct app *app, char *err, size_t errsize)
 
     if (app->have_secret_key && (app->ca = tls_ca_open(app, err, errsize)) == NULL)
         return false;
+    if (app->ca != NULL) {
+        app->engine_tls = resp_tls_new(x509_ca_cert_pem(app->ca), err, errsize);
+        if (app->engine_tls == NULL)
+            return false;
+        nodeio_use_tls(app->engine_tls);
+    }
     if (!https)
         return true;
     if (app->ca == NULL && app->cfg.tls_cert_file == NULL) {
@@ -293,6 +300,9 @@ static void close_tls(struct app *app)
 {
     x509_ca_free(app->ca);
     app->ca = NULL;
+    nodeio_use_tls(NULL);
+    resp_tls_free(app->engine_tls);
+    app->engine_tls = NULL;
     free(app->tls_cert_pem);
     free(app->tls_key_pem);
     app->tls_cert_pem = app->tls_key_pem = NULL;

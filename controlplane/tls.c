@@ -11,9 +11,10 @@
 #include "store.h"
 #include "xalloc.h"
 
-/* The sealed key's associated data: no cluster id can be this (a colon),
- * so no cluster's sealed password opens as the key, nor the key as one. */
-#define CA_AAD "cairn:certificate-authority"
+/* The sealed keys' associated data: no cluster id can be these (a colon),
+ * so no cluster's sealed password opens as a key, nor a key as one. */
+#define CA_AAD       "cairn:certificate-authority"
+#define HOST_KEY_AAD "cairn:host-tls-key"
 
 struct ca_call {
     char *cert_pem, *key_hex;
@@ -136,4 +137,38 @@ bool tls_server_pems(const struct app *app, const struct x509_ca *ca, char **cer
     bool ok = x509_issue(ca, names, n, TLS_SERVER_DAYS, cert_pem, key_pem, err, errsize);
     free(list);
     return ok;
+}
+
+enum db_status tls_host_certificate(struct app *app, struct db_conn *conn, const char *host_id)
+{
+    char *address = NULL, *cert = NULL, *key = NULL, err[256];
+    enum db_status st = store_host_tls_due(conn, host_id, &address);
+    time_t until = 0;
+
+    if (st != DB_OK || app->ca == NULL) {
+        free(address);
+        return st == DB_NOT_FOUND ? DB_OK : st;
+    }
+    const char *names[1] = {address};
+    if (!x509_issue(app->ca, names, 1, TLS_HOST_DAYS, &cert, &key, err, sizeof(err)) ||
+        !x509_not_after(cert, &until)) {
+        log_error("could not issue a host's certificate", "host=%s error=\"%s\"", host_id, err);
+        st = DB_OK; /* the host keeps the one it has */
+    } else {
+        char *sealed = cluster_seal_secret(app, HOST_KEY_AAD, key);
+        st = store_host_tls_set(conn, host_id, cert, sealed, (long long)until);
+        if (st == DB_OK)
+            log_info("host certificate issued", "host=%s address=%s days=%d", host_id, address,
+                     TLS_HOST_DAYS);
+        free(sealed);
+    }
+    free(cert);
+    free(key);
+    free(address);
+    return st;
+}
+
+char *tls_open_host_key(struct app *app, const char *key_box_hex)
+{
+    return cluster_open_secret(app, HOST_KEY_AAD, key_box_hex);
 }

@@ -631,6 +631,12 @@ static bool check_spec(const struct engine_config_spec *spec, bool *loopback, ch
         !check_path("pidfile", spec->pidfile, true, err, errsize) ||
         !check_path("logfile", spec->logfile, true, err, errsize))
         return false;
+    bool tls =
+        spec->tls_cert_file != NULL || spec->tls_key_file != NULL || spec->tls_ca_file != NULL;
+    if (tls && (!check_path("tls_cert_file", spec->tls_cert_file, false, err, errsize) ||
+                !check_path("tls_key_file", spec->tls_key_file, false, err, errsize) ||
+                !check_path("tls_ca_file", spec->tls_ca_file, false, err, errsize)))
+        return false;
     if (spec->reserved_memory_percent < 0 ||
         spec->reserved_memory_percent > ENGINE_CONFIG_RESERVED_MAX) {
         snprintf(err, errsize, "reserved_memory_percent must be from 0 to %d",
@@ -827,13 +833,39 @@ static void render_users(struct strbuf *o, const struct engine_config_spec *spec
     directive(o, "masterauth", spec->replication_password);
 }
 
+static bool uses_tls(const struct engine_config_spec *spec)
+{
+    return spec->tls_cert_file != NULL;
+}
+
+/* Transit encryption: the node's port serves TLS only (port 0 closes the
+ * plain one), and so do replication and the cluster bus, each engine
+ * presenting its certificate to its peers and checking theirs against the
+ * authority. Clients present none (as with ElastiCache): the AUTH token or
+ * a user's password is what lets them in. */
+static void render_tls(struct strbuf *o, const struct engine_config_spec *spec)
+{
+    directive(o, "port", "0");
+    directive_u64(o, "tls-port", (uint64_t)spec->port);
+    directive(o, "tls-cert-file", spec->tls_cert_file);
+    directive(o, "tls-key-file", spec->tls_key_file);
+    directive(o, "tls-ca-cert-file", spec->tls_ca_file);
+    directive(o, "tls-auth-clients", "no");
+    directive(o, "tls-replication", "yes");
+    if (spec->cluster_enabled)
+        directive(o, "tls-cluster", "yes");
+}
+
 static void render(struct strbuf *o, const struct engine_config_spec *spec, bool loopback,
                    const struct engine_config_sizes *sz, const char *const *canon)
 {
     strbuf_printf(o, "# %s %s configuration for node %s, rendered by Cairn.\n",
                   engine_kind_name(spec->kind), spec->line, spec->node_id);
     strbuf_printf(o, "# Edits here are lost when it is rendered again: change the node's spec.\n");
-    directive_u64(o, "port", (uint64_t)spec->port);
+    if (uses_tls(spec))
+        render_tls(o, spec);
+    else
+        directive_u64(o, "port", (uint64_t)spec->port);
     directive(o, "bind", spec->bind);
     /* Protected mode only acts while the default user has no password.
      * Off loopback Cairn never renders without one, so there it would be
@@ -966,7 +998,7 @@ size_t engine_config_guarded(const struct engine_config_spec *spec,
     guard(out, &n, "appendonly", yes_no(spec->appendonly));
     guard(out, &n, "appendfsync", "everysec");
     guard(out, &n, "save", "");
-    guard_u64(out, &n, "port", (uint64_t)spec->port);
+    guard_u64(out, &n, "port", uses_tls(spec) ? 0 : (uint64_t)spec->port);
     guard(out, &n, "bind", spec->bind);
     guard(out, &n, "protected-mode", yes_no(loopback));
     guard(out, &n, "repl-diskless-sync", "yes");
@@ -974,6 +1006,7 @@ size_t engine_config_guarded(const struct engine_config_spec *spec,
     guard_u64(out, &n, "repl-backlog-size", sz.repl_backlog);
     guard(out, &n, "masteruser", ENGINE_REPLICATION_USER);
     guard(out, &n, "masterauth", spec->replication_password);
+    guard_u64(out, &n, "tls-port", uses_tls(spec) ? (uint64_t)spec->port : 0);
     if (spec->cluster_enabled)
         guard_u64(out, &n, "cluster-node-timeout", (uint64_t)spec->cluster_node_timeout_ms);
     return n;

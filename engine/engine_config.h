@@ -142,6 +142,12 @@ struct engine_config_spec {
      * not have). */
     const struct engine_tenant_user *tenant_users;
     size_t n_tenant_users;
+    /* Transit encryption: TLS only, on port, with this certificate, its key
+     * and the authority peers' certificates are checked by (absolute paths;
+     * all three or none). NULL: plain TCP. */
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    const char *tls_ca_file;
     const char *availability_zone; /* NULL: none; Valkey 8.0+ announces it */
     /* Cluster mode disabled: the primary this node replicates from when it
      * starts (NULL: it starts as a primary). Ignored in cluster mode, where
@@ -229,7 +235,8 @@ struct engine_setting {
  * mode. Space-separated. */
 #define ENGINE_GUARDED_NAMES                                                                       \
     "maxmemory maxmemory-policy appendonly appendfsync save port bind protected-mode"              \
-    " repl-diskless-sync repl-diskless-sync-delay repl-backlog-size masteruser masterauth"
+    " repl-diskless-sync repl-diskless-sync-delay repl-backlog-size masteruser masterauth"         \
+    " tls-port"
 #define ENGINE_GUARDED_CLUSTER_NAMES "cluster-node-timeout"
 
 /* The guarded settings of an engine rendered from spec (which has an

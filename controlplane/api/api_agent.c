@@ -13,6 +13,7 @@
 #include "log.h"
 #include "monitor.h"
 #include "timeutil.h"
+#include "tls.h"
 #include "xalloc.h"
 
 #define AGENT_NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
@@ -272,6 +273,7 @@ void api_agent_register(struct http_request *req)
 /* ---- sync ------------------------------------------------------------------ */
 
 struct sync_call {
+    struct app *app;
     const char *host_id;
     const char *engines, *nodes; /* JSON texts of the report */
     long long generation;
@@ -292,7 +294,8 @@ static enum db_status generation_fn(struct db_conn *conn, void *arg)
 }
 
 /* Nodes placed without a port get one as their desired set is read, in the
- * same transaction, so the reply already carries it. */
+ * same transaction, so the reply already carries it; so does a host that
+ * needs a certificate (tls.h). */
 static enum db_status desired_fn(struct db_conn *conn, void *arg)
 {
     struct sync_call *c = arg;
@@ -300,6 +303,8 @@ static enum db_status desired_fn(struct db_conn *conn, void *arg)
 
     free(c->desired);
     c->desired = NULL;
+    if (st == DB_OK)
+        st = tls_host_certificate(c->app, conn, c->host_id);
     if (st != DB_OK)
         return st;
     return store_host_desired(conn, c->host_id, c->heartbeat_timeout_s, &c->desired);
@@ -310,6 +315,22 @@ static void set_password(json_t *config, const char *key, char *password)
 {
     json_object_set_new(config, key, password != NULL ? json_string(password) : json_null());
     free(password);
+}
+
+/* A node's TLS material, as the agent needs it: the host's key opened, and
+ * the authority the engines check each other (and the agent its engines)
+ * by. A key that cannot be opened leaves none: the agent will not start
+ * the node. */
+static void open_tls(struct app *app, json_t *tls)
+{
+    const char *box = json_string_value(json_object_get(tls, "key_box"));
+
+    if (!json_is_object(tls))
+        return;
+    set_password(tls, "key", box != NULL ? tls_open_host_key(app, box) : NULL);
+    json_object_set_new(tls, "ca",
+                        app->ca != NULL ? json_string(x509_ca_cert_pem(app->ca)) : json_null());
+    json_object_del(tls, "key_box");
 }
 
 /* The store leaves each node's tenant password (and the one before it,
@@ -340,6 +361,7 @@ static char *open_passwords(struct app *app, const char *desired)
                      cluster_engine_password(app, uid, ENGINE_ADMIN_USER));
         set_password(config, "replication_password",
                      cluster_engine_password(app, uid, ENGINE_REPLICATION_USER));
+        open_tls(app, json_object_get(config, "tls"));
         json_object_del(config, "password_box");
         json_object_del(config, "previous_password_box");
         json_object_del(config, "cluster_id");
@@ -392,7 +414,8 @@ void api_agent_sync(struct http_request *req)
 {
     json_t *body = req->json;
     long long known = json_integer_value(json_object_get(body, "generation"));
-    struct sync_call call = {.host_id = req->who.host_id,
+    struct sync_call call = {.app = req->app,
+                             .host_id = req->who.host_id,
                              .heartbeat_timeout_s = req->app->cfg.heartbeat_timeout_s};
     enum db_status st;
 

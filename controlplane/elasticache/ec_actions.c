@@ -35,7 +35,8 @@ struct ec_fixed {
 };
 
 static const struct ec_fixed fixed_params[] = {
-    {"TransitEncryptionEnabled", "false", "Cairn's engines do not offer TLS yet"},
+    {"TransitEncryptionEnabled", "false",
+     "Cairn sets transit encryption when a replication group is created, and only then"},
     {"AtRestEncryptionEnabled", "false", "Cairn does not encrypt engine data at rest"},
     {"DataTieringEnabled", "false", "Cairn keeps every key in memory"},
     {"NetworkType", "ipv4", "Cairn's nodes listen on IPv4"},
@@ -58,15 +59,18 @@ static const struct ec_fixed fixed_params[] = {
     {"UserGroupIdsToAdd.", NULL, "Cairn authenticates with the AUTH token, not user groups"},
     {"NotificationTopicArn", NULL, "Cairn publishes events through DescribeEvents"},
     {"KmsKeyId", NULL, "Cairn does not encrypt engine data at rest"},
-    {"TransitEncryptionMode", NULL, "Cairn's engines do not offer TLS yet"},
+    {"TransitEncryptionMode", "required", "a group with transit encryption serves TLS only"},
     {NULL, NULL, NULL},
 };
 
-/* Refuse a fixed parameter (fixed_params) sent with another value. */
-static bool check_fixed(struct ec_call *c)
+/* Refuse a fixed parameter (fixed_params) sent with another value, but
+ * the one named except, which the caller reads itself (NULL: none). */
+static bool check_fixed(struct ec_call *c, const char *except)
 {
     for (size_t i = 0; i < c->form.count; i++) {
         const char *name = c->form.fields[i].name, *value = c->form.fields[i].value;
+        if (except != NULL && strcmp(name, except) == 0)
+            continue;
         for (const struct ec_fixed *f = fixed_params; f->name != NULL; f++) {
             size_t n = strlen(f->name);
             bool match =
@@ -323,12 +327,13 @@ static bool create_group(struct ec_call *c)
     char id[64], line[16];
     long shards = 1, replicas = 0, clusters = 1;
     bool has_shards, has_replicas, has_clusters, failover = false, multi_az = false, present;
-    bool cluster_on = false, enabled = false, auto_minor;
+    bool cluster_on = false, enabled = false, auto_minor, tls = false;
     const char *engine = ec_param(c, "Engine");
 
     if (engine == NULL)
         engine = "redis";
-    if (!ec_params_known(c, allowed) || !check_fixed(c) || !group_id(c, id) ||
+    if (!ec_params_known(c, allowed) || !check_fixed(c, "TransitEncryptionEnabled") ||
+        !group_id(c, id) || !ec_param_bool(c, "TransitEncryptionEnabled", &tls, &present) ||
         !ec_param_int(c, "NumNodeGroups", 1, CSPEC_SHARDS_MAX, &shards, &has_shards) ||
         !ec_param_int(c, "ReplicasPerNodeGroup", 0, CSPEC_REPLICAS_MAX, &replicas, &has_replicas) ||
         !ec_param_int(c, "NumCacheClusters", 1, CSPEC_REPLICAS_MAX + 1, &clusters, &has_clusters) ||
@@ -351,9 +356,9 @@ static bool create_group(struct ec_call *c)
                        "cluster mode disabled has one node group; NumNodeGroups must be 1");
 
     json_t *body =
-        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "id", id, "engine", engine, "engine_version",
-                  line, "cluster_mode", enabled ? "enabled" : "disabled", "automatic_failover",
-                  failover, "multi_az", multi_az);
+        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b}", "id", id, "engine", engine,
+                  "engine_version", line, "cluster_mode", enabled ? "enabled" : "disabled",
+                  "automatic_failover", failover, "multi_az", multi_az, "transit_encryption", tls);
     set_param(c, body, "description", "ReplicationGroupDescription");
     set_param(c, body, "node_type", "CacheNodeType");
     set_param(c, body, "maintenance_window", "PreferredMaintenanceWindow");
@@ -497,7 +502,7 @@ static bool modify_group(struct ec_call *c)
     char id[64], line[16];
     bool failover, multi_az, now = false, has_failover, has_multi_az, present, auto_minor;
 
-    if (!ec_params_known(c, allowed) || !check_fixed(c) || !group_id(c, id) ||
+    if (!ec_params_known(c, allowed) || !check_fixed(c, NULL) || !group_id(c, id) ||
         !ec_param_bool(c, "AutomaticFailoverEnabled", &failover, &has_failover) ||
         !ec_param_bool(c, "MultiAZEnabled", &multi_az, &has_multi_az) ||
         !ec_param_bool(c, "ApplyImmediately", &now, &present) ||
@@ -637,7 +642,7 @@ static bool delete_group(struct ec_call *c)
     char id[64], op_id[STORE_UUID_SIZE];
     struct problem p = {0};
 
-    if (!ec_params_known(c, allowed) || !check_fixed(c) || !group_id(c, id))
+    if (!ec_params_known(c, allowed) || !check_fixed(c, NULL) || !group_id(c, id))
         return false;
     if (!cluster_delete(c->app, id, op_id, &p))
         return ec_fail_problem(c, &p);

@@ -63,6 +63,16 @@ static void elem_bool(struct strbuf *b, const char *tag, bool v)
 }
 
 /* <tag><Address/>[<Port/>]</tag> for an {address, port} object. */
+/* TransitEncryptionEnabled, and with it the one mode Cairn's TLS has. */
+static void transit_encryption(struct strbuf *b, const json_t *doc)
+{
+    bool tls = json_is_true(json_object_get(doc, "transit_encryption"));
+
+    elem_bool(b, "TransitEncryptionEnabled", tls);
+    if (tls)
+        xmlw_elem(b, "TransitEncryptionMode", "required");
+}
+
 static void endpoint(struct strbuf *b, const char *tag, const json_t *ep, bool with_port)
 {
     if (!json_is_string(json_object_get(ep, "address")))
@@ -163,7 +173,7 @@ void ec_render_group(struct ec_call *c, const json_t *doc)
     xmlw_elem(b, "ClusterMode", disabled ? "disabled" : "enabled");
     xmlw_elem(b, "CacheNodeType", str(doc, "node_type"));
     elem_bool(b, "AuthTokenEnabled", true);
-    elem_bool(b, "TransitEncryptionEnabled", false);
+    transit_encryption(b, doc);
     elem_bool(b, "AtRestEncryptionEnabled", false);
     ec_arn(c, str(doc, "id"), arn, sizeof(arn));
     xmlw_elem(b, "ARN", arn);
@@ -238,7 +248,7 @@ static void cache_cluster(struct ec_call *c, const json_t *doc, size_t s, size_t
     xmlw_elem(b, "ReplicationGroupId", str(doc, "id"));
     elem_int(b, "SnapshotRetentionLimit", 0);
     elem_bool(b, "AuthTokenEnabled", true);
-    elem_bool(b, "TransitEncryptionEnabled", false);
+    transit_encryption(b, doc);
     elem_bool(b, "AtRestEncryptionEnabled", false);
     snprintf(arn, sizeof(arn), "arn:aws:elasticache:%s:" EC_ACCOUNT ":cluster:%s", c->region,
              member);

@@ -7,6 +7,14 @@
 #include "engine_config.h"
 #include "info.h"
 
+/* Set once at start, before any thread connects (nodeio_use_tls()). */
+static const struct resp_tls *engine_tls;
+
+void nodeio_use_tls(const struct resp_tls *tls)
+{
+    engine_tls = tls;
+}
+
 struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *password,
                                  struct nodeio_wait wait, char *err, size_t errsize)
 {
@@ -15,7 +23,13 @@ struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *passw
                              .connect_timeout_ms = wait.connect_ms,
                              .command_timeout_ms = wait.command_ms,
                              .username = password != NULL ? ENGINE_ADMIN_USER : NULL,
-                             .password = password};
+                             .password = password,
+                             .tls = n->tls ? engine_tls : NULL};
+    if (n->tls && engine_tls == NULL) {
+        snprintf(err, errsize, "%s:%d serves TLS only, and cairnd has no certificate authority",
+                 n->address, n->port);
+        return NULL;
+    }
     return resp_connect(&o, err, errsize);
 }
 

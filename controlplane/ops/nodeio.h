@@ -22,6 +22,11 @@ struct nodeio_wait {
 #define NODEIO_PATIENT ((struct nodeio_wait){1000, 3000})
 #define NODEIO_QUICK   ((struct nodeio_wait){300, 500})
 
+/* The engines of clusters with transit encryption serve TLS only: cairnd
+ * reaches them checking their certificates against its authority's. Call
+ * once at start, before any connection is made. */
+void nodeio_use_tls(const struct resp_tls *tls);
+
 /* A blocking connection to node n, for the commands of topology.h and
  * resp.h; close it with resp_close(). NULL with err as resp_connect(). */
 struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *password,

@@ -348,6 +348,14 @@ enum db_status store_user_update(struct db_conn *conn, const struct store_user_c
 enum db_status store_user_delete(struct db_conn *conn, const char *cluster_id, const char *name);
 
 /* hosts: registration, credentials, sync, desired set, monitor, reads */
+/* The host's address when it needs a new certificate (it runs a node of a
+ * cluster with transit encryption and has none, or one that ends within 30
+ * days); DB_NOT_FOUND when it does not. */
+enum db_status store_host_tls_due(struct db_conn *conn, const char *host_id, char **address);
+/* Store the host's certificate, its key sealed (bytea text), and when it
+ * ends (Unix time); wakes the host's agent. */
+enum db_status store_host_tls_set(struct db_conn *conn, const char *host_id, const char *cert_pem,
+                                  const char *key_sealed, long long not_after);
 struct store_host_registration {
     const char *name, *az, *address, *agent_version;
     int vcpus;
@@ -583,6 +591,7 @@ struct cluster_node {
     char az[64];
     char engine[16], engine_version[16]; /* desired: "valkey", "8.0" */
     char running_version[32];            /* what its agent last saw running: "8.0.1" */
+    bool tls;                            /* its cluster has transit encryption: TLS only */
 };
 
 struct cluster_nodes {

@@ -569,3 +569,42 @@ enum db_status store_hosts_listen(PGconn *pg)
     PQclear(res);
     return st;
 }
+
+/* ---- the host's certificate (transit encryption) ----------------------------- */
+
+/* Due: the host runs a node of a cluster with transit encryption and has no
+ * certificate, or one that ends within 30 days. */
+static const struct db_stmt host_tls_due = {
+    "SELECT h.address FROM hosts h WHERE h.id = $1::uuid"
+    " AND (h.tls_not_after IS NULL OR h.tls_not_after < now() + interval '30 days')"
+    " AND EXISTS (SELECT 1 FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
+    "   WHERE n.host_id = h.id AND n.desired_state <> 'deleted'"
+    "     AND coalesce((c.spec ->> 'transit_encryption')::boolean, false))"};
+
+/* The new certificate is a new desired set: as hosts_bump_desired() does. */
+static const struct db_stmt host_tls_set = {
+    "UPDATE hosts SET tls_cert_pem = $2, tls_key_sealed = $3::bytea,"
+    "  tls_not_after = to_timestamp($4::bigint), desired_generation = desired_generation + 1"
+    " WHERE id = $1::uuid"};
+
+static const struct db_stmt host_wake = {"SELECT pg_notify('cairn_desired', $1)"};
+
+enum db_status store_host_tls_due(struct db_conn *conn, const char *host_id, char **address)
+{
+    const char *params[1] = {host_id};
+    return store_get_text(conn, &host_tls_due, 1, params, address);
+}
+
+enum db_status store_host_tls_set(struct db_conn *conn, const char *host_id, const char *cert_pem,
+                                  const char *key_sealed, long long not_after)
+{
+    char until[32];
+    const char *params[4] = {host_id, cert_pem, key_sealed, until};
+    enum db_status st;
+
+    snprintf(until, sizeof(until), "%lld", not_after);
+    PQclear(db_query(conn, &host_tls_set, 4, params, &st));
+    if (st == DB_OK)
+        PQclear(db_query(conn, &host_wake, 1, params, &st));
+    return st;
+}

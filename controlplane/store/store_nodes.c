@@ -19,8 +19,10 @@ static const struct db_stmt load_nodes = {
     "SELECT n.id, coalesce(n.host_id::text, ''), coalesce(h.address, ''), coalesce(n.port, 0),"
     "  s.index, n.ordinal, coalesce(lower(s.slots[1]), -1), coalesce(upper(s.slots[1]) - 1, -1),"
     "  coalesce(n.process_state, ''), coalesce(h.status = 'lost', false), coalesce(n.role, ''),"
-    "  coalesce(h.az, ''), n.engine, n.engine_version, coalesce(n.running_version, '')"
+    "  coalesce(h.az, ''), n.engine, n.engine_version, coalesce(n.running_version, ''),"
+    "  coalesce((c.spec ->> 'transit_encryption')::boolean, false)"
     " FROM nodes n JOIN shards s ON s.id = n.shard_id LEFT JOIN hosts h ON h.id = n.host_id"
+    " JOIN clusters c ON c.id = n.cluster_id"
     " WHERE n.cluster_id = $1 AND n.desired_state <> 'deleted'"
     " ORDER BY s.index, n.ordinal"};
 
@@ -42,6 +44,7 @@ static void read_node(const PGresult *res, int r, void *item)
     store_copy_text(n->engine, sizeof(n->engine), res, r, 12);
     store_copy_text(n->engine_version, sizeof(n->engine_version), res, r, 13);
     store_copy_text(n->running_version, sizeof(n->running_version), res, r, 14);
+    n->tls = db_bool(res, r, 15);
 }
 
 enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,

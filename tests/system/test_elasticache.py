@@ -272,7 +272,7 @@ def test_refusals_carry_elasticache_fault_codes(stack, cleanup, ec):
                 ReplicationGroupId="ec-bad", **dict(base, PreferredMaintenanceWindow="noon"))
     assert "PreferredMaintenanceWindow" in msg, msg
     fault(ec.create_replication_group, "InvalidParameterValue", 400, ReplicationGroupId="ec-bad",
-          TransitEncryptionEnabled=True, **base)
+          AtRestEncryptionEnabled=True, **base)
     fault(ec.create_replication_group, "InvalidParameterValue", 400, ReplicationGroupId="ec-bad",
           Port=6379, **base)
     fault(ec.create_replication_group, "CacheParameterGroupNotFound", 404,

@@ -315,7 +315,7 @@ static void test_report_node(void **state)
 
     /* Its primary watched from here: how long that primary has not
      * answered, 0 while it answers every PING. */
-    n.watch = agent_watch_new("127.0.0.1", 7000, ENGINE_ADMIN_USER, "secret");
+    n.watch = agent_watch_new("127.0.0.1", 7000, ENGINE_ADMIN_USER, "secret", NULL);
     n.heard = (struct agent_watch_times){.answered_us = 3000000, .asked_us = 3200000};
     expect_json(agent_report_node(&n, 3250000),
                 "{\"node_id\":\"" ID "\",\"pid\":4242,\"status\":\"running\",\"port\":7001,"

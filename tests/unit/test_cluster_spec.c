@@ -121,13 +121,13 @@ static void test_defaults_filled_in_spec_order(void **state)
     json_t *errors, *spec = normalize_patched("{}", &errors);
     (void)state;
     assert_non_null(spec);
-    assert_string_equal(dump(spec),
-                        "{\"id\":\"orders\",\"description\":\"\",\"engine\":\"valkey\","
-                        "\"engine_version\":\"8.0\",\"node_type\":\"m\","
-                        "\"cluster_mode\":\"enabled\",\"num_shards\":1,"
-                        "\"replicas_per_shard\":1,\"automatic_failover\":true,"
-                        "\"multi_az\":true,\"maintenance_window\":\"sun:05:00-sun:06:00\","
-                        "\"parameters\":{},\"tags\":{}}");
+    assert_string_equal(dump(spec), "{\"id\":\"orders\",\"description\":\"\",\"engine\":\"valkey\","
+                                    "\"engine_version\":\"8.0\",\"node_type\":\"m\","
+                                    "\"cluster_mode\":\"enabled\",\"num_shards\":1,"
+                                    "\"replicas_per_shard\":1,\"automatic_failover\":true,"
+                                    "\"multi_az\":true,\"transit_encryption\":false,"
+                                    "\"maintenance_window\":\"sun:05:00-sun:06:00\","
+                                    "\"parameters\":{},\"tags\":{}}");
     json_decref(spec);
     json_decref(errors);
 }
@@ -141,7 +141,7 @@ static void test_full_body_kept_as_sent(void **state)
                          " 'engine_version': '8.0', 'node_type': 'cache.t3.small',"
                          " 'cluster_mode': 'enabled', 'num_shards': 3, 'replicas_per_shard': 1,"
                          " 'multi_az': true, 'automatic_failover': true,"
-                         " 'maintenance_window': 'sun:05:00-sun:06:00',"
+                         " 'transit_encryption': true, 'maintenance_window': 'sun:05:00-sun:06:00',"
                          " 'parameters': {'maxmemory-policy': 'allkeys-lru'}}");
     json_t *errors = json_array(), *changed = json_array();
     json_t *spec = cspec_normalize(body, errors);

@@ -804,23 +804,30 @@ static void test_users(void **state)
 
 /* Each guarded setting is what the rendered file says (the file's
  * directive, or the engines' own form of it: save "" reads back as
- * empty), and the names are those the agent asks the engine for. */
+ * empty, an absent tls-port as 0), and the names are those the agent asks
+ * the engine for. */
 static void test_guarded(void **state)
 {
     (void)state;
     struct engine_setting g[ENGINE_GUARDED_MAX];
     char err[256] = "", want[512];
 
-    for (int cluster = 0; cluster < 2; cluster++) {
+    for (int k = 0; k < 4; k++) {
+        bool cluster = k % 2 == 1, tls = k >= 2;
         struct engine_config_spec s = base(ENGINE_VALKEY, "8.0");
         s.password = "tenant-pw";
         s.admin_password = "admin-pw";
         s.replication_password = "repl-pw";
         s.cluster_enabled = cluster;
+        if (tls) {
+            s.tls_cert_file = "/n/tls/cert.pem";
+            s.tls_key_file = "/n/tls/key.pem";
+            s.tls_ca_file = "/n/tls/ca.pem";
+        }
         s.maxmemory_policy = "allkeys-lfu";
         char *text = render_ok(&s);
         size_t n = engine_config_guarded(&s, g, err, sizeof(err));
-        assert_int_equal(n, cluster ? 14 : 13);
+        assert_int_equal(n, cluster ? 15 : 14);
         char names[512] = "";
         for (size_t i = 0; i < n; i++) {
             snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i > 0 ? " " : "",
@@ -830,11 +837,26 @@ static void test_guarded(void **state)
                 expect_line(text, "save \"\"");
                 continue;
             }
+            if (strcmp(g[i].name, "tls-port") == 0 && !tls) {
+                assert_string_equal(g[i].value, "0");
+                expect_no_line_starting(text, "tls-port");
+                continue;
+            }
             snprintf(want, sizeof(want), "%s %s", g[i].name, g[i].value);
             expect_line(text, want);
         }
         assert_string_equal(names, cluster ? ENGINE_GUARDED_NAMES " " ENGINE_GUARDED_CLUSTER_NAMES
                                            : ENGINE_GUARDED_NAMES);
+        if (tls) {
+            expect_line(text, "port 0");
+            expect_line(text, "tls-port 7001");
+            expect_line(text, "tls-replication yes");
+            expect_line(text, "tls-auth-clients no");
+            if (cluster)
+                expect_line(text, "tls-cluster yes");
+            else
+                expect_no_line_starting(text, "tls-cluster");
+        }
         free(text);
     }
     struct engine_config_spec s = base(ENGINE_REDIS, "7.0");

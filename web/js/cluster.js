@@ -142,6 +142,7 @@ function page(c, operations, events, refresh) {
         h('dt', {}, 'Shards × nodes'), h('dd', {}, shape(c)),
         h('dt', {}, 'Automatic failover'), h('dd', {}, c.automatic_failover ? 'yes' : 'no'),
         h('dt', {}, 'Multi-AZ'), h('dd', {}, c.multi_az ? 'yes' : 'no'),
+        h('dt', {}, 'Encryption in transit'), h('dd', {}, c.transit_encryption ? 'TLS only' : 'no'),
         h('dt', {}, 'Endpoints'), h('dd', {}, endpoints(c)),
         h('dt', {}, 'AUTH token'), h('dd', {}, authToken(c)),
         h('dt', {}, 'Tags'), h('dd', {}, tags(c.tags).length ? tags(c.tags) : h('span', { class: 'muted' }, 'none')))),
