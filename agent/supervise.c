@@ -259,20 +259,24 @@ static const json_t *config_tls(const json_t *cfg)
     return json_is_object(tls) ? tls : NULL;
 }
 
-/* What the agent's connections to n's engine check its certificate by;
- * NULL for plain TCP. */
+/* What the agent's connections to n's engine check its certificate by,
+ * from its desired entry or, before that is known (an engine adopted at the
+ * agent's start), the entry its process was started from; NULL for plain
+ * TCP. */
 static const struct resp_tls *engine_tls(struct agent *a, const struct agent_node *n)
 {
-    const char *ca =
-        json_string_value(json_object_get(config_tls(n->wanted ? n->want.config : NULL), "ca"));
+    json_t *started =
+        !n->wanted && n->has_run && n->run.spec != NULL ? json_loads(n->run.spec, 0, NULL) : NULL;
+    const json_t *cfg = n->wanted ? n->want.config : json_object_get(started, "config");
+    const char *ca = json_string_value(json_object_get(config_tls(cfg), "ca"));
     char err[256];
 
-    if (ca == NULL)
-        return NULL;
-    if (a->engine_tls == NULL && (a->engine_tls = resp_tls_new(ca, err, sizeof(err))) == NULL)
+    if (ca != NULL && a->engine_tls == NULL &&
+        (a->engine_tls = resp_tls_new(ca, err, sizeof(err))) == NULL)
         log_error("the desired set's certificate authority is unusable", "node=%s error=\"%s\"",
                   n->id, err);
-    return a->engine_tls;
+    json_decref(started);
+    return ca != NULL ? a->engine_tls : NULL;
 }
 
 /* Point spec at n's TLS files when cfg (the desired config it is rendered

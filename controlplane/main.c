@@ -272,13 +272,20 @@ static struct sentinel *start_sentinel(struct app *app)
 }
 
 /* The certificate authority whenever cairnd has a secret key, and with
- * --tls (or an operator's certificate) the HTTPS certificate. */
+ * --tls (or an operator's certificate) the HTTPS certificate. Without the
+ * authority (another secret key than the one it was sealed with) cairnd
+ * still serves what needs none, as it does clusters whose passwords it
+ * cannot open; HTTPS by the authority's certificate it cannot. */
 static bool open_tls(struct app *app, char *err, size_t errsize)
 {
     bool https = app->cfg.tls || app->cfg.tls_cert_file != NULL;
 
-    if (app->have_secret_key && (app->ca = tls_ca_open(app, err, errsize)) == NULL)
-        return false;
+    if (app->have_secret_key && (app->ca = tls_ca_open(app, err, errsize)) == NULL) {
+        if (app->cfg.tls && app->cfg.tls_cert_file == NULL)
+            return false;
+        log_error("no certificate authority: clusters with transit encryption are out of reach",
+                  "error=\"%s\"", err);
+    }
     if (app->ca != NULL) {
         app->engine_tls = resp_tls_new(x509_ca_cert_pem(app->ca), err, errsize);
         if (app->engine_tls == NULL)

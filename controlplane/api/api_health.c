@@ -51,8 +51,9 @@ void api_ca_certificate(struct http_request *req)
 {
     if (req->app->ca == NULL)
         http_reply_problem(req, PROBLEM_SECRET_KEY_UNAVAILABLE, NULL,
-                           "cairnd runs without --secret-key-file, so it has no certificate "
-                           "authority");
+                           "cairnd has no certificate authority: it runs without "
+                           "--secret-key-file, or with another key than the one the "
+                           "authority's was sealed with");
     else
         http_reply_text(req, 200, xstrdup(x509_ca_cert_pem(req->app->ca)),
                         "application/x-pem-file");

@@ -152,7 +152,7 @@ def test_long_poll_holds_then_wakes_on_change(agents):
     eq(config, {"memory_mib": 512, "reserved_memory_percent": 25,
                         "maxmemory_policy": "volatile-lru", "appendonly": True,
                         "cluster_enabled": False, "cluster_node_timeout_ms": 5000,
-                        "users": [], "replicaof": None, "hold_after_crash": False,
+                        "tls": None, "users": [], "replicaof": None, "hold_after_crash": False,
                         "password": None, "parameters": {}}, "engine config")
 
 

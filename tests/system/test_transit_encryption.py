@@ -67,7 +67,7 @@ def plain_refused(node, pw):
 
 def test_a_cluster_mode_cluster_serves_tls_only(stack, cleanup, ca_file):
     body, pw = create(stack, cleanup, clusters.valkey_cluster(
-        "transit-cm", num_shards=2, replicas_per_shard=1, transit_encryption=True))
+        "transit-cm", num_shards=3, replicas_per_shard=1, transit_encryption=True))
     eq(body["transit_encryption"], True, "the spec")
     for n in nodes(body):
         assert plain_refused(n, pw), f"{n['id']} answered plain TCP"
@@ -93,7 +93,8 @@ def test_a_cluster_mode_cluster_serves_tls_only(stack, cleanup, ca_file):
                    in ("succeeded", "failed"), 30, "the failover")
         eq(expect.json_ok(stack.api.get(f"/v1/operations/{op['id']}"))["status"], "succeeded",
            "the planned failover")
-        # The loss of a primary: the engines elect its replica over the TLS bus.
+        # The loss of a primary: the engines elect its replica over the TLS bus
+        # (three shards: the other two primaries are the majority that votes).
         after = wait_available(stack.api, "transit-cm")
         primary = next(n for n in nodes(after) if n["role"] == "primary")
         agent = stack.agent_of(primary["host_id"])
@@ -107,7 +108,7 @@ def test_a_cluster_mode_cluster_serves_tls_only(stack, cleanup, ca_file):
                 return True
             except redis.RedisError:
                 return False
-        wait_until(writes, 30, "every slot written after the primary's loss", interval=0.2)
+        wait_until(writes, 45, "every slot written after the primary's loss", interval=0.2)
         eq(rc.get("k199"), "after-199", "a read")
     finally:
         rc.close()
@@ -160,6 +161,31 @@ def test_the_host_certificate_is_renewed_before_it_ends(stack, cleanup, ca_file)
         pid = c.info("server")["process_id"]
     eq({int(pid)}, set(agents.engine_pids_under(
         [stack.agent_of(node["host_id"]).node_dir(node["id"])])), "the same engine process")
+
+
+def test_a_restarted_agent_adopts_its_tls_engines(stack, cleanup, ca_file):
+    """An agent killed and started again finds its TLS-only engines running
+    and keeps them -- it reaches them over TLS before cairnd has answered
+    its first sync -- with no restart."""
+    body, pw = create(stack, cleanup, clusters.redis_group(
+        "transit-adopt", engine="valkey", engine_version="8.0", replicas_per_shard=0,
+        transit_encryption=True))
+    node = nodes(body)[0]
+    agent = stack.agent_of(node["host_id"])
+    with admin_tls(node, ca_file) as c:
+        pid = c.info("server")["process_id"]
+    agent.kill9()
+    agent.start()
+    wait_until(lambda: "adopted" in agent.log.text(agent.start_offset), 10,
+               "the agent adopting the engine")
+    time.sleep(3)  # a few probes and INFO rounds
+    with admin_tls(node, ca_file) as c:
+        eq(c.info("server")["process_id"], pid, "the same engine process")
+    assert "unresponsive" not in agent.log.text(agent.start_offset), \
+        agent.log.text(agent.start_offset)
+    with tls_client(node, pw, ca_file) as c:
+        assert c.ping()
+    wait_available(stack.api, "transit-adopt")
 
 
 def test_transit_encryption_is_chosen_at_creation(stack, cleanup):
