@@ -47,14 +47,16 @@ struct monitor;
 struct ratelimit;
 struct x509_ca;
 struct resp_tls;
+struct token_cache;
 
 struct app {
     struct config cfg;
     struct db_pool *db;
-    struct runner *runner;    /* poked when this process queues an operation */
-    struct monitor *monitor;  /* poked when an agent reports an engine in trouble */
-    struct ratelimit *limits; /* requests per API token (http/ratelimit.h) */
-    bool have_secret_key;     /* engine passwords can be sealed and opened */
+    struct runner *runner;      /* poked when this process queues an operation */
+    struct monitor *monitor;    /* poked when an agent reports an engine in trouble */
+    struct ratelimit *limits;   /* requests per API token (http/ratelimit.h) */
+    struct token_cache *tokens; /* credentials verified lately (http/token_cache.h) */
+    bool have_secret_key;       /* engine passwords can be sealed and opened */
     unsigned char secret_key[32];
     struct x509_ca *ca;          /* the installation's certificate authority (tls.h); NULL without a
                                     secret key */

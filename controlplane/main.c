@@ -27,6 +27,7 @@
 #include "runner.h"
 #include "secretbox.h"
 #include "tls.h"
+#include "token_cache.h"
 #include "sentinel.h"
 #include "tokens.h"
 #include "version.h"
@@ -344,24 +345,27 @@ static int cmd_serve(struct cli *cli)
     fit_descriptors(&app.cfg);
     app.db = db_pool_new(app.cfg.database_url, app.cfg.db_pool_size);
     app.limits = ratelimit_new(app.cfg.rate_limit, app.cfg.rate_limit_burst);
+    app.tokens = token_cache_new();
     /* Made before the threads that poke it and ask it whether a host's
      * loss can be trusted; started once cairnd listens (see monitor.h). */
     app.monitor = monitor_new(&app, app.cfg.heartbeat_timeout_s);
     if (!open_tls(&app, err, sizeof(err))) {
         monitor_free(app.monitor);
         ratelimit_free(app.limits);
+        token_cache_free(app.tokens);
         db_pool_free(app.db);
         return fail("%s", err);
     }
     server = http_start(&app, api_routes, api_route_count, err, sizeof(err));
     if (server == NULL) {
         close_tls(&app);
+        token_cache_free(app.tokens);
         monitor_free(app.monitor);
         ratelimit_free(app.limits);
         db_pool_free(app.db);
         return fail("%s", err);
     }
-    struct notify *notify = notify_start(app.cfg.database_url, server);
+    struct notify *notify = notify_start(app.cfg.database_url, server, app.tokens);
     app.runner = runner_start(&app, op_kinds);
     struct sentinel *sentinel = start_sentinel(&app);
     monitor_start(app.monitor);
@@ -385,6 +389,7 @@ static int cmd_serve(struct cli *cli)
     monitor_free(app.monitor); /* after every thread that may ask it */
     app.monitor = NULL;
     ratelimit_free(app.limits);
+    token_cache_free(app.tokens);
     db_pool_free(app.db);
     close_tls(&app);
     log_info("stopped", NULL);

@@ -1,4 +1,6 @@
-/* notify.c -- the LISTEN thread: PostgreSQL notifications to http_wake(). */
+/* notify.c -- the LISTEN thread: PostgreSQL notifications to http_wake(),
+ * and credential changes to the token cache, which it trusts only while
+ * this thread listens. */
 #include "notify.h"
 
 #include <poll.h>
@@ -13,6 +15,7 @@
 #include "http.h"
 #include "log.h"
 #include "store.h"
+#include "token_cache.h"
 #include "xalloc.h"
 
 #define RECONNECT_MS     500
@@ -21,6 +24,7 @@
 struct notify {
     char *url;
     struct http_server *server;
+    struct token_cache *tokens;
     pthread_t thread;
     atomic_bool stop;
 };
@@ -33,7 +37,10 @@ static bool drain(struct notify *n, PGconn *pg)
     if (!PQconsumeInput(pg))
         return false;
     while ((note = PQnotifies(pg)) != NULL) {
-        http_wake(n->server, note->extra[0] != '\0' ? note->extra : NULL);
+        if (strcmp(note->relname, STORE_CREDENTIALS_CHANNEL) == 0)
+            token_cache_forget(n->tokens, note->extra);
+        else
+            http_wake(n->server, note->extra[0] != '\0' ? note->extra : NULL);
         PQfreemem(note);
     }
     return true;
@@ -46,7 +53,8 @@ static PGconn *listen_on(const char *url)
 
     if (pg == NULL)
         return NULL;
-    if (store_hosts_listen(pg) != DB_OK || store_operations_listen(pg) != DB_OK) {
+    if (store_hosts_listen(pg) != DB_OK || store_operations_listen(pg) != DB_OK ||
+        store_credentials_listen(pg) != DB_OK) {
         PQfinish(pg);
         return NULL;
     }
@@ -72,10 +80,13 @@ static void *notify_main(void *arg)
                 continue;
             }
             warned = false;
+            token_cache_trust(n->tokens, true);
             http_wake(n->server, NULL);
         }
         struct pollfd pfd = {.fd = PQsocket(pg), .events = POLLIN};
         if (poll(&pfd, 1, POLL_INTERVAL_MS) < 0 || !drain(n, pg)) {
+            /* Changes may go unheard from now on: verify everything again. */
+            token_cache_trust(n->tokens, false);
             PQfinish(pg);
             pg = NULL;
         }
@@ -85,11 +96,12 @@ static void *notify_main(void *arg)
     return NULL;
 }
 
-struct notify *notify_start(const char *url, struct http_server *server)
+struct notify *notify_start(const char *url, struct http_server *server, struct token_cache *tokens)
 {
     struct notify *n = xcalloc(1, sizeof(*n));
     n->url = xstrdup(url);
     n->server = server;
+    n->tokens = tokens;
     atomic_init(&n->stop, false);
     pthread_create(&n->thread, NULL, notify_main, n);
     return n;
@@ -99,6 +111,7 @@ void notify_stop(struct notify *n)
 {
     atomic_store(&n->stop, true);
     pthread_join(n->thread, NULL);
+    token_cache_trust(n->tokens, false);
     free(n->url);
     free(n);
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "api.h"
+#include "token_cache.h"
 #include "tokens.h"
 #include "xalloc.h"
 
@@ -53,8 +54,11 @@ void api_tokens_revoke(struct http_request *req)
         http_reply_problem(req, PROBLEM_TOKEN_NOT_FOUND, NULL, "no active token has id %s", id);
     else if (st != DB_OK)
         http_reply_db_error(req, st);
-    else
+    else {
+        /* Here at once; the other cairnds as the notification reaches them. */
+        token_cache_forget(req->app->tokens, id);
         http_reply_empty(req, 204);
+    }
 }
 
 /* The token the request is signed with: what a console shows of who is

@@ -6,6 +6,8 @@
 #include <strings.h>
 
 #include "store.h"
+#include "timeutil.h"
+#include "token_cache.h"
 
 bool auth_allows(const struct auth_identity *who, enum route_scope scope)
 {
@@ -71,8 +73,8 @@ static bool bootstrap_matches(const char *bootstrap, const char *presented)
     return crypto_equal(want, got, CRYPTO_SHA256_LEN);
 }
 
-enum db_status auth_verify(struct db_pool *pool, const char *bootstrap, enum route_scope scope,
-                           const char *header, struct auth_identity *who)
+enum db_status auth_verify(struct db_pool *pool, struct token_cache *cache, const char *bootstrap,
+                           enum route_scope scope, const char *header, struct auth_identity *who)
 {
     const char *secret = auth_bearer(header);
     unsigned char hash[CRYPTO_SHA256_LEN];
@@ -101,6 +103,10 @@ enum db_status auth_verify(struct db_pool *pool, const char *bootstrap, enum rou
     }
     args.id = id;
     args.hash = hash;
+    int64_t now = time_mono_us();
+    if (cache != NULL && token_cache_get(cache, args.kind, id, hash, now, who))
+        return DB_OK;
+    uint64_t epoch = cache != NULL ? token_cache_epoch(cache) : 0;
     enum db_status st = db_run(pool, verify_fn, &args);
     if (st != DB_OK)
         return st;
@@ -113,5 +119,8 @@ enum db_status auth_verify(struct db_pool *pool, const char *bootstrap, enum rou
         who->scope = args.found.scope;
         who->host_details = args.found.host_details;
     }
+    if (cache != NULL && args.kind != AUTH_KIND_JOIN)
+        token_cache_put(cache, epoch, hash, who,
+                        args.kind == AUTH_KIND_TOKEN ? args.found.expires_in_us : -1, now);
     return DB_OK;
 }

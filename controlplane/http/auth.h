@@ -14,23 +14,6 @@
 #include "route.h"
 #include "sigv4.h"
 
-enum auth_kind {
-    AUTH_KIND_TOKEN,     /* an API token, with a scope */
-    AUTH_KIND_AGENT,     /* an agent's credential, tied to its host */
-    AUTH_KIND_BOOTSTRAP, /* the shared secret agents register with */
-    AUTH_KIND_JOIN,      /* a join token: one registration of one host name */
-};
-
-/* Who is calling: set by the HTTP layer for routes that need a token. */
-struct auth_identity {
-    bool authenticated;
-    enum auth_kind kind;
-    char token_id[AUTH_ID_LEN + 1];  /* API token, agent credential or join token id */
-    enum token_scope scope;          /* API tokens */
-    bool host_details;               /* API tokens: may see hosts' ids and names */
-    char host_id[AUTH_UUID_LEN + 1]; /* agents */
-};
-
 /* Whether who may call a route that needs scope. */
 bool auth_allows(const struct auth_identity *who, enum route_scope scope);
 
@@ -40,9 +23,12 @@ bool auth_allows(const struct auth_identity *who, enum route_scope scope);
  * against the stored API tokens or agent credentials, by prefix. Returns
  * DB_OK and fills who for a valid one; DB_NOT_FOUND for a missing,
  * malformed, unknown, revoked or wrong one; or a database error. Whether
- * who may call the route is auth_allows()'s question. */
-enum db_status auth_verify(struct db_pool *pool, const char *bootstrap, enum route_scope scope,
-                           const char *header, struct auth_identity *who);
+ * who may call the route is auth_allows()'s question. API tokens and agent
+ * credentials verified lately are found in cache (token_cache.h; NULL:
+ * none) without the database. */
+struct token_cache;
+enum db_status auth_verify(struct db_pool *pool, struct token_cache *cache, const char *bootstrap,
+                           enum route_scope scope, const char *header, struct auth_identity *who);
 
 /* A request signed with AWS Signature Version 4 (sigv4.h), as the AWS tools
  * sign them: the access key is an API token's id, the secret access key the

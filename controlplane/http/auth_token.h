@@ -52,4 +52,21 @@ const char *auth_bearer(const char *header);
 const char *auth_scope_name(enum token_scope scope);
 bool auth_scope_parse(const char *s, enum token_scope *out);
 
+enum auth_kind {
+    AUTH_KIND_TOKEN,     /* an API token, with a scope */
+    AUTH_KIND_AGENT,     /* an agent's credential, tied to its host */
+    AUTH_KIND_BOOTSTRAP, /* the shared secret agents register with */
+    AUTH_KIND_JOIN,      /* a join token: one registration of one host name */
+};
+
+/* Who is calling: set by the HTTP layer for routes that need a token. */
+struct auth_identity {
+    bool authenticated;
+    enum auth_kind kind;
+    char token_id[AUTH_ID_LEN + 1];  /* API token, agent credential or join token id */
+    enum token_scope scope;          /* API tokens */
+    bool host_details;               /* API tokens: may see hosts' ids and names */
+    char host_id[AUTH_UUID_LEN + 1]; /* agents */
+};
+
 #endif

@@ -331,8 +331,9 @@ static bool authenticate(struct http_server *srv, struct http_request *req)
                            "with --agent-bootstrap-token");
         return false;
     }
-    enum db_status st = auth_verify(srv->app->db, srv->app->cfg.agent_bootstrap_token, route->scope,
-                                    header, &req->who);
+    enum db_status st =
+        auth_verify(srv->app->db, srv->app->tokens, srv->app->cfg.agent_bootstrap_token,
+                    route->scope, header, &req->who);
     if (st == DB_NOT_FOUND) {
         http_reply_problem(req, PROBLEM_UNAUTHENTICATED, NULL,
                            header == NULL

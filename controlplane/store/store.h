@@ -229,6 +229,10 @@ enum db_status store_operation_record(struct db_conn *conn, const struct store_s
  * failed or cancelled. That is how every pending or running operation ends;
  * a scheduled one that is cancelled before it runs has nobody waiting on it. */
 enum db_status store_operations_listen(PGconn *pg);
+/* LISTEN for credentials that changed: each notification's payload is the
+ * id of an API token or agent credential revoked, replaced or deleted. */
+#define STORE_CREDENTIALS_CHANNEL "cairn_credentials"
+enum db_status store_credentials_listen(PGconn *pg);
 
 /* Record an event of the cluster; op_id and detail (a JSON object's text)
  * may be NULL. */
@@ -275,9 +279,10 @@ struct store_token_secret {
     enum token_scope scope;
     bool host_details;
     unsigned char hash[CRYPTO_SHA256_LEN];
-    bool revoked;         /* or expired */
-    bool stale_last_used; /* last_used_at is over a minute old */
-    bool has_sealed;      /* sealed holds the sealed secret */
+    bool revoked;            /* or expired */
+    bool stale_last_used;    /* last_used_at is over a minute old */
+    long long expires_in_us; /* until it expires; -1: never */
+    bool has_sealed;         /* sealed holds the sealed secret */
     unsigned char sealed[STORE_TOKEN_SEALED_LEN];
 };
 /* What a new token may do; expires_in_days: 0 for never. */

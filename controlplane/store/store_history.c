@@ -225,3 +225,12 @@ enum db_status store_operations_by_status(struct db_conn *conn, struct store_cou
 {
     return store_count_rows(conn, &operations_by_status, out);
 }
+
+/* Changed credentials (migrations/0032_credential_changes.sql). */
+enum db_status store_credentials_listen(PGconn *pg)
+{
+    PGresult *res = PQexec(pg, "LISTEN " STORE_CREDENTIALS_CHANNEL);
+    enum db_status st = db_classify(pg, res);
+    PQclear(res);
+    return st;
+}

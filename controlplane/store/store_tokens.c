@@ -1,6 +1,7 @@
 /* store_tokens.c -- api_tokens: the hash of a token's secret, and the secret
  * sealed with cairnd's key when it has one (for signed requests). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store.h"
@@ -30,7 +31,8 @@ static const struct db_stmt get_token = {"SELECT " TOKEN_JSON " FROM api_tokens 
 static const struct db_stmt token_secret = {
     "SELECT scope, encode(secret_hash, 'hex'), revoked_at IS NOT NULL OR expires_at <= now(),"
     " last_used_at IS NULL OR last_used_at < now() - interval '1 minute',"
-    " encode(secret_sealed, 'hex'), host_details"
+    " encode(secret_sealed, 'hex'), host_details,"
+    " coalesce(floor(extract(epoch FROM expires_at - now()) * 1000000)::bigint, -1)"
     " FROM api_tokens WHERE id = $1"};
 
 static const struct db_stmt touch_token = {"UPDATE api_tokens SET last_used_at = now()"
@@ -100,6 +102,7 @@ enum db_status store_token_secret(struct db_conn *conn, const char *id,
     out->revoked = PQgetvalue(res, 0, 2)[0] == 't';
     out->host_details = PQgetvalue(res, 0, 5)[0] == 't';
     out->stale_last_used = PQgetvalue(res, 0, 3)[0] == 't';
+    out->expires_in_us = strtoll(PQgetvalue(res, 0, 6), NULL, 10);
     const char *box = PQgetvalue(res, 0, 4);
     out->has_sealed = strlen(box) == 2 * STORE_TOKEN_SEALED_LEN &&
                       crypto_unhex(box, STORE_TOKEN_SEALED_LEN, out->sealed);

@@ -2,6 +2,7 @@
 
 import base64
 import hashlib
+import time
 
 import pytest
 
@@ -262,3 +263,29 @@ def test_a_token_expires(cairn):
         expect.problem(cairn.api.post("/v1/tokens", json={"name": "x", "scope": "read",
                                                           "expires_in_days": bad}),
                        "VALIDATION_FAILED", fields={"expires_in_days"})
+
+
+def test_a_revocation_reaches_every_cairnd_at_once(cairn, cairnd_factory):
+    """Each cairnd keeps the credentials it verified lately (no database
+    round trip per request); a revocation on one cairnd -- or in the
+    database itself -- is announced to all, and the next request on another
+    cairnd sharing the database is refused."""
+    other = cairnd_factory(cairn.database_url)
+    there = harness.Api(other.url)
+    for how in ("api", "database"):
+        created = expect.json_ok(cairn.api.post("/v1/tokens",
+                                                json={"name": f"cached-{how}", "scope": "read"}),
+                                 201)
+        for _ in range(20):  # verified once, then from the cache
+            expect.json_ok(there.get("/v1/node-types?page_size=1", token=created["token"]))
+        if how == "api":
+            eq(cairn.api.delete(f"/v1/tokens/{created['id']}").status_code, 204, "DELETE")
+        else:
+            cairn.psql(f"UPDATE api_tokens SET revoked_at = now() WHERE id = '{created['id']}'")
+        revoked = time.monotonic()
+        harness.wait_until(
+            lambda: there.get("/v1/node-types?page_size=1",
+                              token=created["token"]).status_code == 401, 2, interval=0.001,
+            what=f"the other cairnd refusing the token revoked through the {how}")
+        print(f"\nrevoked through the {how}: refused by the other cairnd after "
+              f"{(time.monotonic() - revoked) * 1000:.1f} ms")
