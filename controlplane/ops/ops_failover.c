@@ -157,6 +157,10 @@ static bool target_primary(const struct observed *seen, size_t n, const char *ta
  * cairnd killed around the sending resumes with the same target: choosing
  * again could find the failover already done and no replica left to
  * choose (an upgrade fails over only to a replica on the new version). */
+/* How often a FAILOVER refused because the primary does not count the
+ * target online yet is asked again, OPS_POLL_MS apart: 5 s. */
+#define FAILOVER_NOT_ONLINE_RETRIES 50
+
 static enum op_result start_failover(struct op_ctx *ctx)
 {
     struct observed seen[OBSERVE_MAX];
@@ -201,6 +205,14 @@ static enum op_result start_failover(struct op_ctx *ctx)
     bool done = target_primary(seen, n, target);
     if (!done && !send_failover(&t, from, to, err, sizeof(err))) {
         ops_topo_free(&t);
+        /* A replica that has just (re)connected -- after an earlier
+         * failover, say -- is in sync by its own account before its
+         * primary counts it online: ask again for a few seconds. */
+        long long refusals = ops_context_int(ctx, "refusals");
+        if (strstr(err, "not online") != NULL && refusals < FAILOVER_NOT_ONLINE_RETRIES) {
+            json_object_set_new(ctx->context, "refusals", json_integer(refusals + 1));
+            return op_wait(ctx, OPS_POLL_MS);
+        }
         return op_fail(ctx, PROBLEM_FAILOVER_REFUSED, "the engine refused the failover: %s", err);
     }
     json_object_set_new(ctx->context, "sent", json_true());
