@@ -665,41 +665,68 @@ static bool spec_from_config(const json_t *cfg, struct engine_config_spec *spec,
     return true;
 }
 
+/* The spec n's engine is rendered from, for a process of kind, line and
+ * port on cfg (a desired config): what every render and its checks share.
+ * Strings stay borrowed; the parameter arrays are the struct's own. */
+struct node_spec {
+    struct engine_config_spec spec;
+    struct engine_config_param *params;
+    char **texts;
+    size_t n_texts;
+};
+
+static bool node_spec_make(const struct agent *a, const struct agent_node *n, enum engine_kind kind,
+                           const char *line, int port, const json_t *cfg, struct node_spec *out,
+                           char *err, size_t errsize)
+{
+    const json_t *parameters = json_object_get(cfg, "parameters");
+
+    out->params = NULL;
+    out->n_texts = json_is_object(parameters) ? json_object_size(parameters) : 0;
+    out->texts = xcalloc(out->n_texts + 1, sizeof(*out->texts));
+    engine_config_defaults(&out->spec);
+    out->spec.kind = kind;
+    out->spec.line = line;
+    out->spec.node_id = n->id;
+    out->spec.port = port;
+    out->spec.bind = a->cfg->address;
+    out->spec.data_dir = n->data_dir;
+    /* An engine run as another user cannot write in the node's directory;
+     * the agent writes the pidfile for it. */
+    out->spec.pidfile = a->engine_user.switch_user ? NULL : n->pid_path;
+    out->spec.logfile = NULL; /* standard output, which goes to engine.log */
+    out->spec.availability_zone = a->cfg->az;
+    tls_paths(n, cfg, &out->spec);
+    if (json_is_object(cfg))
+        return spec_from_config(cfg, &out->spec, &out->params, out->texts, err, errsize);
+    snprintf(err, errsize, "the node's config is not an object");
+    return false;
+}
+
+static void node_spec_free(struct node_spec *s)
+{
+    free(s->params);
+    for (size_t i = 0; i < s->n_texts; i++)
+        free(s->texts[i]);
+    free(s->texts);
+}
+
 /* Render the engine's config file for the desired node into its directory. */
 static bool write_config(struct agent *a, struct agent_node *n, char *err, size_t errsize)
 {
-    struct engine_config_spec spec;
-    struct engine_config_param *params = NULL;
-    const json_t *parameters = json_object_get(n->want.config, "parameters");
-    size_t n_texts = json_is_object(parameters) ? json_object_size(parameters) : 0;
-    char **texts = xcalloc(n_texts + 1, sizeof(*texts));
+    struct node_spec s;
     char *text = NULL;
     bool ok = false;
 
-    engine_config_defaults(&spec);
-    spec.kind = n->want.kind;
-    spec.line = n->want.line;
-    spec.node_id = n->id;
-    spec.port = n->want.port;
-    spec.bind = a->cfg->address;
-    spec.data_dir = n->data_dir;
-    /* An engine run as another user cannot write in the node's directory;
-     * the agent writes the pidfile for it. */
-    spec.pidfile = a->engine_user.switch_user ? NULL : n->pid_path;
-    spec.logfile = NULL; /* standard output, which goes to engine.log */
-    spec.availability_zone = a->cfg->az;
-    tls_paths(n, n->want.config, &spec);
-    if (spec_from_config(n->want.config, &spec, &params, texts, err, errsize) &&
+    if (node_spec_make(a, n, n->want.kind, n->want.line, n->want.port, n->want.config, &s, err,
+                       errsize) &&
         write_tls(a, n, err, errsize)) {
-        text = engine_config_render(&spec, err, errsize);
+        text = engine_config_render(&s.spec, err, errsize);
         ok = text != NULL &&
              agent_files_write_atomic(n->conf_path, text, strlen(text), 0600, err, errsize);
     }
     free(text);
-    free(params);
-    for (size_t i = 0; i < n_texts; i++)
-        free(texts[i]);
-    free(texts);
+    node_spec_free(&s);
     return ok;
 }
 
@@ -1306,31 +1333,18 @@ static size_t expected_settings(const struct agent *a, const struct agent_node *
                                 struct engine_setting out[ENGINE_GUARDED_MAX])
 {
     json_t *entry = n->has_run && n->run.spec != NULL ? json_loads(n->run.spec, 0, NULL) : NULL;
-    const json_t *cfg = json_object_get(entry, "config");
-    const json_t *parameters = json_object_get(cfg, "parameters");
-    size_t n_texts = json_is_object(parameters) ? json_object_size(parameters) : 0, count = 0;
-    char **texts = xcalloc(n_texts + 1, sizeof(*texts)), err[256];
-    struct engine_config_param *params = NULL;
-    struct engine_config_spec spec;
+    struct node_spec s;
+    size_t count = 0;
+    char err[256];
 
-    engine_config_defaults(&spec);
-    spec.kind = n->run.kind;
-    spec.line = n->run.line;
-    spec.node_id = n->id;
-    spec.port = n->run.port;
-    spec.bind = a->cfg->address;
-    spec.data_dir = n->data_dir;
-    tls_paths(n, cfg, &spec);
-    if (json_is_object(cfg) && spec_from_config(cfg, &spec, &params, texts, err, sizeof(err))) {
+    if (node_spec_make(a, n, n->run.kind, n->run.line, n->run.port,
+                       json_object_get(entry, "config"), &s, err, sizeof(err))) {
         const char *policy = json_string_value(json_object_get(n->want.config, "maxmemory_policy"));
         if (n->wanted && policy != NULL)
-            spec.maxmemory_policy = policy;
-        count = engine_config_guarded(&spec, out, err, sizeof(err));
+            s.spec.maxmemory_policy = policy;
+        count = engine_config_guarded(&s.spec, out, err, sizeof(err));
     }
-    free(params);
-    for (size_t i = 0; i < n_texts; i++)
-        free(texts[i]);
-    free(texts);
+    node_spec_free(&s);
     json_decref(entry);
     return count;
 }

@@ -103,19 +103,29 @@ static int wait_fd(int fd, short events, int64_t deadline)
 }
 
 /* c failed as kind; err = "h:p: " and what fmt says. Returns false. */
+static bool vfail_as(struct resp_conn *c, enum resp_error kind, char *err, size_t errsize,
+                     const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+static bool vfail_as(struct resp_conn *c, enum resp_error kind, char *err, size_t errsize,
+                     const char *fmt, va_list ap)
+{
+    char why[256];
+
+    vsnprintf(why, sizeof(why), fmt, ap);
+    c->last = kind;
+    snprintf(err, errsize, "%s: %s", c->addr, why);
+    return false;
+}
+
 static bool fail_as(struct resp_conn *c, enum resp_error kind, char *err, size_t errsize,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static bool fail_as(struct resp_conn *c, enum resp_error kind, char *err, size_t errsize,
                     const char *fmt, ...)
 {
-    char why[256];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
+    vfail_as(c, kind, err, errsize, fmt, ap);
     va_end(ap);
-    c->last = kind;
-    snprintf(err, errsize, "%s: %s", c->addr, why);
     return false;
 }
 
@@ -662,14 +672,11 @@ redisReply *resp_command_argv(struct resp_conn *c, int argc, const char **argv,
 
 bool resp_fail_reply(struct resp_conn *c, char *err, size_t errsize, const char *fmt, ...)
 {
-    char why[256];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
+    vfail_as(c, RESP_ERR_REPLY, err, errsize, fmt, ap);
     va_end(ap);
-    c->last = RESP_ERR_REPLY;
-    snprintf(err, errsize, "%s: %s", c->addr, why);
     return false;
 }
 
