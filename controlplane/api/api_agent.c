@@ -436,7 +436,10 @@ void api_agent_sync(struct http_request *req)
         long long wait_ms = json_integer_value(json_object_get(body, "wait_ms"));
         if (wait_ms > req->app->cfg.sync_wait_ms)
             wait_ms = req->app->cfg.sync_wait_ms;
-        req->park_deadline_us = time_mono_us() + wait_ms * 1000;
+        /* Counted from the report's arrival, not from its recording: a
+         * report held up by a lock must not delay the next one past the
+         * heartbeat timeout. */
+        req->park_deadline_us = req->started_us + wait_ms * 1000;
     }
     for (;;) {
         uint64_t epoch = http_wake_epoch(req);

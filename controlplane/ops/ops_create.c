@@ -205,12 +205,17 @@ struct roles_call {
 static enum db_status roles_observed(struct db_conn *conn, void *arg)
 {
     const struct roles_call *c = arg;
-    enum db_status st = DB_OK;
-    for (size_t i = 0; i < c->nodes->count && st == DB_OK; i++) {
+    json_t *roles = json_array();
+    for (size_t i = 0; i < c->nodes->count; i++) {
         const struct cluster_node *n = &c->nodes->items[i];
         if (n->shard >= c->first)
-            st = store_node_set_role(conn, n->id, n->ordinal == 0 ? "primary" : "replica");
+            json_array_append_new(roles, json_pack("{s:s, s:s}", "id", n->id, "role",
+                                                   n->ordinal == 0 ? "primary" : "replica"));
     }
+    char *text = json_dumps(roles, JSON_COMPACT);
+    json_decref(roles);
+    enum db_status st = store_nodes_set_roles(conn, text);
+    free(text);
     return st;
 }
 

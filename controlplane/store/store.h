@@ -609,8 +609,9 @@ struct cluster_nodes {
  * when it has none; the caller frees it). DB_NOT_FOUND: no such cluster. */
 enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,
                                    struct cluster_nodes *out, bool *cluster_mode, char **uid);
-/* A role cairnd read from the engine itself: linked, loaded, in sync. */
-enum db_status store_node_set_role(struct db_conn *conn, const char *node_id, const char *role);
+/* Roles cairnd read from the engines themselves (roles_json: [{"id",
+ * "role"}]): replicas linked, nothing loading or syncing. */
+enum db_status store_nodes_set_roles(struct db_conn *conn, const char *roles_json);
 /* After a planned failover: target is the primary, previous its replica. */
 enum db_status store_nodes_swap_roles(struct db_conn *conn, const char *previous,
                                       const char *target);

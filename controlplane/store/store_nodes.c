@@ -68,15 +68,19 @@ enum db_status store_cluster_nodes(struct db_conn *conn, const char *cluster_id,
 
 /* ---- roles cairnd confirmed --------------------------------------------------------- */
 
-static const struct db_stmt record_role = {
-    "UPDATE nodes SET role = $2, observed_role = $2,"
-    "  master_link_status = CASE WHEN $2 = 'replica' THEN 'up' END,"
+/* One statement for all of them ($1: [{"id", "role"}]): it takes every node
+ * row before its trigger takes the shard's host rows (AFTER triggers run at
+ * the statement's end), the order an agent's report takes them in, so the
+ * two cannot deadlock. */
+static const struct db_stmt record_roles = {
+    "UPDATE nodes n SET role = r.role, observed_role = r.role,"
+    "  master_link_status = CASE WHEN r.role = 'replica' THEN 'up' END,"
     "  loading = false, sync_in_progress = false, reported_at = now(), role_observed_at = now()"
-    " WHERE id = $1::uuid"};
+    " FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, role text) WHERE n.id = r.id"};
 
-enum db_status store_node_set_role(struct db_conn *conn, const char *node_id, const char *role)
+enum db_status store_nodes_set_roles(struct db_conn *conn, const char *roles_json)
 {
-    return store_exec(conn, &record_role, node_id, role);
+    return store_exec(conn, &record_roles, roles_json, NULL);
 }
 
 static const struct db_stmt swap_roles = {
