@@ -43,7 +43,7 @@ CURLM *agent_cp_multi_init(const char *base_url)
 {
     /* TLS is only set up when cairnd is reached over https: plain http
      * keeps the agent's memory smaller. */
-    long flags = strncmp(base_url, "https:", 6) == 0 ? CURL_GLOBAL_DEFAULT : CURL_GLOBAL_NOTHING;
+    long flags = strstr(base_url, "https:") != NULL ? CURL_GLOBAL_DEFAULT : CURL_GLOBAL_NOTHING;
     CURLM *multi;
 
     if (curl_global_init(flags) != CURLE_OK) {
@@ -75,7 +75,14 @@ void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url, cons
         fprintf(stderr, "cairn-agent: out of memory setting up libcurl\n");
         abort();
     }
-    cp->base_url = xstrdup(base_url);
+    for (const char *p = base_url;; p++) {
+        size_t len = strcspn(p, ",");
+        cp->urls = xrealloc(cp->urls, (cp->nurls + 1) * sizeof(*cp->urls));
+        cp->urls[cp->nurls++] = xstrndup(p, len);
+        p += len;
+        if (*p == '\0')
+            break;
+    }
     curl_easy_setopt(cp->easy, CURLOPT_PRIVATE, cp);
     curl_easy_setopt(cp->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(cp->easy, CURLOPT_USERAGENT, AGENT_USER_AGENT);
@@ -98,7 +105,9 @@ void agent_cp_close(struct agent_cp *cp)
     agent_cp_abort(cp);
     curl_easy_cleanup(cp->easy);
     curl_slist_free_all(cp->headers);
-    free(cp->base_url);
+    for (size_t i = 0; i < cp->nurls; i++)
+        free(cp->urls[i]);
+    free(cp->urls);
     free(cp->answer);
     memset(cp, 0, sizeof(*cp));
 }
@@ -133,7 +142,7 @@ static char *smaller_gzip(char *body, size_t *len)
 void agent_cp_start(struct agent_cp *cp, const char *path, const char *token, char *body,
                     long timeout_ms)
 {
-    char *url = xasprintf("%s%s", cp->base_url, path);
+    char *url = xasprintf("%s%s", cp->urls[cp->current], path);
     char *auth = xasprintf("Authorization: Bearer %s", token);
     size_t body_len = strlen(body), len = body_len;
 
@@ -192,6 +201,8 @@ void agent_cp_perform(CURLM *multi)
         if (cp->result.code != CURLE_OK && cp->result.error[0] == '\0')
             snprintf(cp->result.error, sizeof(cp->result.error), "%s",
                      curl_easy_strerror(cp->result.code));
+        if (cp->result.code != CURLE_OK || (cp->result.status >= 502 && cp->result.status <= 504))
+            cp->current = (cp->current + 1) % cp->nurls; /* the next cairnd, if any */
         cp->result.body = cp->answer != NULL ? cp->answer : "";
         cp->result.len = cp->answer_len;
         curl_multi_remove_handle(multi, cp->easy); /* msg is invalid from here on */

@@ -41,7 +41,9 @@ struct agent_cp_result {
 struct agent_cp {
     CURLM *multi; /* shared, not owned */
     CURL *easy;
-    char *base_url;
+    char **urls; /* the cairnd it may reach, tried in turn */
+    size_t nurls;
+    size_t current; /* the one requests go to: the next after one fails */
     enum agent_cp_encoding encoding;
     char *body; /* of the request in flight */
     struct curl_slist *headers;
@@ -52,8 +54,8 @@ struct agent_cp {
     struct agent_cp_result result;
 };
 
-/* Initialise libcurl for the whole process (TLS only when base_url is
- * https) and return the multi handle the channels share. Aborts when
+/* Initialise libcurl for the whole process (TLS only when base_url names
+ * an https cairnd) and return the multi handle the channels share. Aborts when
  * libcurl cannot be set up. */
 CURLM *agent_cp_multi_init(const char *base_url);
 
@@ -61,7 +63,10 @@ CURLM *agent_cp_multi_init(const char *base_url);
 void agent_cp_multi_cleanup(CURLM *multi);
 
 /* Set up a channel to base_url ("http://host:port", no trailing '/') on
- * multi (from agent_cp_multi_init()), sending bodies as encoding says. An
+ * multi (from agent_cp_multi_init()), sending bodies as encoding says.
+ * base_url may name several cairnd, comma-separated: requests go to one
+ * until it fails to answer (no connection, a timeout, or 502, 503, 504),
+ * then to the next. An
  * https:// cairnd's certificate is verified -- name and chain -- against
  * the authority in the PEM file ca_file, or the system's (NULL). */
 void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url, const char *ca_file,

@@ -29,7 +29,7 @@ static const struct setting {
     size_t label_max; /* > 0: 1 to label_max of [A-Za-z0-9._-] */
 } settings[AGENT_SET_COUNT] = {
     [AGENT_SET_CONTROL_PLANE] = {"control-plane", "CAIRN_AGENT_CONTROL_PLANE", "URL", true, NULL,
-                                 "an http:// or https:// URL"},
+                                 "an http:// or https:// URL, or several comma-separated"},
     [AGENT_SET_CONTROL_PLANE_CA] = {"control-plane-ca-file", "CAIRN_AGENT_CONTROL_PLANE_CA_FILE",
                                     "PATH", false, NULL, "a PEM file"},
     [AGENT_SET_BOOTSTRAP_TOKEN] = {"bootstrap-token", "CAIRN_AGENT_BOOTSTRAP_TOKEN", "TOKEN", false,
@@ -258,20 +258,57 @@ static const char *pick(const struct agent_settings_layer *layers, size_t n, int
     return NULL;
 }
 
+/* Whether v[0..len) is an http:// or https:// URL with a host part and
+ * nothing blank or unprintable in it. */
+static bool is_base_url(const char *v, size_t len)
+{
+    size_t scheme = strncmp(v, "http://", 7) == 0 ? 7 : strncmp(v, "https://", 8) == 0 ? 8 : 0;
+
+    if (scheme == 0 || len <= scheme || v[scheme] == '/')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (!isgraph((unsigned char)v[i]))
+            return false;
+    }
+    return true;
+}
+
+/* One cairnd's URL, or several (each cairnd, behind no load balancer;
+ * comma-separated, tried in turn): kept without trailing '/'. */
+static bool store_control_plane(struct agent_settings *out, const char *v)
+{
+    char *list = xcalloc(strlen(v) + 1, 1);
+    size_t at = 0;
+
+    for (size_t n = 0;; n++) {
+        size_t len = strcspn(v, ",");
+        if (n == AGENT_CP_MAX_URLS || !is_base_url(v, len)) {
+            free(list);
+            return false;
+        }
+        size_t keep = len;
+        while (v[keep - 1] == '/')
+            keep--;
+        if (at > 0)
+            list[at++] = ',';
+        memcpy(list + at, v, keep);
+        at += keep;
+        if (v[len] == '\0')
+            break;
+        v += len + 1;
+    }
+    free(out->control_plane);
+    out->control_plane = list;
+    return true;
+}
+
 /* Store the value v of setting id (n: v as an integer, for the integer
  * settings) in out. False when v is not what the setting takes. */
 static bool store(struct agent_settings *out, int id, const char *v, long n)
 {
     switch (id) {
-    case AGENT_SET_CONTROL_PLANE: {
-        size_t len = strlen(v);
-        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
-            return false;
-        while (len > 0 && v[len - 1] == '/')
-            len--;
-        out->control_plane = xstrndup(v, len);
-        return true;
-    }
+    case AGENT_SET_CONTROL_PLANE:
+        return store_control_plane(out, v);
     case AGENT_SET_CONTROL_PLANE_CA:
         if (v[0] == '\0')
             return false;

@@ -19,6 +19,9 @@
 #include "log.h"
 #include "usage.h"
 
+/* The most cairnd URLs --control-plane takes. */
+#define AGENT_CP_MAX_URLS 16
+
 #define AGENT_MAX_ENGINE_PATHS 16
 
 enum agent_setting_id {
@@ -57,7 +60,8 @@ struct agent_machine {
 
 /* The resolved, validated settings. Strings are owned by the struct. */
 struct agent_settings {
-    char *control_plane;    /* http:// or https:// base URL, no trailing '/' */
+    char *control_plane;    /* http:// or https:// base URL, no trailing '/'; or several,
+                               comma-separated (cp.h) */
     char *control_plane_ca; /* PEM file of the authority cairnd's HTTPS certificate is
                                checked against; NULL: the system's */
     char *bootstrap_token;

@@ -669,7 +669,7 @@ static void hold_stale(struct ha *h, const struct store_ha_work *w, long long no
         if (e->held_ms == 0) {
             e->held_ms = now;
             struct fenced_call f = {w->node, w->why};
-            (void)db_run(h->app->db, held_fn, &f);
+            (void)db_tx(h->app->db, DB_READ_COMMITTED, held_fn, &f);
             log_warn("old primary's writes held until it rejoins as a replica",
                      "cluster=%s shard=%04d node=%s primary=%s pause_ms=%d", w->cluster,
                      w->shard + 1, w->node, w->why, pause_ms);
@@ -802,7 +802,7 @@ static enum db_status queue_fn(struct db_conn *conn, void *arg)
 
 static void replace(struct ha *h, const struct store_ha_work *w)
 {
-    enum db_status st = db_run(h->app->db, queue_fn, (void *)w);
+    enum db_status st = db_tx(h->app->db, DB_READ_COMMITTED, queue_fn, (void *)w);
     if (st == DB_OK) {
         log_warn("replacing a node", "cluster=%s node=%s", w->cluster, w->node);
         if (h->app->runner != NULL)
@@ -838,21 +838,39 @@ static enum db_status queue_move(struct db_conn *conn, const struct store_ha_mov
     return st;
 }
 
-static enum db_status rebalance_fn(struct db_conn *conn, void *arg)
+struct moves {
+    struct store_ha_move items[MAX_WORK];
+    size_t n;
+};
+
+static enum db_status unbalanced_fn(struct db_conn *conn, void *arg)
 {
-    struct ha *h = arg;
-    struct store_ha_move moves[MAX_WORK];
-    size_t n = 0;
-    enum db_status st = store_ha_unbalanced(conn, REBALANCE_SETTLE_S, moves, MAX_WORK, &n);
-    for (size_t i = 0; st == DB_OK && i < n; i++) {
-        if (queue_move(conn, &moves[i]) != DB_OK)
+    struct moves *m = arg;
+    return store_ha_unbalanced(conn, REBALANCE_SETTLE_S, m->items, MAX_WORK, &m->n);
+}
+
+static enum db_status move_fn(struct db_conn *conn, void *arg)
+{
+    return queue_move(conn, arg);
+}
+
+/* Each move queued on its own: one refused (its cluster busy) spares the
+ * others. */
+static void rebalance(struct ha *h)
+{
+    struct moves *m = xcalloc(1, sizeof(*m));
+    if (db_run(h->app->db, unbalanced_fn, m) != DB_OK)
+        m->n = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct store_ha_move *move = &m->items[i];
+        if (db_tx(h->app->db, DB_READ_COMMITTED, move_fn, (void *)move) != DB_OK)
             continue;
-        log_info("rebalancing primaries", "cluster=%s shard=%04d from=%s to=%s", moves[i].cluster,
-                 moves[i].shard + 1, moves[i].from_az, moves[i].to_az);
+        log_info("rebalancing primaries", "cluster=%s shard=%04d from=%s to=%s", move->cluster,
+                 move->shard + 1, move->from_az, move->to_az);
         if (h->app->runner != NULL)
             runner_poke(h->app->runner);
     }
-    return st;
+    free(m);
 }
 
 /* ---- host loss, from several vantage points ------------------------------ */
@@ -951,7 +969,7 @@ static void judge(struct ha *h, const struct store_silent_primary *sp, bool trus
         s->cairnd_silent = !answers_cairnd(h, sp->cluster, sp->node);
     } else if (s->woken_ms == 0 || (answered && now - s->woken_ms >= REWAKE_MS)) {
         struct host_call c = {sp->host, NULL, NULL, false};
-        if (db_run(h->app->db, wake_fn, &c) != DB_OK)
+        if (db_tx(h->app->db, DB_READ_COMMITTED, wake_fn, &c) != DB_OK)
             return;
         if (s->woken_ms == 0)
             log_info("a primary is silent to its replica's agent; asking its host's agent",
@@ -982,7 +1000,7 @@ static void judge(struct ha *h, const struct store_silent_primary *sp, bool trus
                                voters, "silent_to", votes, "cairnd_reached", !cairnd_silent);
     char *text = json_dumps(detail, JSON_COMPACT);
     struct host_call c = {sp->host, why, text, false};
-    if (db_run(h->app->db, lost_fn, &c) == DB_OK && c.marked)
+    if (db_tx(h->app->db, DB_READ_COMMITTED, lost_fn, &c) == DB_OK && c.marked)
         log_warn("host lost", "host=%s reason=\"%s\"", sp->host, why);
     free(text);
     json_decref(detail);
@@ -1031,7 +1049,7 @@ void ha_tick(struct ha *h, bool trust_losses)
     n = run_query(h, STORE_HA_LEADERLESS_SHARDS, node_timeout_ms, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         repair_shard(h, &rows[i]);
-    (void)db_run(h->app->db, rebalance_fn, h);
+    rebalance(h);
     n = run_query(h, STORE_HA_DEAD_NODES, h->app->cfg.replace_after_s, trust_losses, rows);
     for (size_t i = 0; i < n; i++)
         replace(h, &rows[i]);

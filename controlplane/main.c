@@ -365,7 +365,7 @@ static int cmd_serve(struct cli *cli)
         db_pool_free(app.db);
         return fail("%s", err);
     }
-    struct notify *notify = notify_start(app.cfg.database_url, server, app.tokens);
+    struct notify *notify = notify_start(app.cfg.database_url, server, app.tokens, app.monitor);
     app.runner = runner_start(&app, op_kinds);
     struct sentinel *sentinel = start_sentinel(&app);
     monitor_start(app.monitor);

@@ -7,8 +7,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ha.h"
+#include "leader.h"
 #include "log.h"
 #include "store.h"
 #include "timeutil.h"
@@ -23,6 +25,7 @@ struct monitor {
     struct app *app;
     struct db_pool *pool;
     struct ha *ha;
+    struct leader *leader; /* whether this cairnd decides (leader.h) */
     int timeout_s;
     pthread_t thread;
     bool started;
@@ -125,29 +128,45 @@ static enum db_status rollup_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
+/* The leader's work for one tick: hosts, failovers, upkeep. */
+static void lead(struct monitor *m)
+{
+    pthread_mutex_lock(&m->lock);
+    struct check c = {m, watched_s(m)};
+    pthread_mutex_unlock(&m->lock);
+    enum db_status st = db_tx(m->pool, DB_READ_COMMITTED, check_fn, &c);
+    if (st == DB_FENCED) {
+        leader_resign(m->leader);
+        return;
+    }
+    note_database(m, st);
+    /* Without the database there is nothing to decide (and nothing to say
+     * ten times a second). */
+    if (st != DB_OK)
+        return;
+    ha_tick(m->ha, c.watched_s >= m->timeout_s);
+    if (time(NULL) >= m->housekeeping_at && db_run(m->pool, housekeeping_fn, m) == DB_OK)
+        m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
+    if (time(NULL) >= m->rollup_at && db_run(m->pool, rollup_fn, m) == DB_OK)
+        m->rollup_at = time(NULL) + ROLLUP_EVERY_S;
+    if (time(NULL) >= m->schedule_at) {
+        upgrade_schedule_tick(m->app);
+        m->schedule_at = time(NULL) + SCHEDULE_EVERY_S;
+    }
+}
+
 static void *monitor_main(void *arg)
 {
     struct monitor *m = arg;
 
     pthread_mutex_lock(&m->lock);
     while (!m->stop) {
-        struct check c = {m, watched_s(m)};
         pthread_mutex_unlock(&m->lock);
-        enum db_status st = db_run(m->pool, check_fn, &c);
-        note_database(m, st);
-        /* Without the database there is nothing to decide (and nothing
-         * to say ten times a second). */
-        if (st == DB_OK) {
-            ha_tick(m->ha, c.watched_s >= m->timeout_s);
-            if (time(NULL) >= m->housekeeping_at && db_run(m->pool, housekeeping_fn, m) == DB_OK)
-                m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
-            if (time(NULL) >= m->rollup_at && db_run(m->pool, rollup_fn, m) == DB_OK)
-                m->rollup_at = time(NULL) + ROLLUP_EVERY_S;
-            if (time(NULL) >= m->schedule_at) {
-                upgrade_schedule_tick(m->app);
-                m->schedule_at = time(NULL) + SCHEDULE_EVERY_S;
-            }
-        }
+        bool reachable = false;
+        if (leader_tick(m->leader, &reachable) != 0)
+            lead(m);
+        else
+            note_database(m, reachable ? DB_OK : DB_UNAVAILABLE);
         pthread_mutex_lock(&m->lock);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -172,6 +191,10 @@ struct monitor *monitor_new(struct app *app, int timeout_s)
     m->pool = app->db;
     m->retention_days = app->cfg.metrics_retention_days;
     m->ha = ha_new(app);
+    char host[64] = "localhost", holder[160];
+    gethostname(host, sizeof(host) - 1);
+    snprintf(holder, sizeof(holder), "%s:%d pid %d", host, app->cfg.listen_port, (int)getpid());
+    m->leader = leader_new(app->cfg.database_url, holder);
     m->timeout_s = timeout_s;
     m->deaf = true;
     pthread_mutex_init(&m->lock, NULL);
@@ -207,6 +230,11 @@ bool monitor_trusts_losses(struct monitor *m)
     return trusted;
 }
 
+long long monitor_leader_term(struct monitor *m)
+{
+    return m != NULL ? leader_current(m->leader) : 0;
+}
+
 void monitor_stop(struct monitor *m)
 {
     if (!m->started)
@@ -225,5 +253,6 @@ void monitor_free(struct monitor *m)
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->wake);
     ha_free(m->ha);
+    leader_free(m->leader);
     free(m);
 }

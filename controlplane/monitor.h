@@ -1,7 +1,7 @@
 /* monitor.h -- the host monitor: marks hosts whose agent stopped reporting
  * as lost, then runs the high-availability checks (ha.h). Every cairnd runs
- * one; the update itself decides which of them records a transition, so
- * each is recorded once.
+ * one, and the one holding the control-plane leadership (leader.h) does the
+ * work; the others wait to take it over.
  *
  * The heartbeat clock: a host's silence counts only from the moment this
  * cairnd could hear it, which is the later of when it started listening
@@ -39,6 +39,10 @@ void monitor_free(struct monitor *m);
 
 /* Run the checks now rather than at the next tick (any thread). */
 void monitor_poke(struct monitor *m);
+
+/* The leadership term this cairnd's monitor decides in; 0 when another
+ * cairnd leads (any thread; 0 for NULL). */
+long long monitor_leader_term(struct monitor *m);
 
 /* Whether this cairnd has watched heartbeats for a whole timeout, so that a
  * host recorded lost has had a chance to report to it and the loss may be

@@ -1,6 +1,6 @@
 /* notify.c -- the LISTEN thread: PostgreSQL notifications to http_wake(),
- * and credential changes to the token cache, which it trusts only while
- * this thread listens. */
+ * credential changes to the token cache, which it trusts only while this
+ * thread listens, and engines in trouble to the monitor. */
 #include "notify.h"
 
 #include <poll.h>
@@ -14,6 +14,7 @@
 #include "db.h"
 #include "http.h"
 #include "log.h"
+#include "monitor.h"
 #include "store.h"
 #include "token_cache.h"
 #include "xalloc.h"
@@ -25,6 +26,7 @@ struct notify {
     char *url;
     struct http_server *server;
     struct token_cache *tokens;
+    struct monitor *monitor;
     pthread_t thread;
     atomic_bool stop;
 };
@@ -39,6 +41,8 @@ static bool drain(struct notify *n, PGconn *pg)
     while ((note = PQnotifies(pg)) != NULL) {
         if (strcmp(note->relname, STORE_CREDENTIALS_CHANNEL) == 0)
             token_cache_forget(n->tokens, note->extra);
+        else if (strcmp(note->relname, STORE_TROUBLE_CHANNEL) == 0)
+            monitor_poke(n->monitor);
         else
             http_wake(n->server, note->extra[0] != '\0' ? note->extra : NULL);
         PQfreemem(note);
@@ -54,7 +58,7 @@ static PGconn *listen_on(const char *url)
     if (pg == NULL)
         return NULL;
     if (store_hosts_listen(pg) != DB_OK || store_operations_listen(pg) != DB_OK ||
-        store_credentials_listen(pg) != DB_OK) {
+        store_credentials_listen(pg) != DB_OK || store_trouble_listen(pg) != DB_OK) {
         PQfinish(pg);
         return NULL;
     }
@@ -96,12 +100,14 @@ static void *notify_main(void *arg)
     return NULL;
 }
 
-struct notify *notify_start(const char *url, struct http_server *server, struct token_cache *tokens)
+struct notify *notify_start(const char *url, struct http_server *server, struct token_cache *tokens,
+                            struct monitor *monitor)
 {
     struct notify *n = xcalloc(1, sizeof(*n));
     n->url = xstrdup(url);
     n->server = server;
     n->tokens = tokens;
+    n->monitor = monitor;
     atomic_init(&n->stop, false);
     pthread_create(&n->thread, NULL, notify_main, n);
     return n;

@@ -7,6 +7,7 @@
 #define CAIRN_NOTIFY_H
 
 struct http_server;
+struct monitor;
 struct notify;
 struct token_cache;
 
@@ -17,10 +18,11 @@ struct token_cache;
  * UUIDs, so neither wakes the other's. After every (re)connection it wakes
  * them all, since notifications sent while it was away are lost. Credential
  * changes (store_credentials_listen()) drop the credential from tokens,
- * which it trusts while it listens and empties whenever it stops. Never
- * fails: it retries while the database is down. */
-struct notify *notify_start(const char *url, struct http_server *server,
-                            struct token_cache *tokens);
+ * which it trusts while it listens and empties whenever it stops. Engines
+ * in trouble reported to another cairnd (store_trouble_listen()) poke
+ * monitor. Never fails: it retries while the database is down. */
+struct notify *notify_start(const char *url, struct http_server *server, struct token_cache *tokens,
+                            struct monitor *monitor);
 
 /* Stop the thread and close its connection. */
 void notify_stop(struct notify *n);

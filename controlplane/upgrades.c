@@ -172,6 +172,7 @@ static enum db_status tick_fn(struct db_conn *conn, void *arg)
     struct store_scheduled_upgrades due;
     enum db_status st = store_upgrades_scheduled(conn, &due);
 
+    c->started = 0; /* a retried transaction counts again */
     if (st != DB_OK)
         return st;
     long long now = (long long)time(NULL);
@@ -197,7 +198,7 @@ static enum db_status tick_fn(struct db_conn *conn, void *arg)
 int upgrade_schedule_tick(struct app *app)
 {
     struct tick_call c = {app, 0};
-    if (db_run(app->db, tick_fn, &c) != DB_OK)
+    if (db_tx(app->db, DB_READ_COMMITTED, tick_fn, &c) != DB_OK)
         return 0;
     if (c.started > 0 && app->runner != NULL)
         runner_poke(app->runner);

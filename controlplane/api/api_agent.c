@@ -279,12 +279,16 @@ struct sync_call {
     long long generation;
     int heartbeat_timeout_s;
     char *desired;
+    bool announce_trouble; /* to the leader's monitor, another cairnd's */
 };
 
 static enum db_status record_fn(struct db_conn *conn, void *arg)
 {
     struct sync_call *c = arg;
-    return store_host_sync(conn, c->host_id, c->engines, c->nodes, &c->generation);
+    enum db_status st = store_host_sync(conn, c->host_id, c->engines, c->nodes, &c->generation);
+    if (st == DB_OK && c->announce_trouble)
+        st = store_trouble_announce(conn, c->host_id);
+    return st;
 }
 
 static enum db_status generation_fn(struct db_conn *conn, void *arg)
@@ -422,8 +426,10 @@ void api_agent_sync(struct http_request *req)
     if (!req->resumed) {
         char *installed = json_dumps(json_object_get(body, "engines"), JSON_COMPACT);
         char *nodes = json_dumps(json_object_get(body, "nodes"), JSON_COMPACT);
+        bool trouble = reports_trouble(json_object_get(body, "nodes"));
         call.engines = installed;
         call.nodes = nodes;
+        call.announce_trouble = trouble && monitor_leader_term(req->app->monitor) == 0;
         st = db_tx(req->app->db, DB_READ_COMMITTED, record_fn, &call);
         free(installed);
         free(nodes);
@@ -431,7 +437,7 @@ void api_agent_sync(struct http_request *req)
             http_reply_db_error(req, st);
             return;
         }
-        if (reports_trouble(json_object_get(body, "nodes")) && req->app->monitor != NULL)
+        if (trouble && req->app->monitor != NULL)
             monitor_poke(req->app->monitor);
         long long wait_ms = json_integer_value(json_object_get(body, "wait_ms"));
         if (wait_ms > req->app->cfg.sync_wait_ms)

@@ -2,6 +2,7 @@
  * database answers and its schema is the one this binary expects). */
 #include "api.h"
 #include "migrate.h"
+#include "monitor.h"
 #include "x509.h"
 #include "xalloc.h"
 
@@ -38,9 +39,14 @@ void api_readyz(struct http_request *req)
         http_reply_problem(req, PROBLEM_NOT_READY, NULL,
                            "database schema is at version %d, newer than this cairnd (%d)",
                            call.version, migrate_latest());
-    else
-        http_reply_json(req, 200,
-                        json_pack("{s:s, s:i}", "status", "ready", "schema_version", call.version));
+    else {
+        long long term = monitor_leader_term(req->app->monitor);
+        json_t *body = json_pack("{s:s, s:i, s:b}", "status", "ready", "schema_version",
+                                 call.version, "leader", term != 0);
+        if (term != 0)
+            json_object_set_new(body, "leader_term", json_integer(term));
+        http_reply_json(req, 200, body);
+    }
 }
 
 /* GET /v1/ca-certificate: the certificate of Cairn's certificate authority,

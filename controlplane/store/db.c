@@ -361,6 +361,35 @@ static void backoff(int attempt)
     usleep((useconds_t)((5000 << attempt) + time_mono_us() % 5000));
 }
 
+/* The leadership term this thread decides under; 0: none. */
+static _Thread_local long long fence_term;
+
+void db_fence(long long term)
+{
+    fence_term = term;
+}
+
+/* The term still current, held FOR SHARE until the transaction ends: a
+ * takeover's UPDATE of it waits for this transaction, or comes first and
+ * leaves no row. */
+static const struct db_stmt fence_check = {
+    "SELECT set_config('cairn.leader_term', term::text, true) FROM leadership"
+    " WHERE term = $1::bigint FOR SHARE"};
+
+static enum db_status fence(struct db_conn *c)
+{
+    char term[24];
+    const char *params[1] = {term};
+    enum db_status st;
+
+    snprintf(term, sizeof(term), "%lld", fence_term);
+    PGresult *res = db_query(c, &fence_check, 1, params, &st);
+    if (res != NULL && PQntuples(res) == 0)
+        st = DB_FENCED;
+    PQclear(res);
+    return st;
+}
+
 enum db_status db_tx(struct db_pool *pool, enum db_isolation isolation, db_fn fn, void *arg)
 {
     const char *begin =
@@ -374,7 +403,8 @@ enum db_status db_tx(struct db_pool *pool, enum db_isolation isolation, db_fn fn
         bool fresh = c->fresh;
         st = db_exec(c, begin);
         if (st == DB_OK) {
-            st = fn(c, arg);
+            if (fence_term == 0 || (st = fence(c)) == DB_OK)
+                st = fn(c, arg);
             if (st == DB_OK)
                 st = db_exec(c, "COMMIT");
             else

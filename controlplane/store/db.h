@@ -23,6 +23,8 @@ enum db_status {
     DB_ERROR,       /* anything else: logged where it happened */
     DB_REFUSED,     /* the transaction's function refused the change and said why (a
                        struct problem in its argument): roll back, do not retry */
+    DB_FENCED,      /* the calling thread's leadership term is over (db_fence()): its
+                       decision was not taken */
 };
 
 enum db_isolation { DB_READ_COMMITTED, DB_SERIALIZABLE };
@@ -105,13 +107,22 @@ PGconn *db_pgconn(struct db_conn *conn);
 typedef enum db_status (*db_fn)(struct db_conn *conn, void *arg);
 
 /* Run fn in a transaction at the given isolation level, with the retries
- * described at the top of this file. Returns fn's status or the database's. */
+ * described at the top of this file. Returns fn's status or the database's.
+ * On a thread fenced by a leadership term (db_fence()) the transaction
+ * first reads that term FOR SHARE, and is DB_FENCED without running fn
+ * when the term is over; the term is then the transaction's leader_term()
+ * (migrations/0033_leadership.sql), written with its events and
+ * operations. */
 enum db_status db_tx(struct db_pool *pool, enum db_isolation isolation, db_fn fn, void *arg);
 
 /* Run fn on a borrowed connection outside an explicit transaction (each
  * statement commits on its own); for reads. If the connection turns out to
  * have died while idle in the pool, fn runs once more on a fresh one. */
 enum db_status db_run(struct db_pool *pool, db_fn fn, void *arg);
+
+/* Fence the calling thread's transactions by a leadership term (leader.h);
+ * 0: unfenced. */
+void db_fence(long long term);
 
 /* Map a libpq result status and SQLSTATE to a db_status. */
 enum db_status db_classify(PGconn *conn, const PGresult *res);

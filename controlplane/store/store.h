@@ -233,6 +233,11 @@ enum db_status store_operations_listen(PGconn *pg);
  * id of an API token or agent credential revoked, replaced or deleted. */
 #define STORE_CREDENTIALS_CHANNEL "cairn_credentials"
 enum db_status store_credentials_listen(PGconn *pg);
+/* Engines in trouble reported to a cairnd that does not lead: the payload
+ * is the host's id; the leader's monitor runs its checks at once. */
+#define STORE_TROUBLE_CHANNEL "cairn_trouble"
+enum db_status store_trouble_announce(struct db_conn *conn, const char *host_id);
+enum db_status store_trouble_listen(PGconn *pg);
 
 /* Record an event of the cluster; op_id and detail (a JSON object's text)
  * may be NULL. */
@@ -424,6 +429,17 @@ enum db_status store_hosts_by_status(struct db_conn *conn, struct store_counts *
  * pool's) to changes of desired sets: each notification's payload is the id
  * of the host whose set changed. */
 enum db_status store_hosts_listen(PGconn *pg);
+
+/* ---- the control-plane leadership (leader.h) --------------------------------- */
+
+/* On pg, a connection of its own (its session holds the lock): take the
+ * leadership if no other session holds it, and begin the next term (*term);
+ * *term = 0 when another cairnd leads. */
+enum db_status store_leadership_seek(PGconn *pg, const char *holder, long long *term);
+/* The current term, whoever holds it. */
+enum db_status store_leadership_term(PGconn *pg, long long *term);
+/* Give the lock up (the term stays until the next leader's). */
+enum db_status store_leadership_resign(PGconn *pg);
 
 /* clusters: the resource (JSON text; with its nodes' host ids when
  * host_details), its generation (the ETag), lists */

@@ -234,3 +234,22 @@ enum db_status store_credentials_listen(PGconn *pg)
     PQclear(res);
     return st;
 }
+
+/* An agent's report of an engine in trouble, made to a cairnd that does not
+ * lead: the leader's monitor is woken (notify.c) rather than find it at its
+ * next tick. */
+static const struct db_stmt announce_trouble = {"SELECT pg_notify('" STORE_TROUBLE_CHANNEL
+                                                "', $1::text)"};
+
+enum db_status store_trouble_announce(struct db_conn *conn, const char *host_id)
+{
+    return store_exec(conn, &announce_trouble, host_id, NULL);
+}
+
+enum db_status store_trouble_listen(PGconn *pg)
+{
+    PGresult *res = PQexec(pg, "LISTEN " STORE_TROUBLE_CHANNEL);
+    enum db_status st = db_classify(pg, res);
+    PQclear(res);
+    return st;
+}

@@ -207,10 +207,13 @@ class ClusterStack:
     secret key file (the agents keep talking to the same URL). cairnd_args
     are added to cairnd's command line (e.g. a shorter heartbeat timeout);
     cairnd listens on listen_host (agents in network namespaces of their
-    own need an address other than 127.0.0.1 to reach it)."""
+    own need an address other than 127.0.0.1 to reach it). With peers > 0,
+    that many more cairnd share the database and secret key, each with a
+    Sentinel port of its own, and the agents are given every cairnd's URL
+    (tried in turn); self.cairnd is the first."""
 
     def __init__(self, pg, name="clusters", cairnd_args=(), agent_args=(),
-                 listen_host="127.0.0.1", tls=False):
+                 listen_host="127.0.0.1", tls=False, peers=0):
         agents.require_agent()
         self.pg = pg
         self.name = name
@@ -220,6 +223,7 @@ class ClusterStack:
         self.db = Database(pg, pg.create_database(name))
         self.cairnds = []
         self.cairnd = self._start_cairnd()
+        self.peers = [self._start_peer() for _ in range(peers)]
         self.inst = make_instance(pg, self.db, self.cairnd)
         self.api = self.inst.api
         self.agents = []
@@ -239,7 +243,8 @@ class ClusterStack:
         """Start an agent of the stack's shape; before_start(agent), if
         given, runs first (to prepare its data dir). agent_kw go to
         agents.Agent (its address and network namespace)."""
-        a = agents.Agent(self.inst.url, name, az, vcpus=AGENT_VCPUS, memory_mib=AGENT_MEMORY_MIB,
+        control_plane = ",".join(c.url for c in [self.cairnd] + self.peers)
+        a = agents.Agent(control_plane, name, az, vcpus=AGENT_VCPUS, memory_mib=AGENT_MEMORY_MIB,
                          port_count=AGENT_PORTS, extra_args=self.agent_args, **agent_kw)
         if before_start is not None:
             before_start(a)
@@ -253,33 +258,52 @@ class ClusterStack:
         self.host_ids.append(hid)
         return hid
 
-    def _start_cairnd(self, port=None, workdir=None):
+    def _start_cairnd(self, port=None, workdir=None, sentinel_port=None, extra=()):
         if not hasattr(self, "sentinel_port"):
             self.sentinel_port = harness.free_port()
         self.started_at = time.monotonic()  # the latest cairnd's start
         c = harness.start_cairnd(self.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP,
                                                "--approve-bootstrap-hosts", "--sentinel-listen",
-                                               f"127.0.0.1:{self.sentinel_port}"]
-                                 + self.cairnd_args,
+                                               f"127.0.0.1:{sentinel_port or self.sentinel_port}"]
+                                 + self.cairnd_args + list(extra),
                                  label=f"cairnd-{self.name}-{len(self.cairnds) + 1}",
                                  port=port, workdir=workdir, host=self.listen_host,
                                  tls=self.tls)
+        c.sentinel_port = sentinel_port or self.sentinel_port
+        c.stack_extra = list(extra)  # what a restart on its port and dir gives again
         self.cairnds.append(c)
         return c
 
-    def kill9_cairnd(self):
-        """SIGKILL cairnd (its whole process group) and reap it."""
-        self.cairnd.proc.send_signal(signal.SIGKILL)
-        rc = self.cairnd.wait_exit(10)
+    def _start_peer(self):
+        """One more cairnd on the stack's database and secret key."""
+        return self._start_cairnd(sentinel_port=harness.free_port(), extra=[
+            "--secret-key-file", str(self.cairnd.dir / "secret.key")])
+
+    def api_of(self, cairnd):
+        """The stack's API client, talking to cairnd instead."""
+        return harness.Api(cairnd.url, self.api.token, self.api.timeout, self.api.verify)
+
+    def kill9_cairnd(self, c=None):
+        """SIGKILL cairnd (c: one of the peers or the first; its whole
+        process group) and reap it."""
+        c = c or self.cairnd
+        c.proc.send_signal(signal.SIGKILL)
+        rc = c.wait_exit(10)
         eq(rc, -signal.SIGKILL, "cairnd exit after SIGKILL")
 
-    def restart_cairnd(self):
-        """A new cairnd on the dead one's port, database and secret key file
-        (harness.Cairnd puts secret.key in its dir: reuse the dir)."""
-        old = self.cairnd
+    def restart_cairnd(self, old=None):
+        """A new cairnd in place of a dead one (default: the first), on its
+        port, database and secret key file (harness.Cairnd puts secret.key
+        in its dir: reuse the dir)."""
+        old = old or self.cairnd
         assert not old.proc.alive(), "the old cairnd is still running"
-        self.cairnd = self._start_cairnd(port=old.port, workdir=old.dir)
-        return self.cairnd
+        new = self._start_cairnd(port=old.port, workdir=old.dir,
+                                 sentinel_port=old.sentinel_port, extra=old.stack_extra)
+        if old is self.cairnd:
+            self.cairnd = new
+        else:
+            self.peers[self.peers.index(old)] = new
+        return new
 
     def _host_id(self, agent, timeout=15):
         hid = agent.wait_registered(timeout)
@@ -314,7 +338,7 @@ class ClusterStack:
             c.cleanup()
 
 
-def stack_fixtures(name, cairnd_args=(), agent_args=(), tls=False):
+def stack_fixtures(name, cairnd_args=(), agent_args=(), tls=False, peers=0):
     """The fixtures a test module of clusters uses, as (stack, dump, cleanup):
     a module-wide ClusterStack, an autouse dump of the logs of a failed
     test, and a list of cluster ids deleted after each test. Assign them to
@@ -323,7 +347,7 @@ def stack_fixtures(name, cairnd_args=(), agent_args=(), tls=False):
     @pytest.fixture(scope="module")
     def stack(pg, cairnd_binary, request):
         try:
-            s = ClusterStack(pg, name, cairnd_args, agent_args, tls=tls)
+            s = ClusterStack(pg, name, cairnd_args, agent_args, tls=tls, peers=peers)
         except harness.HarnessError as e:
             pytest.fail(str(e), pytrace=False)
         try:

@@ -32,7 +32,8 @@ TOOLS = {
     "test_browser.py", "test_browser_actions.py", "test_browser_dashboard.py",
     "test_calibration.py", "test_catalog.py", "test_compressed_push.py", "test_console.py",
     "test_demo.py", "test_elasticache.py", "test_metrics.py", "test_metrics_api.py",
-    "test_metrics_first_sample.py", "test_node_type.py", "test_recommendations.py",
+    "test_metrics_first_sample.py", "test_node_type.py", "test_patroni.py",
+    "test_recommendations.py",
     "test_scale_replicas.py", "test_scaling.py", "test_sizing.py", "test_slot_stats.py",
     "test_terraform.py", "test_upgrade.py",
 }

@@ -20,7 +20,11 @@ def test_healthz_ignores_a_bad_authorization_header(shared):
 def test_readyz_reports_current_schema_version(shared):
     body = expect.json_ok(shared.anon.get("/readyz"))
     latest = int(shared.psql("SELECT max(version) FROM schema_migrations").strip())
-    eq(body, {"status": "ready", "schema_version": latest}, "readyz body")
+    eq({k: body[k] for k in ("status", "schema_version")},
+       {"status": "ready", "schema_version": latest}, "readyz body")
+    # Alone on its database, it leads (docs/operations.md): in a term of 1 or more.
+    eq(body["leader"], True, "a lone cairnd leads")
+    assert isinstance(body["leader_term"], int) and body["leader_term"] >= 1, body
     assert isinstance(body["schema_version"], int), \
         f"schema_version must be an integer, got {body['schema_version']!r}"
 

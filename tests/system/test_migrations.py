@@ -13,6 +13,11 @@ TABLES = ["schema_migrations", "node_types", "engine_versions", "engine_upgrade_
           "host_engines", "clusters", "shards", "nodes", "operations", "events", "api_tokens"]
 
 
+
+def schema(readiness):
+    """What /readyz says of the schema (not which cairnd leads)."""
+    return {k: readiness[k] for k in ("status", "schema_version")}
+
 def migrate_result(rc, out, err):
     eq(rc, 0, f"cairnd migrate exit code (stdout {out!r}, stderr {err!r})")
     m = MIGRATE_RE.search(out) or MIGRATE_RE.search(err)
@@ -52,7 +57,7 @@ def test_two_migrators_at_once(pg, cairnd_factory, round_):
        f"migrations applied in total by both migrators {results}")
     # The schema works: a cairnd starts on it and is ready.
     c = cairnd_factory(url, ["--no-migrate"])
-    eq(expect.json_ok(harness.Api(c.url).get("/readyz")),
+    eq(schema(expect.json_ok(harness.Api(c.url).get("/readyz"))),
        {"status": "ready", "schema_version": latest}, "readyz")
 
 
@@ -103,7 +108,7 @@ def test_no_migrate_becomes_ready_once_migrated(fresh_db, cairnd_factory):
         return r if r.status_code == 200 else None
 
     r = harness.wait_until(ready, 5, what="/readyz 200 after an external migrate")
-    eq(expect.json_ok(r), {"status": "ready", "schema_version": version}, "readyz")
+    eq(schema(expect.json_ok(r)), {"status": "ready", "schema_version": version}, "readyz")
 
 
 def test_exits_when_database_unreachable(cairnd_factory):

@@ -225,12 +225,38 @@ static void expect_refused(const char *key, const char *value, const char *want)
         agent_settings_layer_free(&layers[i]);
 }
 
+/* Several cairnd, each without a load balancer in front: kept in order,
+ * each without its trailing '/'. */
+static void test_several_control_planes(void **state)
+{
+    struct agent_settings_layer l = {0};
+    struct agent_settings s;
+
+    (void)state;
+    load_text(&l, "control-plane = https://a:8443/,http://b//,https://c\n"
+                  "az = az-a\ndata-dir = /var/lib/cairn-agent\nports = 7000-7099\n");
+    resolve_ok(&s, &l, 1);
+    assert_string_equal(s.control_plane, "https://a:8443,http://b,https://c");
+    agent_settings_free(&s);
+    agent_settings_layer_free(&l);
+}
+
 static void test_validation(void **state)
 {
     static const struct {
         const char *key, *value, *want;
     } refused[] = {
         {"control-plane", "ftp://x", "control-plane: expected an http:// or https://"},
+        {"control-plane", "http://a,", "control-plane: expected"},
+        {"control-plane", "http://a,,http://b", "control-plane: expected"},
+        {"control-plane", "http://a, http://b", "control-plane: expected"},
+        {"control-plane", "http:///x", "control-plane: expected"},
+        {"control-plane", "http://", "control-plane: expected"},
+        {"control-plane", "http://a\x01b", "control-plane: expected"},
+        {"control-plane",
+         "http://1,http://2,http://3,http://4,http://5,http://6,http://7,http://8,http://9,"
+         "http://10,http://11,http://12,http://13,http://14,http://15,http://16,http://17",
+         "control-plane: expected"},
         {"az", "az a", "az: expected 1 to 32 of [A-Za-z0-9._-]"},
         {"az", "a23456789012345678901234567890123", "az: expected"},
         {"name", "vm/1", "name: expected 1 to 63"},
@@ -344,6 +370,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_defaults, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_precedence, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_metrics_settings, clear_env, clear_env),
+        cmocka_unit_test_setup_teardown(test_several_control_planes, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_validation, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_required, clear_env, clear_env),
         cmocka_unit_test(test_machine),
