@@ -154,7 +154,8 @@ tests/terraform/node_modules: tests/terraform/package.json tests/terraform/packa
 contract: bin/cairnd bin/cairn-agent tests/contract/node_modules tests/terraform/node_modules
 	$(PYTHON) -m pytest -q tests/contract tests/terraform
 
-# Small programs the system tests run (render_config: an engine config from JSON).
+# Small programs the system tests and benchmarks run (render_config: an engine
+# config from JSON; agent_swarm: simulated hosts).
 $(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
 	@mkdir -p $(@D)
 	@echo "CC $<"

@@ -68,7 +68,7 @@ long long leader_tick(struct leader *l, bool *reachable)
     if (term != 0) {
         atomic_store(&l->term, term);
         db_fence(term);
-        log_info("leadership taken", "term=%lld holder=%s", term, l->holder);
+        log_info("leadership taken", "term=%lld holder=\"%s\"", term, l->holder);
     }
     return term;
 }

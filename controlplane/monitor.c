@@ -128,6 +128,15 @@ static enum db_status rollup_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
+/* The metrics' partitions and retention: hourly by the leader, and once
+ * by every cairnd when it starts (it may keep another retention; the work
+ * is the same whoever does it, and compaction takes a lock of its own). */
+static void keep_house(struct monitor *m)
+{
+    if (time(NULL) >= m->housekeeping_at && db_run(m->pool, housekeeping_fn, m) == DB_OK)
+        m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
+}
+
 /* The leader's work for one tick: hosts, failovers, upkeep. */
 static void lead(struct monitor *m)
 {
@@ -145,8 +154,7 @@ static void lead(struct monitor *m)
     if (st != DB_OK)
         return;
     ha_tick(m->ha, c.watched_s >= m->timeout_s);
-    if (time(NULL) >= m->housekeeping_at && db_run(m->pool, housekeeping_fn, m) == DB_OK)
-        m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
+    keep_house(m);
     if (time(NULL) >= m->rollup_at && db_run(m->pool, rollup_fn, m) == DB_OK)
         m->rollup_at = time(NULL) + ROLLUP_EVERY_S;
     if (time(NULL) >= m->schedule_at) {
@@ -163,10 +171,13 @@ static void *monitor_main(void *arg)
     while (!m->stop) {
         pthread_mutex_unlock(&m->lock);
         bool reachable = false;
-        if (leader_tick(m->leader, &reachable) != 0)
+        if (leader_tick(m->leader, &reachable) != 0) {
             lead(m);
-        else
+        } else {
             note_database(m, reachable ? DB_OK : DB_UNAVAILABLE);
+            if (reachable && m->housekeeping_at == 0)
+                keep_house(m);
+        }
         pthread_mutex_lock(&m->lock);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);

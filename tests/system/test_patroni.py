@@ -70,7 +70,7 @@ class Etcd:
             "--listen-client-urls", client, "--advertise-client-urls", client,
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
             "--initial-cluster", f"e1={peer}", "--log-level", "warn"],
-            self.dir / "etcd.log", env=harness.clean_env())
+            self.dir / "etcd.log", env=harness.clean_env(), cwd=self.dir)
         wait_until(self._healthy, 20, "etcd healthy")
 
     def _healthy(self):
@@ -140,8 +140,10 @@ postgresql:
         self.dir.chmod(0o755)
         _give_to_postgres(self.dir)
         self.log_path = self.dir / "patroni.log"
+        # Started in its own directory: the postgres user may not enter the
+        # checkout's (Patroni's helper processes start where it was started).
         self.proc = harness.ManagedProcess(f"patroni[{name}]", _run_as_postgres([PATRONI, config]),
-                                           self.log_path, env=harness.clean_env())
+                                           self.log_path, env=harness.clean_env(), cwd=self.dir)
 
     def role(self):
         """'primary', 'sync' (a synchronous replica), 'replica', or None."""
