@@ -79,6 +79,8 @@ static enum db_status check_fn(struct db_conn *conn, void *arg)
         log_warn("hosts lost", "count=%d timeout_s=%d", marked, c->m->timeout_s);
     int changed = 0;
     if (st == DB_OK)
+        st = store_shards_purge_removed(conn);
+    if (st == DB_OK)
         st = store_clusters_track_health(conn, &changed);
     if (st == DB_OK && changed > 0)
         log_info("cluster statuses changed", "count=%d", changed);

@@ -280,12 +280,35 @@ struct sync_call {
     int heartbeat_timeout_s;
     char *desired;
     bool announce_trouble; /* to the leader's monitor, another cairnd's */
+    struct store_report_facts facts;
 };
+
+/* What of the report its recording depends on (store.h). */
+static struct store_report_facts report_facts(const json_t *nodes)
+{
+    static const char *const repairs[] = {"users_repairs", "repoints", "config_repairs",
+                                          "login_repairs"};
+    struct store_report_facts f = {false, false};
+    size_t i;
+    const json_t *n;
+
+    json_array_foreach (nodes, i, n) {
+        const char *role = json_string_value(json_object_get(n, "role"));
+        if (role != NULL && strcmp(role, "primary") == 0)
+            f.primaries = true;
+        for (size_t k = 0; k < sizeof(repairs) / sizeof(repairs[0]); k++) {
+            if (json_integer_value(json_object_get(n, repairs[k])) > 0)
+                f.repairs = true;
+        }
+    }
+    return f;
+}
 
 static enum db_status record_fn(struct db_conn *conn, void *arg)
 {
     struct sync_call *c = arg;
-    enum db_status st = store_host_sync(conn, c->host_id, c->engines, c->nodes, &c->generation);
+    enum db_status st =
+        store_host_sync(conn, c->host_id, c->engines, c->nodes, &c->facts, &c->generation);
     if (st == DB_OK && c->announce_trouble)
         st = store_trouble_announce(conn, c->host_id);
     return st;
@@ -430,6 +453,7 @@ void api_agent_sync(struct http_request *req)
         call.engines = installed;
         call.nodes = nodes;
         call.announce_trouble = trouble && monitor_leader_term(req->app->monitor) == 0;
+        call.facts = report_facts(json_object_get(body, "nodes"));
         st = db_tx(req->app->db, DB_READ_COMMITTED, record_fn, &call);
         free(installed);
         free(nodes);

@@ -36,11 +36,19 @@ const char *const *op_kind_names(void)
     return names;
 }
 
+/* A step that reads a cluster's whole topology to see whether it may go on
+ * polls it no more often than once per OPS_POLL_NODES_PER_MS nodes: ten
+ * times a second for up to 100 nodes, once a second for 1,000. */
+#define OPS_POLL_NODES_PER_MS 1
+
 bool ops_topo_load(struct op_ctx *ctx, struct ops_topo *t)
 {
     memset(t, 0, sizeof(*t));
-    return cluster_nodes_load(ctx->app, ctx->cluster_id, &t->nodes, &t->password, &t->cluster_mode,
-                              ctx->error, sizeof(ctx->error));
+    bool ok = cluster_nodes_load(ctx->app, ctx->cluster_id, &t->nodes, &t->password,
+                                 &t->cluster_mode, ctx->error, sizeof(ctx->error));
+    if (ok && (int)t->nodes.count / OPS_POLL_NODES_PER_MS > ctx->min_wait_ms)
+        ctx->min_wait_ms = (int)t->nodes.count / OPS_POLL_NODES_PER_MS;
+    return ok;
 }
 
 void ops_topo_free(struct ops_topo *t)

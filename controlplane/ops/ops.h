@@ -24,7 +24,7 @@
 
 #define OPS_ENGINE_WAIT_LIMIT_S 90 /* engines not up by then: the operation fails */
 #define OPS_FORM_WAIT_LIMIT_S   60 /* topology not settled by then: the operation fails */
-#define OPS_POLL_MS             100
+#define OPS_POLL_MS             OP_POLL_MS
 
 extern const struct op_kind op_cluster_create;
 extern const struct op_kind op_cluster_delete;

@@ -52,7 +52,7 @@ enum op_result op_fail(struct op_ctx *ctx, enum problem_code code, const char *f
 
 enum op_result op_wait(struct op_ctx *ctx, int ms)
 {
-    ctx->wait_ms = ms;
+    ctx->wait_ms = ms >= OP_POLL_MS && ms < ctx->min_wait_ms ? ctx->min_wait_ms : ms;
     return OP_WAIT;
 }
 

@@ -38,6 +38,9 @@ enum op_result {
 
 /* What a step works with. context is the operation's JSON context: a step
  * may read and change it, and it is saved with the step's outcome. */
+/* The shortest wait that is a poll rather than a step's own tight loop. */
+#define OP_POLL_MS 100
+
 struct op_ctx {
     struct app *app;
     const char *op_id;
@@ -45,6 +48,8 @@ struct op_ctx {
     json_t *context;
     int step;
     int wait_ms;                  /* OP_WAIT: how long until the step runs again */
+    int min_wait_ms;              /* op_wait() stretches a poll (a wait of OP_POLL_MS or more)
+                                     to at least this long (ops_topo_load()) */
     char error[512];              /* OP_FAILED: why, for users */
     char code[64];                /* OP_FAILED: a stable code, e.g. ENGINE_START_FAILED */
     struct op_deferred *deferred; /* what op_defer() noted, written with the record */

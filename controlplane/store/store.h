@@ -397,11 +397,21 @@ enum db_status store_host_credential(struct db_conn *conn, const char *credentia
 /* Record an event about a host; message_fmt gets the host's name and AZ. */
 enum db_status store_host_event(struct db_conn *conn, const char *host_id, const char *type,
                                 const char *severity, const char *message_fmt);
+/* What an agent's node report holds that some of its recording depends on
+ * (the rest is skipped: most reports hold neither). */
+struct store_report_facts {
+    bool primaries; /* a node reports itself primary: elections, fallen primaries */
+    bool repairs;   /* a node reports repairs made by its agent: their events */
+};
 /* Record an agent's sync: heartbeat (and recovery event), installed engines
  * and node report (JSON texts), purge deleted nodes it no longer reports.
  * *generation gets the desired generation. */
 enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const char *engines,
-                               const char *nodes, long long *generation);
+                               const char *nodes, const struct store_report_facts *facts,
+                               long long *generation);
+/* Drop the rows of removed shards whose last node is gone (the leader's
+ * monitor, each tick). */
+enum db_status store_shards_purge_removed(struct db_conn *conn);
 enum db_status store_host_generation(struct db_conn *conn, const char *host_id,
                                      long long *generation);
 /* Give every node on the host that has no port yet the lowest free one in

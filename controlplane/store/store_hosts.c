@@ -338,7 +338,7 @@ static const struct db_stmt purge_tombstones = {
     "DELETE FROM node_tombstones WHERE host_id = $1::uuid"
     " AND node_id NOT IN (SELECT r.node_id FROM jsonb_to_recordset($2::jsonb) AS r(node_id uuid))"};
 
-/* And a removed shard's row with its last node's. */
+/* And a removed shard's row once its last node's is gone. */
 static const struct db_stmt purge_removed_shards = {
     "DELETE FROM shards s WHERE s.removed_at IS NOT NULL"
     " AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.shard_id = s.id)"};
@@ -404,22 +404,29 @@ enum db_status store_host_generation(struct db_conn *conn, const char *host_id,
     return store_get_int64(conn, &desired_generation, 1, params, generation);
 }
 
+enum db_status store_shards_purge_removed(struct db_conn *conn)
+{
+    return exec_stmt(conn, &purge_removed_shards, 0, NULL);
+}
+
 enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const char *engines,
-                               const char *nodes, long long *generation)
+                               const char *nodes, const struct store_report_facts *facts,
+                               long long *generation)
 {
     const char *params[2] = {host_id, nodes};
-    enum db_status st;
+    enum db_status st = DB_OK;
 
     /* Node rows first, then the host row: the order in which a change to a
      * node's desired state takes them (its trigger bumps the host's
-     * generation), so the two cannot deadlock. */
-    if ((st = exec_stmt(conn, &record_elections, 2, params)) != DB_OK ||
-        (st = exec_stmt(conn, &record_repairs, 2, params)) != DB_OK ||
+     * generation), so the two cannot deadlock. A statement that finds
+     * nothing to do without a primary (or a repair) in the report is not
+     * sent: a fleet syncs a thousand times a second. */
+    if ((facts->primaries && (st = exec_stmt(conn, &record_elections, 2, params)) != DB_OK) ||
+        (facts->repairs && (st = exec_stmt(conn, &record_repairs, 2, params)) != DB_OK) ||
         (st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
-        (st = exec_stmt(conn, &demote_fallen, 2, params)) != DB_OK ||
+        (facts->primaries && (st = exec_stmt(conn, &demote_fallen, 2, params)) != DB_OK) ||
         (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK ||
-        (st = exec_stmt(conn, &purge_tombstones, 2, params)) != DB_OK ||
-        (st = exec_stmt(conn, &purge_removed_shards, 0, NULL)) != DB_OK)
+        (st = exec_stmt(conn, &purge_tombstones, 2, params)) != DB_OK)
         return st;
     PGresult *res = db_query(conn, &heartbeat, 1, params, &st);
     if (res == NULL)

@@ -54,6 +54,7 @@ struct host {
     char *credential;
     long long generation;
     json_t *desired;     /* the nodes of the last desired set */
+    char *report;        /* the sync's body for it; NULL: to be made */
     int64_t next_sync;   /* time_mono_us() the next sync may start (after a failure) */
     int64_t next_push;   /* ... the next metrics push */
     struct call sync;    /* register, then sync */
@@ -168,13 +169,18 @@ static json_t *report(const struct host *h)
     return nodes;
 }
 
+/* The report changes only with the desired set: its text is made once
+ * per set (the tool's own CPU is taken from cairnd's on one machine). */
 static void start_sync(CURLM *multi, struct host *h)
 {
-    json_t *body = json_pack("{s:I, s:i, s:o, s:o}", "generation", (json_int_t)h->generation,
-                             "wait_ms", 10000, "engines", engines(), "nodes", report(h));
+    if (h->report == NULL) {
+        json_t *body = json_pack("{s:I, s:i, s:o, s:o}", "generation", (json_int_t)h->generation,
+                                 "wait_ms", 10000, "engines", engines(), "nodes", report(h));
+        h->report = json_dumps(body, JSON_COMPACT);
+        json_decref(body);
+    }
     h->sync.kind = SYNC;
-    start(multi, &h->sync, "/v1/agent/sync", h->credential, json_dumps(body, JSON_COMPACT));
-    json_decref(body);
+    start(multi, &h->sync, "/v1/agent/sync", h->credential, xstrdup(h->report));
 }
 
 /* One sample per running node, for the period that just closed. */
@@ -260,6 +266,8 @@ static void finished(struct call *c, CURLcode code)
             json_decref(h->desired);
             h->desired = json_incref(nodes);
             h->generation = generation;
+            free(h->report);
+            h->report = NULL;
             count.desired_sets++;
             print_desired(h);
         }
@@ -401,6 +409,7 @@ int main(int argc, char **argv)
             free(calls[k]->answer.p);
         }
         free(hosts[i].credential);
+        free(hosts[i].report);
         json_decref(hosts[i].desired);
     }
     free(hosts);
