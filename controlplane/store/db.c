@@ -274,6 +274,69 @@ PGresult *db_query_formats(struct db_conn *c, const struct db_stmt *stmt, int np
     return res;
 }
 
+/* The result of one statement of a pipeline: the first of its results,
+ * the rest (its end) consumed. */
+static PGresult *next_result(PGconn *pg)
+{
+    PGresult *res = PQgetResult(pg), *more;
+    while ((more = PQgetResult(pg)) != NULL)
+        PQclear(more);
+    return res;
+}
+
+enum db_status db_batch(struct db_conn *c, struct db_batch_item *items, size_t n)
+{
+    char name[32];
+    enum db_status st = DB_OK;
+    size_t sent = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        items[i].result = NULL;
+        if ((st = ensure_prepared(c, items[i].stmt, items[i].nparams)) != DB_OK)
+            return st;
+    }
+    if (!PQenterPipelineMode(c->pg))
+        return db_classify(c->pg, NULL);
+    for (; sent < n; sent++) {
+        stmt_name(items[sent].stmt, name, sizeof(name));
+        if (!PQsendQueryPrepared(c->pg, name, items[sent].nparams, items[sent].params, NULL, NULL,
+                                 0))
+            break;
+    }
+    bool synced = PQpipelineSync(c->pg) == 1;
+    /* Every statement sent has a result (PGRES_PIPELINE_ABORTED after a
+     * failure); the first failure is the batch's. */
+    for (size_t i = 0; i < sent && synced; i++) {
+        PGresult *res = next_result(c->pg);
+        enum db_status one =
+            PQresultStatus(res) == PGRES_PIPELINE_ABORTED ? DB_ERROR : db_classify(c->pg, res);
+        if (one == DB_OK && st == DB_OK) {
+            items[i].result = res;
+            continue;
+        }
+        if (st == DB_OK) {
+            st = one;
+            log_failure(c->pg, res, st, items[i].stmt->sql);
+        }
+        PQclear(res);
+    }
+    if (synced) {
+        PGresult *res = PQgetResult(c->pg); /* PGRES_PIPELINE_SYNC */
+        PQclear(res);
+    }
+    if (st == DB_OK && (sent < n || !synced))
+        st = db_classify(c->pg, NULL);
+    if (!PQexitPipelineMode(c->pg) && st == DB_OK)
+        st = DB_ERROR;
+    if (st != DB_OK) {
+        for (size_t i = 0; i < n; i++) {
+            PQclear(items[i].result);
+            items[i].result = NULL;
+        }
+    }
+    return st;
+}
+
 void db_param_text(struct db_params *p, const char *value)
 {
     assert(p->n < DB_MAX_PARAMS);

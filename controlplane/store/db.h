@@ -101,7 +101,27 @@ const char *db_text(const PGresult *res, int row, int col);
 /* Run one or more SQL commands without parameters (BEGIN, a migration). */
 enum db_status db_exec(struct db_conn *conn, const char *sql);
 
-/* The underlying libpq connection, for code that needs more than the above. */
+/* One statement of a batch: its parameters, and its result when the batch
+ * succeeded (the caller PQclear()s it). */
+struct db_batch_item {
+    const struct db_stmt *stmt;
+    int nparams;
+    const char *const *params;
+    PGresult *result;
+};
+
+/* Run n statements in order in one round trip (libpq's pipeline mode), in
+ * the caller's transaction: for the hot paths where the waits between
+ * statements would cost more than the statements. The first failure is
+ * the batch's status (the statements after it do not run) and leaves no
+ * result. */
+enum db_status db_batch(struct db_conn *conn, struct db_batch_item *items, size_t n);
+
+/* The underlying libpq connection, for code that needs more than the above. */ /* The underlying
+                                                                                   libpq connection,
+                                                                                   for code that
+                                                                                   needs more than
+                                                                                   the above. */
 PGconn *db_pgconn(struct db_conn *conn);
 
 typedef enum db_status (*db_fn)(struct db_conn *conn, void *arg);

@@ -413,36 +413,49 @@ enum db_status store_host_sync(struct db_conn *conn, const char *host_id, const 
                                const char *nodes, const struct store_report_facts *facts,
                                long long *generation)
 {
-    const char *params[2] = {host_id, nodes};
-    enum db_status st = DB_OK;
+    const char *params[2] = {host_id, nodes}, *engine_params[2] = {host_id, engines};
+    struct db_batch_item report[7];
+    size_t n = 0;
 
     /* Node rows first, then the host row: the order in which a change to a
      * node's desired state takes them (its trigger bumps the host's
      * generation), so the two cannot deadlock. A statement that finds
      * nothing to do without a primary (or a repair) in the report is not
-     * sent: a fleet syncs a thousand times a second. */
-    if ((facts->primaries && (st = exec_stmt(conn, &record_elections, 2, params)) != DB_OK) ||
-        (facts->repairs && (st = exec_stmt(conn, &record_repairs, 2, params)) != DB_OK) ||
-        (st = exec_stmt(conn, &record_nodes, 2, params)) != DB_OK ||
-        (facts->primaries && (st = exec_stmt(conn, &demote_fallen, 2, params)) != DB_OK) ||
-        (st = exec_stmt(conn, &purge_deleted, 2, params)) != DB_OK ||
-        (st = exec_stmt(conn, &purge_tombstones, 2, params)) != DB_OK)
+     * sent, and those that are go in one round trip: a fleet syncs a
+     * thousand times a second. */
+    if (facts->primaries)
+        report[n++] = (struct db_batch_item){&record_elections, 2, params, NULL};
+    if (facts->repairs)
+        report[n++] = (struct db_batch_item){&record_repairs, 2, params, NULL};
+    report[n++] = (struct db_batch_item){&record_nodes, 2, params, NULL};
+    if (facts->primaries)
+        report[n++] = (struct db_batch_item){&demote_fallen, 2, params, NULL};
+    report[n++] = (struct db_batch_item){&purge_deleted, 2, params, NULL};
+    report[n++] = (struct db_batch_item){&purge_tombstones, 2, params, NULL};
+    report[n++] = (struct db_batch_item){&heartbeat, 1, params, NULL};
+    enum db_status st = db_batch(conn, report, n);
+    if (st != DB_OK)
         return st;
-    PGresult *res = db_query(conn, &heartbeat, 1, params, &st);
-    if (res == NULL)
-        return st;
-    if (PQntuples(res) == 0) {
-        PQclear(res);
+    PGresult *beat = report[n - 1].result;
+    bool found = PQntuples(beat) == 1,
+         was_lost = found && strcmp(PQgetvalue(beat, 0, 0), "lost") == 0;
+    for (size_t i = 0; i < n; i++)
+        PQclear(report[i].result);
+    if (!found)
         return DB_NOT_FOUND;
-    }
-    bool was_lost = strcmp(PQgetvalue(res, 0, 0), "lost") == 0;
-    PQclear(res);
     if (was_lost && (st = store_host_event(conn, host_id, "HostRecovered", "info",
                                            "host %s in %s is reporting again")) != DB_OK)
         return st;
-    if ((st = record_engines(conn, host_id, engines)) != DB_OK)
+    /* The host is there: its engines, and the generation to answer with. */
+    struct db_batch_item rest[3] = {{&upsert_engines, 2, engine_params, NULL},
+                                    {&prune_engines, 2, engine_params, NULL},
+                                    {&desired_generation, 1, params, NULL}};
+    if ((st = db_batch(conn, rest, 3)) != DB_OK)
         return st;
-    return store_host_generation(conn, host_id, generation);
+    *generation = PQntuples(rest[2].result) == 1 ? db_int(rest[2].result, 0, 0) : 0;
+    for (size_t i = 0; i < 3; i++)
+        PQclear(rest[i].result);
+    return DB_OK;
 }
 
 /* The desired set in the agent protocol's shape: host_desired_set
