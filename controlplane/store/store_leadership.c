@@ -44,7 +44,8 @@ enum db_status store_leadership_term(PGconn *pg, long long *term)
 
 enum db_status store_leadership_resign(PGconn *pg)
 {
-    long long ignored;
-    return term_of(pg, "SELECT pg_advisory_unlock(" LEADERSHIP_LOCK_KEY ")::int", 0, NULL,
-                   &ignored);
+    PGresult *res = PQexec(pg, "SELECT pg_advisory_unlock(" LEADERSHIP_LOCK_KEY ")");
+    enum db_status st = db_classify(pg, res);
+    PQclear(res);
+    return st;
 }

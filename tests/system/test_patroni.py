@@ -15,7 +15,6 @@ stopped at the end of the module, however it ends.
 """
 
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -44,18 +43,6 @@ if PATRONI is None or ETCD is None:
 # 2 * retry_timeout <= ttl.
 TTL_S, LOOP_WAIT_S, RETRY_TIMEOUT_S = 6, 1, 2
 HEARTBEAT_S = 6  # cairnd's default
-
-
-def _run_as_postgres(argv):
-    return (["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []) + \
-        [str(a) for a in argv]
-
-
-def _give_to_postgres(path):
-    if os.geteuid() == 0:
-        pw = pwd.getpwnam("postgres")
-        for p in [path, *path.rglob("*")]:
-            os.chown(p, pw.pw_uid, pw.pw_gid)
 
 
 class Etcd:
@@ -138,11 +125,12 @@ postgresql:
     unix_socket_directories: {self.dir}
 """)
         self.dir.chmod(0o755)
-        _give_to_postgres(self.dir)
+        for path in (self.dir, config):
+            harness._chown_to_postgres(path)
         self.log_path = self.dir / "patroni.log"
         # Started in its own directory: the postgres user may not enter the
         # checkout's (Patroni's helper processes start where it was started).
-        self.proc = harness.ManagedProcess(f"patroni[{name}]", _run_as_postgres([PATRONI, config]),
+        self.proc = harness.ManagedProcess(f"patroni[{name}]", harness._as_postgres([PATRONI, config]),
                                            self.log_path, env=harness.clean_env(), cwd=self.dir)
 
     def role(self):
