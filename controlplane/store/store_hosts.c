@@ -210,13 +210,14 @@ static const struct db_stmt heartbeat = {
     "   updated_at = CASE WHEN prev.status = 'lost' THEN now() ELSE h.updated_at END"
     " FROM prev WHERE h.id = $1::uuid RETURNING prev.status"};
 
-/* Roles and links that cairnd read from the engine itself after the agent
- * read the INFO behind its report win over that report: the report says how
- * old its reading is (observed_ms_ago; 3 s, longer than an agent's INFO
- * period, when it does not say). */
-#define CAIRND_READ_IT                                                                             \
-    "coalesce(n.role_observed_at > now() - make_interval(secs =>"                                  \
+/* Roles and links that cairnd read from node x's engine itself after the
+ * agent read the INFO behind its report win over that report: the report
+ * says how old its reading is (observed_ms_ago; 3 s, longer than an agent's
+ * INFO period, when it does not say). */
+#define CAIRND_READ_SINCE(x)                                                                       \
+    "coalesce(" x ".role_observed_at > now() - make_interval(secs =>"                              \
     " coalesce(r.observed_ms_ago, 3000) / 1000.0), false)"
+#define CAIRND_READ_IT CAIRND_READ_SINCE("n")
 
 /* Cluster mode: the report's claim that node n is its shard's primary is
  * stale -- a shard-mate recorded primary holds a higher configuration epoch,
@@ -315,14 +316,18 @@ static const struct db_stmt record_elections = {
  * not run, or whose last known epoch is lower (its host lost or frozen
  * while the engines elected), is no longer one: it can only rejoin as a
  * replica, and meanwhile it must be neither published as a primary nor
- * spared replacement as one. */
+ * spared replacement as one. Not on a reading older than what cairnd read
+ * from either engine itself: a replica's report from before it was told to
+ * replicate (a create resumed after a restart of cairnd, an agent's sync
+ * held up) still says primary, with the epoch it had as an empty primary. */
 static const struct db_stmt demote_fallen = {
     "UPDATE nodes o SET role = 'replica'"
     " FROM nodes n JOIN clusters c ON c.id = n.cluster_id"
     " JOIN jsonb_to_recordset($2::jsonb) AS r(node_id uuid, role text, status text,"
-    "   config_epoch bigint) ON r.node_id = n.id"
+    "   config_epoch bigint, observed_ms_ago int) ON r.node_id = n.id"
     " WHERE n.host_id = $1::uuid AND coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
     "   AND r.role = 'primary' AND r.status = 'running' AND NOT " STALE_CLAIM
+    "   AND NOT " CAIRND_READ_IT " AND NOT " CAIRND_READ_SINCE("o")
     "   AND o.shard_id = n.shard_id AND o.id <> n.id AND o.role = 'primary'"
     "   AND (o.process_state IS DISTINCT FROM 'running' OR o.config_epoch < r.config_epoch)"};
 

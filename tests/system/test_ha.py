@@ -24,6 +24,7 @@ import time
 import redis
 from redis.sentinel import Sentinel
 
+import agents
 import clusters
 import expect
 from clusters import engine_role, events, nodes, password, wait_available, wait_until
@@ -284,6 +285,41 @@ def test_frozen_primary_host_fails_over_and_is_fenced_on_return(stack, cleanup):
     types = [e["type"] for e in events(stack.api, cid)]
     assert "PrimaryDemoted" in types or engine_role(old["address"], old["port"], pw) == "replica", \
         types
+
+
+def test_a_replicas_stale_claim_to_be_primary_demotes_no_one(stack, cleanup):
+    """Cluster mode: a replica's report read before cairnd last read the
+    shard itself -- a sync held up, or a create resumed after a restart of
+    cairnd, when the replica's agent still saw it as the empty primary it
+    was before it was told to replicate, with a newer epoch -- neither
+    demotes the primary nor promotes the replica."""
+    cid = "ha-stale-claim"
+    body, _ = create(stack, cleanup, clusters.valkey_cluster(cid))
+    shard = body["shards"][0]
+    primary = next(n for n in shard["nodes"] if n["role"] == "primary")
+    replica = next(n for n in shard["nodes"] if n["role"] == "replica")
+    agent = stack.agent_of(replica["host_id"])
+    credential = agent.identity()["credential"]
+    claim = {"node_id": replica["id"], "pid": agent.pidfile(replica["id"]), "status": "running",
+             "port": replica["port"], "role": "primary", "engine": "valkey",
+             "config_epoch": 1 << 40, "observed_ms_ago": 60000}
+    engines = [{"engine": e, "version": agents.engine_full_version(b), "line": line, "path": b}
+               for e, line, b in (("redis", "7.0", "/usr/bin/redis-server"),
+                                  ("valkey", "8.0", "/usr/bin/valkey-server"))]
+    agent.signal(signal.SIGSTOP)  # its own reports would put things right at once
+    try:
+        r = stack.api.post("/v1/agent/sync",
+                                headers={"Authorization": f"Bearer {credential}"},
+                                json={"generation": 0, "wait_ms": 0, "engines": engines,
+                                      "nodes": [claim]})
+        expect.json_ok(r)
+        after = clusters.get(stack.api, cid)["shards"][0]["nodes"]
+    finally:
+        agent.signal(signal.SIGCONT)
+    eq({n["id"]: n["role"] for n in after}, {primary["id"]: "primary", replica["id"]: "replica"},
+       "roles after a stale claim")
+    assert not any(e["detail"].get("elected") for e in events(stack.api, cid)), \
+        "an election recorded from a stale claim"
 
 
 def test_cluster_mode_kill9_primary_serves_all_slots_again(stack, cleanup):
