@@ -217,7 +217,8 @@ static const struct db_stmt heartbeat = {
 #define CAIRND_READ_SINCE(x)                                                                       \
     "coalesce(" x ".role_observed_at > now() - make_interval(secs =>"                              \
     " coalesce(r.observed_ms_ago, 3000) / 1000.0), false)"
-#define CAIRND_READ_IT CAIRND_READ_SINCE("n")
+#define CAIRND_READ_IT         CAIRND_READ_SINCE("n")
+#define CAIRND_READ_SHARD_MATE CAIRND_READ_SINCE("o")
 
 /* Cluster mode: the report's claim that node n is its shard's primary is
  * stale -- a shard-mate recorded primary holds a higher configuration epoch,
@@ -327,7 +328,7 @@ static const struct db_stmt demote_fallen = {
     "   config_epoch bigint, observed_ms_ago int) ON r.node_id = n.id"
     " WHERE n.host_id = $1::uuid AND coalesce(c.spec ->> 'cluster_mode', 'enabled') = 'enabled'"
     "   AND r.role = 'primary' AND r.status = 'running' AND NOT " STALE_CLAIM
-    "   AND NOT " CAIRND_READ_IT " AND NOT " CAIRND_READ_SINCE("o")
+    "   AND NOT " CAIRND_READ_IT " AND NOT " CAIRND_READ_SHARD_MATE
     "   AND o.shard_id = n.shard_id AND o.id <> n.id AND o.role = 'primary'"
     "   AND (o.process_state IS DISTINCT FROM 'running' OR o.config_epoch < r.config_epoch)"};
 
