@@ -18,7 +18,7 @@
 #define CSPEC_ID_MAX          40
 #define CSPEC_DESCRIPTION_MAX 255
 #define CSPEC_NODE_TYPE_MAX   64
-#define CSPEC_SHARDS_MAX      500
+#define CSPEC_SHARDS_MAX      1000
 #define CSPEC_REPLICAS_MAX    5
 #define CSPEC_TAGS_MAX        50
 #define CSPEC_TAG_KEY_MAX     128

@@ -457,7 +457,7 @@ VALID = clusters.valkey_cluster("valid-name")
     ({"num_shards": 0}, ["num_shards"]),
     ({"replicas_per_shard": 6}, ["replicas_per_shard"]),
     ({"node_type": "cache.t9.huge", "engine_version": "9.9"}, ["engine_version", "node_type"]),
-    ({"id": "Bad", "num_shards": 501}, ["id", "num_shards"]),
+    ({"id": "Bad", "num_shards": 1001}, ["id", "num_shards"]),
 ], ids=lambda v: repr(v) if isinstance(v, dict) else None)
 def test_validation_names_the_field(stack, change, fields):
     snapshot = stack.allocations()

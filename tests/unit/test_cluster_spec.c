@@ -325,10 +325,10 @@ static void test_cluster_mode(void **state)
 static void test_num_shards(void **state)
 {
     (void)state;
-    expect_field("{'num_shards': 500}", "num_shards", "500");
+    expect_field("{'num_shards': 1000}", "num_shards", "1000");
     expect_field("{'num_shards': 1}", "num_shards", "1");
-    expect_error("{'num_shards': 0}", "num_shards", "must be between 1 and 500");
-    expect_error("{'num_shards': 501}", "num_shards", "must be between 1 and 500");
+    expect_error("{'num_shards': 0}", "num_shards", "must be between 1 and 1000");
+    expect_error("{'num_shards': 1001}", "num_shards", "must be between 1 and 1000");
     expect_error("{'num_shards': 1.0}", "num_shards", "must be an integer");
     expect_error("{'num_shards': '3'}", "num_shards", "must be an integer");
 }
@@ -976,6 +976,8 @@ static void test_slots_small(void **state)
     expect_slots(3, 2, 10923, 16383);
     expect_slots(500, 0, 0, 32);
     expect_slots(500, 499, 16351, 16383);
+    expect_slots(1000, 0, 0, 15);
+    expect_slots(1000, 999, 16368, 16383);
     expect_slots(16384, 16383, 16383, 16383);
 }
 

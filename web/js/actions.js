@@ -35,7 +35,7 @@ function previewOf(p) {
 function scalingFields(c, types) {
   return {
     node_type: field('node_type', 'Node type', select(types.map((t) => [t.name, `${t.name} · ${t.memory_gib} GiB`]), c.node_type)),
-    num_shards: field('num_shards', 'Shards', input({ type: 'number', min: 1, max: 500, value: c.num_shards })),
+    num_shards: field('num_shards', 'Shards', input({ type: 'number', min: 1, max: 1000, value: c.num_shards })),
     replicas_per_shard: field('replicas_per_shard', 'Replicas per shard', input({ type: 'number', min: 0, max: 5, value: c.replicas_per_shard })),
   };
 }

@@ -43,7 +43,7 @@ export async function renderCreate(main) {
     node_type: field('node_type', 'Node type', select([])),
     cluster_mode: field('cluster_mode', 'Cluster mode', select([['enabled', 'enabled (sharded)'],
       ['disabled', 'disabled (one primary and its replicas)']], 'enabled')),
-    num_shards: field('num_shards', 'Shards', input({ type: 'number', min: 1, max: 500, value: 1 }), '1 to 500; 1 with cluster mode disabled.'),
+    num_shards: field('num_shards', 'Shards', input({ type: 'number', min: 1, max: 1000, value: 1 }), '1 to 1000; 1 with cluster mode disabled.'),
     replicas_per_shard: field('replicas_per_shard', 'Replicas per shard', input({ type: 'number', min: 0, max: 5, value: 1 }), '0 to 5.'),
     automatic_failover: field('automatic_failover', 'Automatic failover', checkbox(true)),
     multi_az: field('multi_az', 'Multi-AZ', checkbox(true), 'Never a replica in its primary\'s availability zone.'),
