@@ -136,7 +136,7 @@ static bool parse_cli(int argc, char **argv, struct cli *cli)
     if (!ok)
         return false;
     if (cli->cfg.db_pool_size == 0)
-        cli->cfg.db_pool_size = 2 * cli->cfg.http_threads + 2; /* connections and workers */
+        cli->cfg.db_pool_size = 3 * cli->cfg.http_threads + 2; /* connections, two worker pools */
     /* A held sync does not count as a heartbeat: hold it well within the
      * timeout, or healthy hosts would be declared lost while they wait. By
      * default 2 s, or half the timeout when that is shorter. */

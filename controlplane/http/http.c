@@ -34,6 +34,16 @@
 /* Seconds a client refused for want of connections is told to wait. */
 #define BUSY_RETRY_AFTER_S "1"
 
+/* Handlers waiting for a worker, and the workers that run them. */
+struct work_pool {
+    struct http_server *srv;
+    struct http_request *head, *tail;
+    pthread_cond_t ready;
+    bool stopping;
+    pthread_t *threads;
+    int count;
+};
+
 struct http_server {
     struct MHD_Daemon *daemon;
     struct app *app;
@@ -52,13 +62,9 @@ struct http_server {
 
     _Atomic int connections; /* open now, counted by on_connection */
 
-    /* Workers: the handlers of the user routes, run off the connection
-     * threads (see offload()). */
-    struct http_request *work_head, *work_tail;
-    pthread_cond_t work_ready;
-    bool workers_stopping;
-    pthread_t *workers;
-    int nworkers;
+    /* Workers: the handlers, run off the connection threads (see
+     * offload()), the users' routes on some and the agents' on others. */
+    struct work_pool users, agents;
 };
 
 /* Process-wide request counters, for GET /metrics. */
@@ -604,15 +610,16 @@ static void run_handler(struct http_server *srv, struct http_request *req)
  * libmicrohttpd gives each of its threads a share of the connections, and a
  * thread busy in a handler serves none of its other connections meanwhile:
  * a dashboard's small request kept alive on the same connection thread as
- * another's slow query would wait for it. So the handlers of the user
- * routes (read and admin scope), which read the database, run on workers:
- * the connection is suspended, a worker runs the handler, and resuming the
- * connection sends the reply from its own thread. Agent routes (whose
- * long-polls park on the connection thread), probes and the console's files
- * stay where they are.
+ * another's slow query, or as an agent's metric push, would wait for it. So
+ * the handlers that read the database run on workers: the connection is
+ * suspended, a worker runs the handler, and resuming the connection sends
+ * the reply from its own thread. The users' routes (read, admin and
+ * Signature V4 scope) and the agents' (a fleet's syncs and pushes) have
+ * workers of their own, so that neither waits in line behind the other;
+ * probes and the console's files stay on the connection threads.
  *
- * A user route's handler may park its request too (a write that waits for
- * its operation, Prefer: wait). It parks holding neither thread: its
+ * A handler may park its request (an agent's long-poll, a write that waits
+ * for its operation, Prefer: wait). It parks holding neither thread: its
  * connection stays suspended as offload() left it, and the worker goes on
  * to other work. A wake-up resumes the connection, which offloads the
  * handler's next run to a worker like the first. A wake-up that comes while
@@ -620,39 +627,55 @@ static void run_handler(struct http_server *srv, struct http_request *req)
  * leaves the connection to that worker, which resumes it when the handler
  * returns: a handler never runs twice at once. */
 
+static struct work_pool *pool_of(struct http_server *srv, const struct http_request *req)
+{
+    switch (req->route->scope) {
+    case SCOPE_READ:
+    case SCOPE_ADMIN:
+    case SCOPE_SIGV4:
+        return &srv->users;
+    case SCOPE_AGENT:
+    case SCOPE_BOOTSTRAP:
+        return &srv->agents;
+    default:
+        return NULL;
+    }
+}
+
 static bool offload(struct http_server *srv, struct http_request *req)
 {
-    if (srv->nworkers == 0 ||
-        (req->route->scope != SCOPE_READ && req->route->scope != SCOPE_ADMIN &&
-         req->route->scope != SCOPE_SIGV4))
+    struct work_pool *pool = pool_of(srv, req);
+
+    if (pool == NULL || pool->count == 0)
         return false;
     pthread_mutex_lock(&srv->lock);
     req->work_next = NULL;
-    if (srv->work_tail != NULL)
-        srv->work_tail->work_next = req;
+    if (pool->tail != NULL)
+        pool->tail->work_next = req;
     else
-        srv->work_head = req;
-    srv->work_tail = req;
+        pool->head = req;
+    pool->tail = req;
     MHD_suspend_connection(req->conn);
-    pthread_cond_signal(&srv->work_ready);
+    pthread_cond_signal(&pool->ready);
     pthread_mutex_unlock(&srv->lock);
     return true;
 }
 
 static void *worker_main(void *arg)
 {
-    struct http_server *srv = arg;
+    struct work_pool *pool = arg;
+    struct http_server *srv = pool->srv;
 
     pthread_mutex_lock(&srv->lock);
     for (;;) {
-        while (srv->work_head == NULL && !srv->workers_stopping)
-            pthread_cond_wait(&srv->work_ready, &srv->lock);
-        struct http_request *req = srv->work_head;
+        while (pool->head == NULL && !pool->stopping)
+            pthread_cond_wait(&pool->ready, &srv->lock);
+        struct http_request *req = pool->head;
         if (req == NULL)
             break; /* stopping, and nothing is left */
-        srv->work_head = req->work_next;
-        if (srv->work_head == NULL)
-            srv->work_tail = NULL;
+        pool->head = req->work_next;
+        if (pool->head == NULL)
+            pool->tail = NULL;
         req->on_worker = true;
         bool again = req->resumed;
         pthread_mutex_unlock(&srv->lock);
@@ -672,18 +695,28 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+static void start_workers(struct http_server *srv, struct work_pool *pool, int count)
+{
+    pool->srv = srv;
+    pthread_cond_init(&pool->ready, NULL);
+    pool->threads = xcalloc((size_t)count, sizeof(*pool->threads));
+    for (; pool->count < count; pool->count++)
+        pthread_create(&pool->threads[pool->count], NULL, worker_main, pool);
+}
+
 /* Run every queued handler, then end the workers. */
-static void stop_workers(struct http_server *srv)
+static void stop_workers(struct http_server *srv, struct work_pool *pool)
 {
     pthread_mutex_lock(&srv->lock);
-    srv->workers_stopping = true;
-    pthread_cond_broadcast(&srv->work_ready);
+    pool->stopping = true;
+    pthread_cond_broadcast(&pool->ready);
     pthread_mutex_unlock(&srv->lock);
-    for (int i = 0; i < srv->nworkers; i++)
-        pthread_join(srv->workers[i], NULL);
-    free(srv->workers);
-    srv->workers = NULL;
-    srv->nworkers = 0;
+    for (int i = 0; i < pool->count; i++)
+        pthread_join(pool->threads[i], NULL);
+    free(pool->threads);
+    pool->threads = NULL;
+    pool->count = 0;
+    pthread_cond_destroy(&pool->ready);
 }
 
 static enum MHD_Result queue_reply(struct http_request *req)
@@ -899,7 +932,6 @@ struct http_server *http_start(struct app *app, const struct route *table, size_
     pthread_cond_init(&srv->idle, NULL);
 
     pthread_cond_init(&srv->park_changed, NULL);
-    pthread_cond_init(&srv->work_ready, NULL);
     bool tls = app->tls_cert_pem != NULL && app->tls_key_pem != NULL;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
@@ -928,14 +960,12 @@ struct http_server *http_start(struct app *app, const struct route *table, size_
         pthread_mutex_destroy(&srv->lock);
         pthread_cond_destroy(&srv->idle);
         pthread_cond_destroy(&srv->park_changed);
-        pthread_cond_destroy(&srv->work_ready);
         free(srv);
         return NULL;
     }
     pthread_create(&srv->park_timer, NULL, park_timer_main, srv);
-    srv->workers = xcalloc((size_t)app->cfg.http_threads, sizeof(*srv->workers));
-    for (; srv->nworkers < app->cfg.http_threads; srv->nworkers++)
-        pthread_create(&srv->workers[srv->nworkers], NULL, worker_main, srv);
+    start_workers(srv, &srv->users, app->cfg.http_threads);
+    start_workers(srv, &srv->agents, app->cfg.http_threads);
     return srv;
 }
 
@@ -966,11 +996,11 @@ void http_stop(struct http_server *srv, int timeout_s)
     pthread_mutex_unlock(&srv->lock);
     /* A worker still in a handler resumes its connection when it is done;
      * the daemon must outlive that. */
-    stop_workers(srv);
+    stop_workers(srv, &srv->users);
+    stop_workers(srv, &srv->agents);
     MHD_stop_daemon(srv->daemon);
     pthread_mutex_destroy(&srv->lock);
     pthread_cond_destroy(&srv->idle);
     pthread_cond_destroy(&srv->park_changed);
-    pthread_cond_destroy(&srv->work_ready);
     free(srv);
 }
