@@ -84,9 +84,11 @@ static enum db_status store_cluster(struct db_conn *conn, struct create_call *c,
 {
     const struct op_kind *kind = c->how->kind != NULL ? c->how->kind : &op_cluster_create;
     const char *id = spec_str(c->spec, "id");
-    char *sealed = cluster_seal_secret(c->app, id, c->password);
-    enum db_status st = store_cluster_insert(conn, id, c->spec_text, sealed);
+    char *sealed = cluster_seal_secret(c->app, id, c->password),
+         *lookup = cluster_auth_lookup(c->app, c->password, strlen(c->password));
+    enum db_status st = store_cluster_insert(conn, id, c->spec_text, sealed, lookup);
     free(sealed);
+    free(lookup);
     if (st == DB_CONFLICT) { /* created meanwhile by another request */
         problem_set(c->p, PROBLEM_CLUSTER_ALREADY_EXISTS,
                     "cluster %s exists with another spec; change it with PATCH", id);

@@ -109,8 +109,11 @@ static enum db_status change_auth(struct db_conn *conn, struct modify_call *c)
     bool rotate = c->strategy == AUTH_ROTATE;
     if (st == DB_OK && !(same && (rotate || !now.rotating))) {
         char *sealed = same ? NULL : cluster_seal_secret(c->req.app, id, c->auth_token);
-        st = store_cluster_auth_update(conn, id, sealed, rotate && current != NULL);
+        char *lookup =
+            same ? NULL : cluster_auth_lookup(c->req.app, c->auth_token, strlen(c->auth_token));
+        st = store_cluster_auth_update(conn, id, sealed, lookup, rotate && current != NULL);
         free(sealed);
+        free(lookup);
         if (st == DB_OK)
             st = store_event_add(conn, id, NULL, "AuthTokenUpdated", "info",
                                  rotate ? "the AUTH token was rotated: the one in use stays "

@@ -51,6 +51,25 @@ char *cluster_seal_secret(struct app *app, const char *cluster_id, const char *p
     return text;
 }
 
+/* What the Sentinel listener finds a cluster's AUTH token by
+ * (migrations/0034_auth_lookup.sql): an HMAC of the token under a key of
+ * its own derived from cairnd's secret key, so the database alone tells
+ * nothing of the token, as "\\x<hex>" for a bytea parameter. */
+char *cluster_auth_lookup(struct app *app, const char *token, size_t len)
+{
+    static const char purpose[] = "cairn sentinel auth lookup";
+    unsigned char key[CRYPTO_SHA256_LEN], mac[CRYPTO_SHA256_LEN];
+
+    if (!app->have_secret_key)
+        return NULL;
+    crypto_hmac_sha256(app->secret_key, sizeof(app->secret_key), purpose, sizeof(purpose) - 1, key);
+    crypto_hmac_sha256(key, sizeof(key), token, len, mac);
+    char *text = xmalloc(2 * sizeof(mac) + 3);
+    strcpy(text, "\\x");
+    crypto_hex(mac, sizeof(mac), text + 2);
+    return text;
+}
+
 /* Cairn's own engine users' passwords are not stored: each is an HMAC under
  * cairnd's secret key of the cluster's uid (one life of its name) and the
  * user's name, so every cairnd sharing the key knows them, a cluster

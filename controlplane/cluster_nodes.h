@@ -35,5 +35,8 @@ char *cluster_engine_password(struct app *app, const char *cluster_uid, const ch
  * open a sealed one from its hex (NULL when it cannot be opened). */
 char *cluster_seal_secret(struct app *app, const char *cluster_id, const char *password);
 char *cluster_open_secret(struct app *app, const char *cluster_id, const char *hex);
+/* The keyed hash of an AUTH token (len bytes, NULs included) the Sentinel
+ * listener finds its cluster by; NULL without a secret key. */
+char *cluster_auth_lookup(struct app *app, const char *token, size_t len);
 
 #endif

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "cluster_nodes.h"
+#include "crypto.h"
 #include "log.h"
 #include "store.h"
 #include "xalloc.h"
@@ -166,27 +167,65 @@ struct auth_call {
     char *found;
 };
 
+/* Whether sealed (hex, or NULL) is cluster id's token, the offered one,
+ * whose SHA-256 is want; *lookup (when lookup is given) gets its keyed
+ * hash. */
+static bool opens(struct app *app, const char *id, const char *sealed, const unsigned char *want,
+                  char **lookup)
+{
+    unsigned char got[CRYPTO_SHA256_LEN];
+    char *password = sealed != NULL ? cluster_open_secret(app, id, sealed) : NULL;
+
+    if (password == NULL)
+        return false;
+    crypto_sha256(password, strlen(password), got);
+    if (lookup != NULL)
+        *lookup = cluster_auth_lookup(app, password, strlen(password));
+    free(password);
+    return crypto_equal(want, got, CRYPTO_SHA256_LEN);
+}
+
+/* The cluster whose token was offered: found by the token's keyed hash,
+ * then opened to be sure. A cluster sealed before the hashes were kept
+ * (migration 0034) is opened in turn, once: its hashes are recorded on the
+ * way, so the first AUTH after an upgrade pays for all of them. */
 static enum db_status auth_fn(struct db_conn *conn, void *arg)
 {
     struct auth_call *c = arg;
     struct store_cluster_secrets sealed;
-    enum db_status st = store_cluster_secrets(conn, &sealed);
-    unsigned char want[CRYPTO_SHA256_LEN], got[CRYPTO_SHA256_LEN];
+    unsigned char want[CRYPTO_SHA256_LEN];
+    char *lookup = cluster_auth_lookup(c->app, c->token, c->token_len);
 
+    if (lookup == NULL)
+        return DB_OK; /* no secret key: no token can be opened */
+    enum db_status st = store_cluster_secrets(conn, lookup, &sealed);
+    free(lookup);
     if (st != DB_OK)
         return st;
     crypto_sha256(c->token, c->token_len, want);
     for (size_t i = 0; i < sealed.n && c->found[0] == '\0'; i++) {
-        char *password = cluster_open_secret(c->app, sealed.items[i].id, sealed.items[i].hex);
-        if (password == NULL)
-            continue;
-        crypto_sha256(password, strlen(password), got);
-        if (crypto_equal(want, got, CRYPTO_SHA256_LEN))
-            snprintf(c->found, 48, "%s", sealed.items[i].id);
-        free(password);
+        const struct store_cluster_secret *s = &sealed.items[i];
+        if (opens(c->app, s->id, s->hex, want, NULL) ||
+            opens(c->app, s->id, s->previous_hex, want, NULL))
+            snprintf(c->found, 48, "%s", s->id);
     }
     store_cluster_secrets_free(&sealed);
-    return DB_OK;
+    if (c->found[0] != '\0' || (st = store_cluster_secrets(conn, NULL, &sealed)) != DB_OK)
+        return st;
+    for (size_t i = 0; i < sealed.n && st == DB_OK; i++) {
+        const struct store_cluster_secret *s = &sealed.items[i];
+        char *current = NULL, *previous = NULL;
+        bool is_current = opens(c->app, s->id, s->hex, want, &current),
+             is_previous = opens(c->app, s->id, s->previous_hex, want, &previous);
+        if (is_current || is_previous)
+            snprintf(c->found, 48, "%s", s->id);
+        if (current != NULL)
+            st = store_cluster_auth_lookup_fill(conn, s, current, previous);
+        free(current);
+        free(previous);
+    }
+    store_cluster_secrets_free(&sealed);
+    return st;
 }
 
 /* ---- commands ------------------------------------------------------------------ */

@@ -504,10 +504,11 @@ enum db_status store_cluster_auth(struct db_conn *conn, const char *id,
                                   struct store_cluster_auth *out);
 void store_cluster_auth_free(struct store_cluster_auth *a);
 /* sealed ("\\x" and hex; NULL: the one in use stays) becomes the token in
- * use; the one in use so far stays valid beside it when keep_current, else
- * only sealed is. */
+ * use, found by the Sentinel listener by lookup (its keyed hash, bytea text;
+ * cluster_auth_lookup()); the one in use so far stays valid beside it when
+ * keep_current, else only sealed is. */
 enum db_status store_cluster_auth_update(struct db_conn *conn, const char *id, const char *sealed,
-                                         bool keep_current);
+                                         const char *lookup, bool keep_current);
 enum db_status store_cluster_parameters_applied(struct db_conn *conn, const char *id,
                                                 const char *restart_needed);
 /* A change carried out by an operation ended: the cluster is available,
@@ -556,16 +557,23 @@ struct store_cluster_engine {
 };
 enum db_status store_cluster_engine(struct db_conn *conn, const char *id,
                                     struct store_cluster_engine *out);
-/* Every cluster with an engine password: its id and the sealed password as
- * hex. Free with store_cluster_secrets_free(). */
+/* Clusters and their sealed AUTH tokens (hex; previous_hex: the one a
+ * rotation keeps valid, or NULL): those one of whose tokens has the keyed
+ * hash lookup (bytea text), or with lookup NULL those sealed before their
+ * hashes were kept (migration 0034), whose hashes ..._fill() records.
+ * Free with store_cluster_secrets_free(). */
 struct store_cluster_secret {
-    char *id, *hex;
+    char *id, *hex, *previous_hex;
 };
 struct store_cluster_secrets {
     struct store_cluster_secret *items;
     size_t n;
 };
-enum db_status store_cluster_secrets(struct db_conn *conn, struct store_cluster_secrets *out);
+enum db_status store_cluster_secrets(struct db_conn *conn, const char *lookup,
+                                     struct store_cluster_secrets *out);
+enum db_status store_cluster_auth_lookup_fill(struct db_conn *conn,
+                                              const struct store_cluster_secret *s,
+                                              const char *lookup, const char *previous_lookup);
 void store_cluster_secrets_free(struct store_cluster_secrets *s);
 
 /* placement (store_placement.c), in the placing transaction. Reading takes
@@ -587,9 +595,10 @@ void store_placement_free(struct store_placement *p);
  * spec (JSON text), which it locks. */
 enum db_status store_cluster_same_spec(struct db_conn *conn, const char *id, const char *spec,
                                        bool *exists, bool *same);
-/* DB_CONFLICT when the id is taken. sealed_secret: bytea text, or NULL. */
+/* DB_CONFLICT when the id is taken. sealed_secret and its auth_lookup
+ * (store_cluster_auth_update()): bytea text, or NULL. */
 enum db_status store_cluster_insert(struct db_conn *conn, const char *id, const char *spec,
-                                    const char *sealed_secret);
+                                    const char *sealed_secret, const char *auth_lookup);
 /* Shard index (0-based; named "0001" on) with slots [first, last], or none
  * when first < 0; shard_id (STORE_UUID_SIZE bytes) gets its id. */
 enum db_status store_shard_insert(struct db_conn *conn, const char *cluster_id, int index,

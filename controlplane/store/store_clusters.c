@@ -234,16 +234,19 @@ void store_cluster_auth_free(struct store_cluster_auth *a)
 
 static const struct db_stmt auth_update = {
     "UPDATE clusters SET auth_secret_previous = CASE WHEN $3::boolean THEN auth_secret END,"
-    " auth_secret = coalesce($2::bytea, auth_secret), auth_token_updated_at = now()"
-    " WHERE id = $1"};
+    " auth_lookup_previous = CASE WHEN $3::boolean THEN auth_lookup END,"
+    " auth_secret = coalesce($2::bytea, auth_secret),"
+    " auth_lookup = CASE WHEN $2 IS NULL THEN auth_lookup ELSE $4::bytea END,"
+    " auth_token_updated_at = now() WHERE id = $1"};
 
 enum db_status store_cluster_auth_update(struct db_conn *conn, const char *id, const char *sealed,
-                                         bool keep_current)
+                                         const char *lookup, bool keep_current)
 {
     struct db_params p = {0};
     db_param_text(&p, id);
     db_param_text(&p, sealed);
     db_param_text(&p, keep_current ? "true" : "false");
+    db_param_text(&p, lookup);
     return db_exec_params(conn, &auth_update, &p);
 }
 
@@ -368,25 +371,55 @@ enum db_status store_cluster_engine(struct db_conn *conn, const char *id,
     return store_read_row(conn, &engine_of, &p, read_engine, out);
 }
 
-/* Both of a cluster's AUTH tokens while it rotates one. */
-static const struct db_stmt sealed_secrets = {
-    "SELECT id, encode(auth_secret, 'hex') FROM clusters WHERE auth_secret IS NOT NULL"
-    " UNION ALL SELECT id, encode(auth_secret_previous, 'hex') FROM clusters"
-    " WHERE auth_secret_previous IS NOT NULL"};
+/* The clusters one of whose AUTH tokens has the keyed hash $1 (normally
+ * one), with both their sealed tokens. */
+static const struct db_stmt secrets_by_lookup = {
+    "SELECT id, encode(auth_secret, 'hex'), encode(auth_secret_previous, 'hex') FROM clusters"
+    " WHERE auth_lookup = $1::bytea OR auth_lookup_previous = $1::bytea"};
+
+/* Those sealed before migration 0034, whose hashes are not known yet. */
+static const struct db_stmt secrets_unindexed = {
+    "SELECT id, encode(auth_secret, 'hex'), encode(auth_secret_previous, 'hex') FROM clusters"
+    " WHERE (auth_secret IS NOT NULL AND auth_lookup IS NULL)"
+    "    OR (auth_secret_previous IS NOT NULL AND auth_lookup_previous IS NULL)"};
 
 static void read_secret(const PGresult *res, int row, void *item)
 {
     struct store_cluster_secret *s = item;
     s->id = store_dup_text(res, row, 0);
     s->hex = store_dup_text(res, row, 1);
+    s->previous_hex = store_dup_text(res, row, 2);
 }
 
-enum db_status store_cluster_secrets(struct db_conn *conn, struct store_cluster_secrets *out)
+enum db_status store_cluster_secrets(struct db_conn *conn, const char *lookup,
+                                     struct store_cluster_secrets *out)
 {
     enum db_status st;
-    out->items = store_read_rows(conn, &sealed_secrets, NULL, sizeof(*out->items), read_secret,
-                                 &out->n, &st);
+    struct db_params p = {0};
+    db_param_text(&p, lookup);
+    out->items =
+        store_read_rows(conn, lookup != NULL ? &secrets_by_lookup : &secrets_unindexed,
+                        lookup != NULL ? &p : NULL, sizeof(*out->items), read_secret, &out->n, &st);
     return st;
+}
+
+/* Only while the tokens are still the ones the hashes were made of. */
+static const struct db_stmt fill_lookup = {
+    "UPDATE clusters SET auth_lookup = $4::bytea, auth_lookup_previous = $5::bytea"
+    " WHERE id = $1 AND auth_secret IS NOT DISTINCT FROM decode($2, 'hex')"
+    "   AND auth_secret_previous IS NOT DISTINCT FROM decode($3, 'hex')"};
+
+enum db_status store_cluster_auth_lookup_fill(struct db_conn *conn,
+                                              const struct store_cluster_secret *s,
+                                              const char *lookup, const char *previous_lookup)
+{
+    struct db_params p = {0};
+    db_param_text(&p, s->id);
+    db_param_text(&p, s->hex);
+    db_param_text(&p, s->previous_hex);
+    db_param_text(&p, lookup);
+    db_param_text(&p, previous_lookup);
+    return db_exec_params(conn, &fill_lookup, &p);
 }
 
 void store_cluster_secrets_free(struct store_cluster_secrets *s)
@@ -394,6 +427,7 @@ void store_cluster_secrets_free(struct store_cluster_secrets *s)
     for (size_t i = 0; i < s->n; i++) {
         free(s->items[i].id);
         free(s->items[i].hex);
+        free(s->items[i].previous_hex);
     }
     free(s->items);
     memset(s, 0, sizeof(*s));

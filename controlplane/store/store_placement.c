@@ -88,16 +88,17 @@ enum db_status store_cluster_same_spec(struct db_conn *conn, const char *id, con
 }
 
 static const struct db_stmt insert_cluster = {
-    "INSERT INTO clusters (id, spec, auth_secret, status) VALUES ($1, $2::jsonb, $3::bytea,"
-    " 'creating')"};
+    "INSERT INTO clusters (id, spec, auth_secret, auth_lookup, status)"
+    " VALUES ($1, $2::jsonb, $3::bytea, $4::bytea, 'creating')"};
 
 enum db_status store_cluster_insert(struct db_conn *conn, const char *id, const char *spec,
-                                    const char *sealed_secret)
+                                    const char *sealed_secret, const char *auth_lookup)
 {
     struct db_params p = {0};
     db_param_text(&p, id);
     db_param_text(&p, spec);
     db_param_text(&p, sealed_secret);
+    db_param_text(&p, auth_lookup);
     return db_exec_params(conn, &insert_cluster, &p);
 }
 

@@ -180,3 +180,54 @@ def test_dry_run_and_read_tokens_change_nothing(stack, cleanup):
     expect.problem(stack.inst.read.get("/v1/clusters/rot-dry/auth"), "FORBIDDEN")
     eq(auth(stack.api, "rot-dry")["auth_token"], old, "the token")
     wait_tokens(body, [old], [NEW], timeout=3)
+
+
+def sentinel_opens(stack, cid, pw):
+    """Whether cairnd's Sentinel listener takes pw (AUTH) and then names
+    cluster cid's primary; False when it refuses the password."""
+    with redis.Redis(host="127.0.0.1", port=stack.sentinel_port, password=pw,
+                     socket_timeout=5) as s:
+        try:
+            return s.execute_command("SENTINEL", "get-master-addr-by-name", cid) is not None
+        except redis.AuthenticationError:
+            return False
+        except redis.ResponseError as e:
+            if "WRONGPASS" in str(e):
+                return False
+            raise
+
+
+def test_sentinel_listener_finds_the_cluster_by_its_tokens(stack, cleanup):
+    """The Sentinel-compatible listener finds the cluster an AUTH opens by
+    a keyed hash of its tokens, kept beside the sealed ones: both tokens of
+    a rotation open it, a set ends the old one, and a cluster whose hashes
+    are not kept (sealed before they were) still opens, and has them
+    recorded by that first AUTH."""
+    cid = "lookup-group"
+    _, old = create(stack, cleanup, clusters.redis_group(
+        cid, engine="valkey", engine_version="8.0", replicas_per_shard=1))
+    eq(sentinel_opens(stack, cid, old), True, "the create's token")
+    eq(sentinel_opens(stack, cid, NEW), False, "a token the cluster does not have")
+    patch_token(stack.api, cid, NEW, "rotate")
+    eq((sentinel_opens(stack, cid, old), sentinel_opens(stack, cid, NEW)), (True, True),
+       "both tokens of a rotation")
+    patch_token(stack.api, cid, NEW, "set")
+    eq((sentinel_opens(stack, cid, old), sentinel_opens(stack, cid, NEW)), (False, True),
+       "after the set")
+    kept = stack.db.psql("SELECT auth_lookup IS NOT NULL, auth_lookup_previous IS NULL"
+                         f" FROM clusters WHERE id = '{cid}'").strip()
+    eq(kept, "t|t", "hashes kept for the token in use only")
+    lookup = stack.db.psql(
+        f"SELECT encode(auth_lookup, 'hex') FROM clusters WHERE id = '{cid}'").strip()
+    assert NEW.encode().hex() not in lookup and len(lookup) == 64, lookup
+
+    # As a cairnd before the hashes were kept left it, mid-rotation.
+    patch_token(stack.api, cid, NEWER, "rotate")
+    stack.db.psql("UPDATE clusters SET auth_lookup = NULL, auth_lookup_previous = NULL"
+                  f" WHERE id = '{cid}'")
+    eq(sentinel_opens(stack, cid, "not-a-token-of-any-cluster"), False, "a stranger's token")
+    eq(stack.db.psql(f"SELECT encode(auth_lookup_previous, 'hex') = '{lookup}'"
+                     f" AND auth_lookup IS NOT NULL FROM clusters WHERE id = '{cid}'").strip(), "t",
+       "both hashes recorded by the first AUTH, whatever it offered")
+    eq((sentinel_opens(stack, cid, NEW), sentinel_opens(stack, cid, NEWER)), (True, True),
+       "both tokens, found by the hashes recorded")
