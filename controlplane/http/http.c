@@ -646,9 +646,16 @@ static bool offload(struct http_server *srv, struct http_request *req)
 {
     struct work_pool *pool = pool_of(srv, req);
 
-    if (pool == NULL || pool->count == 0)
+    if (pool == NULL)
         return false;
     pthread_mutex_lock(&srv->lock);
+    if (pool->count == 0 || pool->stopping) {
+        /* Shutting down: no worker may be left to run it (a fleet's agents
+         * sync again at once on their kept-alive connections), and the
+         * daemon must not stop with a connection suspended. */
+        pthread_mutex_unlock(&srv->lock);
+        return false;
+    }
     req->work_next = NULL;
     if (pool->tail != NULL)
         pool->tail->work_next = req;
@@ -713,9 +720,11 @@ static void stop_workers(struct http_server *srv, struct work_pool *pool)
     pthread_mutex_unlock(&srv->lock);
     for (int i = 0; i < pool->count; i++)
         pthread_join(pool->threads[i], NULL);
+    pthread_mutex_lock(&srv->lock);
     free(pool->threads);
     pool->threads = NULL;
     pool->count = 0;
+    pthread_mutex_unlock(&srv->lock);
     pthread_cond_destroy(&pool->ready);
 }
 
