@@ -44,6 +44,7 @@ struct config {
 
 struct runner;
 struct monitor;
+struct http_server;
 struct ratelimit;
 struct x509_ca;
 struct resp_tls;
@@ -54,6 +55,7 @@ struct app {
     struct db_pool *db;
     struct runner *runner;      /* poked when this process queues an operation */
     struct monitor *monitor;    /* poked when an agent reports an engine in trouble */
+    struct http_server *http;   /* the API's server, once it listens */
     struct ratelimit *limits;   /* requests per API token (http/ratelimit.h) */
     struct token_cache *tokens; /* credentials verified lately (http/token_cache.h) */
     bool have_secret_key;       /* engine passwords can be sealed and opened */

@@ -365,6 +365,7 @@ static int cmd_serve(struct cli *cli)
         db_pool_free(app.db);
         return fail("%s", err);
     }
+    app.http = server; /* the monitor asks it how far behind its agents cairnd is */
     struct notify *notify = notify_start(app.cfg.database_url, server, app.tokens, app.monitor);
     app.runner = runner_start(&app, op_kinds);
     struct sentinel *sentinel = start_sentinel(&app);

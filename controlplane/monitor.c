@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ha.h"
+#include "http.h"
 #include "leader.h"
 #include "log.h"
 #include "store.h"
@@ -33,10 +34,12 @@ struct monitor {
     pthread_cond_t wake;
     bool stop;
     bool poked; /* checks wanted before the next tick */
-    /* The heartbeat clock (monitor.h), under lock: deaf until started and
-     * while the database is out of reach; hearing since watching_since_us
-     * (time_mono_us) otherwise. */
-    bool deaf;
+    /* The heartbeat clock (monitor.h), under lock: deaf until started,
+     * while the database is out of reach (db_down) and while heartbeats are
+     * recorded late (late_us: when one last was); hearing since
+     * watching_since_us (time_mono_us) otherwise. */
+    bool deaf, db_down;
+    int64_t late_us;
     int64_t watching_since_us;
     int retention_days;
     time_t housekeeping_at;
@@ -51,17 +54,54 @@ static double watched_s(const struct monitor *m)
     return m->deaf ? 0.0 : (double)(time_mono_us() - m->watching_since_us) / 1e6;
 }
 
+/* A heartbeat recorded this long after its sync arrived means cairnd is
+ * behind its agents (its workers or its database saturated): the hosts'
+ * silence is its own. Hearing resumes once none has been late for a
+ * while. */
+#define LATE_HEARTBEAT_US (1000 * 1000)
+#define CAUGHT_UP_US      (2 * 1000 * 1000)
+
+/* Deaf or hearing as the database and the heartbeats' lateness say; the
+ * first moment it hears again starts the clock anew. Lock held. */
+static void update_hearing(struct monitor *m)
+{
+    int64_t now = time_mono_us();
+    bool behind = m->late_us != 0 && now - m->late_us < CAUGHT_UP_US;
+
+    if (m->db_down || behind) {
+        m->deaf = true;
+    } else if (m->deaf) {
+        m->deaf = false;
+        m->watching_since_us = now;
+        if (m->late_us != 0)
+            log_info("cairnd caught up with its agents' syncs: hosts are judged again after a "
+                     "whole heartbeat timeout",
+                     "timeout_s=%d", m->timeout_s);
+        m->late_us = 0;
+    }
+}
+
 /* What a check found of the database: out of reach, the monitor is deaf;
  * the first check that reaches it again starts the clock anew. */
 static void note_database(struct monitor *m, enum db_status st)
 {
     pthread_mutex_lock(&m->lock);
-    if (st == DB_UNAVAILABLE) {
-        m->deaf = true;
-    } else if (m->deaf) {
-        m->deaf = false;
-        m->watching_since_us = time_mono_us();
-    }
+    m->db_down = st == DB_UNAVAILABLE;
+    update_hearing(m);
+    pthread_mutex_unlock(&m->lock);
+}
+
+void monitor_heard_late(struct monitor *m, int64_t lag_us)
+{
+    if (m == NULL || lag_us < LATE_HEARTBEAT_US)
+        return;
+    pthread_mutex_lock(&m->lock);
+    if (m->late_us == 0)
+        log_warn("cairnd is behind its agents' syncs: no host is judged lost until it has caught "
+                 "up and heard them for a whole heartbeat timeout",
+                 "lag_ms=%lld", (long long)(lag_us / 1000));
+    m->late_us = time_mono_us();
+    update_hearing(m);
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -139,9 +179,12 @@ static void keep_house(struct monitor *m)
         m->housekeeping_at = time(NULL) + HOUSEKEEPING_EVERY_S;
 }
 
-/* The leader's work for one tick: hosts, failovers, upkeep. */
+/* The leader's work for one tick: hosts, failovers, upkeep. First, how far
+ * behind its agents cairnd is: a sync stuck in its own queue, on a lock or
+ * on a saturated database is a heartbeat it has not heard yet. */
 static void lead(struct monitor *m)
 {
+    monitor_heard_late(m, http_agents_behind_us(m->app->http));
     pthread_mutex_lock(&m->lock);
     struct check c = {m, watched_s(m)};
     pthread_mutex_unlock(&m->lock);

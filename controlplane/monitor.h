@@ -18,6 +18,7 @@
 #define CAIRN_MONITOR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "app.h"
 
@@ -36,6 +37,14 @@ void monitor_start(struct monitor *m);
 void monitor_stop(struct monitor *m);
 /* Stop it if need be, and free it. */
 void monitor_free(struct monitor *m);
+
+/* An agent's sync waited lag_us to be heard: recorded that long after it
+ * arrived, or still waiting (any thread; NULL: nothing). Over a second,
+ * cairnd itself is behind its agents -- its workers or its database
+ * saturated, a lock held -- and the hosts' silence is its own: the monitor
+ * is deaf, as while the database is out of reach, until syncs are heard on
+ * time again for a while, and the clock then starts anew. */
+void monitor_heard_late(struct monitor *m, int64_t lag_us);
 
 /* Run the checks now rather than at the next tick (any thread). */
 void monitor_poke(struct monitor *m);

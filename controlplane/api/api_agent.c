@@ -461,6 +461,7 @@ void api_agent_sync(struct http_request *req)
             http_reply_db_error(req, st);
             return;
         }
+        monitor_heard_late(req->app->monitor, time_mono_us() - req->started_us);
         if (trouble && req->app->monitor != NULL)
             monitor_poke(req->app->monitor);
         long long wait_ms = json_integer_value(json_object_get(body, "wait_ms"));

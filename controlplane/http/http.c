@@ -35,12 +35,18 @@
 #define BUSY_RETRY_AFTER_S "1"
 
 /* Handlers waiting for a worker, and the workers that run them. */
+struct worker {
+    struct work_pool *pool;
+    pthread_t thread;
+    int64_t busy_since_us; /* when the request it runs was queued; 0: idle */
+};
+
 struct work_pool {
     struct http_server *srv;
     struct http_request *head, *tail;
     pthread_cond_t ready;
     bool stopping;
-    pthread_t *threads;
+    struct worker *workers;
     int count;
 };
 
@@ -657,6 +663,7 @@ static bool offload(struct http_server *srv, struct http_request *req)
         return false;
     }
     req->work_next = NULL;
+    req->queued_us = time_mono_us();
     if (pool->tail != NULL)
         pool->tail->work_next = req;
     else
@@ -670,7 +677,8 @@ static bool offload(struct http_server *srv, struct http_request *req)
 
 static void *worker_main(void *arg)
 {
-    struct work_pool *pool = arg;
+    struct worker *me = arg;
+    struct work_pool *pool = me->pool;
     struct http_server *srv = pool->srv;
 
     pthread_mutex_lock(&srv->lock);
@@ -684,6 +692,7 @@ static void *worker_main(void *arg)
         if (pool->head == NULL)
             pool->tail = NULL;
         req->on_worker = true;
+        me->busy_since_us = req->queued_us;
         bool again = req->resumed;
         pthread_mutex_unlock(&srv->lock);
         if (again)
@@ -691,6 +700,7 @@ static void *worker_main(void *arg)
         else
             run_handler(srv, req);
         pthread_mutex_lock(&srv->lock);
+        me->busy_since_us = 0;
         req->on_worker = false;
         /* Replied, or parked and woken meanwhile: on_request sends the
          * reply or offloads the next run. Parked and waiting: the wake-up
@@ -706,9 +716,12 @@ static void start_workers(struct http_server *srv, struct work_pool *pool, int c
 {
     pool->srv = srv;
     pthread_cond_init(&pool->ready, NULL);
-    pool->threads = xcalloc((size_t)count, sizeof(*pool->threads));
-    for (; pool->count < count; pool->count++)
-        pthread_create(&pool->threads[pool->count], NULL, worker_main, pool);
+    pool->workers = xcalloc((size_t)count, sizeof(*pool->workers));
+    for (; pool->count < count; pool->count++) {
+        struct worker *w = &pool->workers[pool->count];
+        w->pool = pool;
+        pthread_create(&w->thread, NULL, worker_main, w);
+    }
 }
 
 /* Run every queued handler, then end the workers. */
@@ -719,13 +732,31 @@ static void stop_workers(struct http_server *srv, struct work_pool *pool)
     pthread_cond_broadcast(&pool->ready);
     pthread_mutex_unlock(&srv->lock);
     for (int i = 0; i < pool->count; i++)
-        pthread_join(pool->threads[i], NULL);
+        pthread_join(pool->workers[i].thread, NULL);
     pthread_mutex_lock(&srv->lock);
-    free(pool->threads);
-    pool->threads = NULL;
+    free(pool->workers);
+    pool->workers = NULL;
     pool->count = 0;
     pthread_mutex_unlock(&srv->lock);
     pthread_cond_destroy(&pool->ready);
+}
+
+int64_t http_agents_behind_us(struct http_server *srv)
+{
+    int64_t oldest = INT64_MAX;
+
+    if (srv == NULL)
+        return 0;
+    pthread_mutex_lock(&srv->lock);
+    if (srv->agents.head != NULL)
+        oldest = srv->agents.head->queued_us; /* the queue is in order */
+    for (int i = 0; i < srv->agents.count; i++) {
+        int64_t since = srv->agents.workers[i].busy_since_us;
+        if (since != 0 && since < oldest)
+            oldest = since;
+    }
+    pthread_mutex_unlock(&srv->lock);
+    return oldest == INT64_MAX ? 0 : time_mono_us() - oldest;
 }
 
 static enum MHD_Result queue_reply(struct http_request *req)

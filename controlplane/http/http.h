@@ -75,7 +75,8 @@ struct http_request {
     /* Handlers of the user routes run on a worker (see on_request), parked
      * or not: each run, the first and every one after a wake-up. */
     struct http_request *work_next;
-    bool on_worker; /* a worker runs its handler now (under the server's lock) */
+    bool on_worker;    /* a worker runs its handler now (under the server's lock) */
+    int64_t queued_us; /* when it was last queued for a worker (time_mono_us) */
 
     /* The reply, filled by http_reply_*. */
     bool replied;
@@ -164,6 +165,11 @@ bool http_stopping(struct http_request *req);
 /* Wake the parked requests waiting on key, or all of them when key is NULL.
  * Safe from any thread. */
 void http_wake(struct http_server *server, const char *key);
+
+/* How long the oldest agent request waiting for a worker, or being run by
+ * one, has been at it (0: none; any thread; NULL: 0): how far behind its
+ * agents cairnd is. A parked long-poll does not count. */
+int64_t http_agents_behind_us(struct http_server *server);
 
 /* A query parameter's value, or NULL when absent. */
 const char *http_query(struct http_request *req, const char *name);

@@ -264,3 +264,24 @@ def test_silent_host_is_still_lost_one_timeout_after_the_restart(stack):
             gone.start()
     wait_until(lambda: stack.host(hid)["status"] == "healthy", 3 * HEARTBEAT_S,
                "the host healthy again once its agent is back")
+
+
+def test_syncs_stuck_in_cairnd_lose_no_host(stack, cleanup):
+    """Every host's row locked for 1.5 heartbeat timeouts (as a long
+    transaction would hold them): the agents' syncs reach cairnd but wait
+    there to be recorded. Their silence is cairnd's own, so no host is lost;
+    cairnd says it is behind its agents, then that it caught up."""
+    cid = "hl-stuck"
+    primary = primary_id(create_group(stack, cleanup, cid))
+    offset = stack.cairnd.log.size()
+    stuck = time.time()
+    stack.db.psql(f"BEGIN; SELECT 1 FROM hosts FOR UPDATE; SELECT pg_sleep({PAUSE_S}); COMMIT")
+    took = wait_reported(stack, time.time(), "the locks")
+    watch_healthy(stack, WATCH_S, "after the locks")
+
+    nothing_lost_or_failed_over(stack, cid, primary, stuck, "the locks")
+    log = stack.cairnd.log.text(offset)
+    assert "cairnd is behind its agents' syncs" in log, log[-3000:]
+    assert "cairnd caught up with its agents' syncs" in log, log[-3000:]
+    print(f"\nhost rows locked {PAUSE_S:.1f} s; every agent synced {took:.2f} s after; "
+          "no host lost")
