@@ -140,7 +140,7 @@ static char *smaller_gzip(char *body, size_t *len)
 }
 
 void agent_cp_start(struct agent_cp *cp, const char *path, const char *token, char *body,
-                    long timeout_ms)
+                    long timeout_ms, bool urgent)
 {
     char *url = xasprintf("%s%s", cp->urls[cp->current], path);
     char *auth = xasprintf("Authorization: Bearer %s", token);
@@ -156,6 +156,8 @@ void agent_cp_start(struct agent_cp *cp, const char *path, const char *token, ch
     cp->headers = curl_slist_append(cp->headers, "Accept: application/json");
     cp->headers = curl_slist_append(cp->headers, auth);
     cp->headers = curl_slist_append(cp->headers, "Expect:"); /* no 100-continue round trip */
+    if (urgent)
+        cp->headers = curl_slist_append(cp->headers, "Priority: u=0");
     if (cp->headers == NULL) {
         fprintf(stderr, "cairn-agent: out of memory building request headers\n");
         abort();

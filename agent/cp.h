@@ -76,10 +76,11 @@ void agent_cp_init(struct agent_cp *cp, CURLM *multi, const char *base_url, cons
 void agent_cp_close(struct agent_cp *cp);
 
 /* Start POST base_url + path with a JSON body (taken over: freed by the
- * channel) and `Authorization: Bearer token`, failing after timeout_ms.
- * Aborts any request still in flight. */
+ * channel) and `Authorization: Bearer token`, failing after timeout_ms;
+ * urgent ones say so (`Priority: u=0`, RFC 9218): cairnd hears them before
+ * its fleet's routine syncs. Aborts any request still in flight. */
 void agent_cp_start(struct agent_cp *cp, const char *path, const char *token, char *body,
-                    long timeout_ms);
+                    long timeout_ms, bool urgent);
 
 /* Drop the request in flight, if any. */
 void agent_cp_abort(struct agent_cp *cp);

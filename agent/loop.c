@@ -241,7 +241,7 @@ static void cp_kick(struct agent *a, int64_t now_us)
         }
         a->cp_kind = AGENT_CP_REGISTER;
         a->cp_started_us = now_us;
-        agent_cp_start(&a->cp, "/v1/agent/register", token, agent_report_register(a), 10000);
+        agent_cp_start(&a->cp, "/v1/agent/register", token, agent_report_register(a), 10000, false);
         return;
     }
     /* cairnd records the report at once and answers at once when the
@@ -251,7 +251,7 @@ static void cp_kick(struct agent *a, int64_t now_us)
     a->report_dirty = false;
     a->cp_started_us = now_us;
     agent_cp_start(&a->cp, "/v1/agent/sync", a->id.credential,
-                   agent_report_sync(a, wait_ms, now_us), wait_ms + 10000L);
+                   agent_report_sync(a, wait_ms, now_us), wait_ms + 10000L, agent_report_urgent(a));
 }
 
 static void cp_done(struct agent *a, const struct agent_cp_result *r, int64_t now_us)

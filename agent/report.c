@@ -108,6 +108,17 @@ char *agent_report_register(const struct agent *a)
                           c->port_max, "engines", a->engines, "agent_version", AGENT_VERSION));
 }
 
+bool agent_report_urgent(const struct agent *a)
+{
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        const struct agent_node *n = a->nodes[i];
+        if (n->state == AGENT_NODE_CRASHED || n->state == AGENT_NODE_UNRESPONSIVE ||
+            n->primary_silent)
+            return true;
+    }
+    return false;
+}
+
 char *agent_report_sync(const struct agent *a, int wait_ms, int64_t now_us)
 {
     json_t *nodes = json_array();

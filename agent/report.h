@@ -27,4 +27,9 @@ char *agent_report_register(const struct agent *a);
  * (text to free). */
 char *agent_report_sync(const struct agent *a, int wait_ms, int64_t now_us);
 
+/* Whether a sync reports trouble cairnd acts on at once -- an engine
+ * crashed or not answering, a primary its replica here finds silent -- and
+ * should be heard before the fleet's routine syncs. */
+bool agent_report_urgent(const struct agent *a);
+
 #endif

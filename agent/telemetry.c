@@ -344,7 +344,8 @@ static void push_kick(struct agent *a, int64_t now_us)
     if (body == NULL)
         return;
     t->sent_us = now_us;
-    agent_cp_start(&t->chan, "/v1/agent/metrics", a->id.credential, body, AGENT_PUSH_TIMEOUT_MS);
+    agent_cp_start(&t->chan, "/v1/agent/metrics", a->id.credential, body, AGENT_PUSH_TIMEOUT_MS,
+                   false);
 }
 
 /* Keep the samples and try again after the backoff. */

@@ -43,7 +43,8 @@ struct worker {
 
 struct work_pool {
     struct http_server *srv;
-    struct http_request *head, *tail;
+    /* Urgent requests first (head to last_urgent), each kind in order. */
+    struct http_request *head, *tail, *last_urgent;
     pthread_cond_t ready;
     bool stopping;
     struct worker *workers;
@@ -648,12 +649,31 @@ static struct work_pool *pool_of(struct http_server *srv, const struct http_requ
     }
 }
 
+/* An agent's request that says it is urgent (RFC 9218's Priority header,
+ * an urgency below the default 3: its agent reports an engine in trouble)
+ * goes before the fleet's routine syncs and pushes; a user's never does. */
+static bool urgent(const struct http_request *req)
+{
+    const char *value = req->route->scope == SCOPE_AGENT
+                            ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Priority")
+                            : NULL;
+
+    for (const char *p = value; p != NULL && *p != '\0'; p++) {
+        bool member_starts = p == value || p[-1] == ',' || p[-1] == ' ';
+        if (member_starts && p[0] == 'u' && p[1] == '=' && p[2] >= '0' && p[2] <= '7' &&
+            (p[3] == '\0' || p[3] == ',' || p[3] == ';' || p[3] == ' '))
+            return p[2] < '3';
+    }
+    return false;
+}
+
 static bool offload(struct http_server *srv, struct http_request *req)
 {
     struct work_pool *pool = pool_of(srv, req);
 
     if (pool == NULL)
         return false;
+    bool first = urgent(req);
     pthread_mutex_lock(&srv->lock);
     if (pool->count == 0 || pool->stopping) {
         /* Shutting down: no worker may be left to run it (a fleet's agents
@@ -662,13 +682,23 @@ static bool offload(struct http_server *srv, struct http_request *req)
         pthread_mutex_unlock(&srv->lock);
         return false;
     }
-    req->work_next = NULL;
     req->queued_us = time_mono_us();
-    if (pool->tail != NULL)
-        pool->tail->work_next = req;
-    else
-        pool->head = req;
-    pool->tail = req;
+    if (first) {
+        struct http_request **at =
+            pool->last_urgent != NULL ? &pool->last_urgent->work_next : &pool->head;
+        req->work_next = *at;
+        *at = req;
+        pool->last_urgent = req;
+        if (req->work_next == NULL)
+            pool->tail = req;
+    } else {
+        req->work_next = NULL;
+        if (pool->tail != NULL)
+            pool->tail->work_next = req;
+        else
+            pool->head = req;
+        pool->tail = req;
+    }
     MHD_suspend_connection(req->conn);
     pthread_cond_signal(&pool->ready);
     pthread_mutex_unlock(&srv->lock);
@@ -691,6 +721,8 @@ static void *worker_main(void *arg)
         pool->head = req->work_next;
         if (pool->head == NULL)
             pool->tail = NULL;
+        if (pool->last_urgent == req)
+            pool->last_urgent = NULL;
         req->on_worker = true;
         me->busy_since_us = req->queued_us;
         bool again = req->resumed;
@@ -748,8 +780,15 @@ int64_t http_agents_behind_us(struct http_server *srv)
     if (srv == NULL)
         return 0;
     pthread_mutex_lock(&srv->lock);
-    if (srv->agents.head != NULL)
-        oldest = srv->agents.head->queued_us; /* the queue is in order */
+    /* Each kind is queued in order: the first of each is its oldest. */
+    const struct http_request *first_urgent = srv->agents.last_urgent ? srv->agents.head : NULL,
+                              *first_other = srv->agents.last_urgent
+                                                 ? srv->agents.last_urgent->work_next
+                                                 : srv->agents.head;
+    if (first_urgent != NULL)
+        oldest = first_urgent->queued_us;
+    if (first_other != NULL && first_other->queued_us < oldest)
+        oldest = first_other->queued_us;
     for (int i = 0; i < srv->agents.count; i++) {
         int64_t since = srv->agents.workers[i].busy_since_us;
         if (since != 0 && since < oldest)

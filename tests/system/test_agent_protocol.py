@@ -241,3 +241,45 @@ def test_hosts_listing_and_engine_availability(agents):
     expect.problem(agents.api.get("/v1/hosts/00000000-0000-4000-8000-000000000000"),
                    "HOST_NOT_FOUND")
     expect.problem(agents.api.get("/v1/hosts/nope"), "HOST_NOT_FOUND")
+
+
+def test_an_urgent_sync_is_heard_before_routine_ones(pg, fresh_db, cairnd_factory):
+    """cairnd with one worker for the agents' requests, kept busy by a sync
+    stuck on its host's row: a routine sync that arrives next waits behind
+    it, and an urgent one (`Priority: u=0`, RFC 9218: its agent reports an
+    engine in trouble) arriving after that is heard before the routine
+    one. A urgency that is not below the default is routine."""
+    c = cairnd_factory(fresh_db.url, ["--agent-bootstrap-token", BOOTSTRAP,
+                                      "--approve-bootstrap-hosts", "--http-threads", "1"])
+    from conftest import make_instance
+    inst = make_instance(pg, fresh_db, c)
+    stuck, routine, urgent, lazy = (register(inst, name=f"vm-{n}", ports=(7000 + 100 * i,
+                                                                     7099 + 100 * i))
+                                    for i, n in enumerate(("stuck", "routine", "urgent", "lazy")))
+    for h in (stuck, routine, urgent, lazy):
+        expect.json_ok(sync(inst, h["credential"]))
+
+    def send(h, priority=None):
+        headers = {"Authorization": f"Bearer {h['credential']}"}
+        if priority is not None:
+            headers["Priority"] = priority
+        return inst.anon.post("/v1/agent/sync", headers=headers, timeout=20, json={
+            "generation": 0, "wait_ms": 0, "engines": ENGINES, "nodes": []})
+
+    locker = threading.Thread(target=fresh_db.psql, args=(
+        "BEGIN; SELECT 1 FROM hosts WHERE id = '%s' FOR UPDATE; SELECT pg_sleep(2); COMMIT"
+        % stuck["host_id"],))
+    locker.start()
+    time.sleep(0.3)
+    threads = []
+    for h, priority in ((stuck, None), (routine, None), (lazy, "u=5, i"), (urgent, "u=0")):
+        t = threading.Thread(target=lambda h=h, p=priority: expect.json_ok(send(h, p)))
+        t.start()
+        threads.append(t)
+        time.sleep(0.2)
+    for t in threads + [locker]:
+        t.join(20)
+    seen = dict(line.split("|") for line in fresh_db.psql(
+        "SELECT name, (extract(epoch FROM last_seen_at) * 1e6)::bigint FROM hosts").split())
+    order = sorted(("vm-routine", "vm-urgent", "vm-lazy"), key=lambda n: int(seen[n]))
+    eq(order, ["vm-urgent", "vm-routine", "vm-lazy"], "the order the syncs were heard in")

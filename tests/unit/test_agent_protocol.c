@@ -387,6 +387,32 @@ static void test_report_node(void **state)
     assert_null(agent_report_node(&n, 0));
 }
 
+/* A sync is urgent while one of the host's nodes is in trouble cairnd acts
+ * on at once: its engine crashed or not answering, or its primary silent. */
+static void test_report_urgent(void **state)
+{
+    struct agent_node calm = node_fixture(), other = node_fixture();
+    struct agent_node *nodes[2] = {&calm, &other};
+    struct agent a;
+
+    (void)state;
+    memset(&a, 0, sizeof(a));
+    a.nodes = nodes;
+    assert_false(agent_report_urgent(&a));
+    a.n_nodes = 2;
+    calm.state = other.state = AGENT_NODE_RUNNING;
+    assert_false(agent_report_urgent(&a));
+    other.state = AGENT_NODE_LOADING;
+    assert_false(agent_report_urgent(&a));
+    other.state = AGENT_NODE_CRASHED;
+    assert_true(agent_report_urgent(&a));
+    other.state = AGENT_NODE_UNRESPONSIVE;
+    assert_true(agent_report_urgent(&a));
+    other.state = AGENT_NODE_RUNNING;
+    other.primary_silent = true;
+    assert_true(agent_report_urgent(&a));
+}
+
 static void test_report_engines(void **state)
 {
     struct engine_binary bins[2] = {
@@ -433,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_observe_sync_and_loading),
         cmocka_unit_test(test_observe_keeps_the_epoch_of_the_same_process),
         cmocka_unit_test(test_report_node),
+        cmocka_unit_test(test_report_urgent),
         cmocka_unit_test(test_report_engines),
         cmocka_unit_test(test_cp_backoff),
     };
