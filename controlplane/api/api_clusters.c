@@ -53,12 +53,9 @@ struct get_call {
 static enum db_status get_fn(struct db_conn *conn, void *arg)
 {
     struct get_call *c = arg;
-    enum db_status st;
     free(c->text);
     c->text = NULL;
-    if ((st = store_cluster_get(conn, c->id, c->host_details, &c->text)) != DB_OK)
-        return st;
-    return store_cluster_generation(conn, c->id, &c->generation);
+    return store_cluster_get_versioned(conn, c->id, c->host_details, &c->text, &c->generation);
 }
 
 struct generation_call {

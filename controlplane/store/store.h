@@ -456,6 +456,9 @@ enum db_status store_leadership_resign(PGconn *pg);
 enum db_status store_cluster_get(struct db_conn *conn, const char *id, bool host_details,
                                  char **out);
 enum db_status store_cluster_generation(struct db_conn *conn, const char *id, long long *out);
+/* Both in one round trip: the resource read and its generation. */
+enum db_status store_cluster_get_versioned(struct db_conn *conn, const char *id, bool host_details,
+                                           char **out, long long *generation);
 /* The request side: the cluster's row locked for a change, with its spec
  * (parsed; the caller json_decref()s it), generation and whether an
  * operation is pending or running. DB_NOT_FOUND when it does not exist. */

@@ -12,6 +12,11 @@
 static const struct db_stmt get_cluster = {
     "SELECT doc_for(doc, $2::boolean)::text FROM cluster_documents WHERE id = $1"};
 
+/* The same with its generation (the ETag), in one round trip. */
+static const struct db_stmt get_cluster_versioned = {
+    "SELECT doc_for(d.doc, $2::boolean)::text, c.generation FROM cluster_documents d"
+    " JOIN clusters c ON c.id = d.id WHERE d.id = $1"};
+
 static const struct db_stmt list_clusters = {
     "SELECT id, doc_for(doc, $5::boolean)::text FROM cluster_documents"
     " WHERE id > $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR engine = $3)"
@@ -26,6 +31,28 @@ enum db_status store_cluster_get(struct db_conn *conn, const char *id, bool host
 {
     const char *params[2] = {id, host_details ? "true" : "false"};
     return store_get_text(conn, &get_cluster, 2, params, out);
+}
+
+struct versioned {
+    char **text;
+    long long *generation;
+};
+
+static void read_versioned(const PGresult *res, int row, void *item)
+{
+    struct versioned *v = item;
+    *v->text = store_dup_text(res, row, 0);
+    *v->generation = db_int(res, row, 1);
+}
+
+enum db_status store_cluster_get_versioned(struct db_conn *conn, const char *id, bool host_details,
+                                           char **out, long long *generation)
+{
+    struct db_params p = {0};
+    struct versioned v = {out, generation};
+    db_param_text(&p, id);
+    db_param_text(&p, host_details ? "true" : "false");
+    return store_read_row(conn, &get_cluster_versioned, &p, read_versioned, &v);
 }
 
 enum db_status store_cluster_generation(struct db_conn *conn, const char *id, long long *out)
