@@ -38,7 +38,7 @@
 struct worker {
     struct work_pool *pool;
     pthread_t thread;
-    int64_t busy_since_us; /* when the request it runs was queued; 0: idle */
+    int64_t busy_since_us; /* when the heartbeat it runs was queued; 0: none */
 };
 
 struct work_pool {
@@ -724,7 +724,7 @@ static void *worker_main(void *arg)
         if (pool->last_urgent == req)
             pool->last_urgent = NULL;
         req->on_worker = true;
-        me->busy_since_us = req->queued_us;
+        me->busy_since_us = req->route->heartbeat ? req->queued_us : 0;
         bool again = req->resumed;
         pthread_mutex_unlock(&srv->lock);
         if (again)
@@ -780,15 +780,21 @@ int64_t http_agents_behind_us(struct http_server *srv)
     if (srv == NULL)
         return 0;
     pthread_mutex_lock(&srv->lock);
-    /* Each kind is queued in order: the first of each is its oldest. */
-    const struct http_request *first_urgent = srv->agents.last_urgent ? srv->agents.head : NULL,
-                              *first_other = srv->agents.last_urgent
-                                                 ? srv->agents.last_urgent->work_next
-                                                 : srv->agents.head;
-    if (first_urgent != NULL)
-        oldest = first_urgent->queued_us;
-    if (first_other != NULL && first_other->queued_us < oldest)
-        oldest = first_other->queued_us;
+    /* The urgent and the routine requests are each queued in order: the
+     * first heartbeat of each is its oldest. */
+    bool urgent_part = srv->agents.last_urgent != NULL, seen_urgent = false, seen_other = false;
+    for (const struct http_request *r = srv->agents.head; r != NULL && !seen_other;
+         r = r->work_next) {
+        bool counts = r->route->heartbeat && (urgent_part ? !seen_urgent : true);
+        if (counts && r->queued_us < oldest)
+            oldest = r->queued_us;
+        if (counts && urgent_part)
+            seen_urgent = true;
+        else if (counts)
+            seen_other = true;
+        if (r == srv->agents.last_urgent)
+            urgent_part = false;
+    }
     for (int i = 0; i < srv->agents.count; i++) {
         int64_t since = srv->agents.workers[i].busy_since_us;
         if (since != 0 && since < oldest)

@@ -166,9 +166,10 @@ bool http_stopping(struct http_request *req);
  * Safe from any thread. */
 void http_wake(struct http_server *server, const char *key);
 
-/* How long the oldest agent request waiting for a worker, or being run by
- * one, has been at it (0: none; any thread; NULL: 0): how far behind its
- * agents cairnd is. A parked long-poll does not count. */
+/* How long the oldest heartbeat (an agent's sync: struct route's
+ * heartbeat) waiting for a worker, or being run by one, has been at it (0:
+ * none; any thread; NULL: 0): how far behind its agents cairnd is. A
+ * parked long-poll does not count, nor a metric push however large. */
 int64_t http_agents_behind_us(struct http_server *server);
 
 /* A query parameter's value, or NULL when absent. */
