@@ -276,6 +276,16 @@ void monitor_poke(struct monitor *m)
     pthread_mutex_unlock(&m->lock);
 }
 
+bool monitor_hearing(struct monitor *m)
+{
+    if (m == NULL)
+        return false;
+    pthread_mutex_lock(&m->lock);
+    bool hearing = !m->deaf;
+    pthread_mutex_unlock(&m->lock);
+    return hearing;
+}
+
 bool monitor_trusts_losses(struct monitor *m)
 {
     if (m == NULL)

@@ -53,6 +53,10 @@ void monitor_poke(struct monitor *m);
  * cairnd leads (any thread; 0 for NULL). */
 long long monitor_leader_term(struct monitor *m);
 
+/* Whether this cairnd hears heartbeats now: started, its database in
+ * reach, its agents' syncs on time (any thread; false for NULL). */
+bool monitor_hearing(struct monitor *m);
+
 /* Whether this cairnd has watched heartbeats for a whole timeout, so that a
  * host recorded lost has had a chance to report to it and the loss may be
  * acted on (any thread; false for NULL). */

@@ -19,6 +19,7 @@
 #include "jspec.h"
 #include "log.h"
 #include "metrics.h"
+#include "monitor.h"
 #include "strbuf.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -493,6 +494,14 @@ void api_prometheus(struct http_request *req)
     prom_family(&p, "cairn_http_request_seconds_total", "counter",
                 "Seconds this cairnd spent answering requests.");
     strbuf_printf(&p, "cairn_http_request_seconds_total %.6f\n", hs.request_seconds_total);
+    prom_family(&p, "cairn_agents_behind_seconds", "gauge",
+                "How long the oldest agent sync waiting in this cairnd has waited to be heard.");
+    strbuf_printf(&p, "cairn_agents_behind_seconds %.3f\n",
+                  (double)http_agents_behind_us(req->app->http) / 1e6);
+    prom_family(&p, "cairn_host_monitor_hearing", "gauge",
+                "1 while this cairnd can hear its agents' heartbeats (its database in reach, its "
+                "syncs on time); 0 while it judges no host lost.");
+    strbuf_printf(&p, "cairn_host_monitor_hearing %d\n", monitor_hearing(req->app->monitor));
     if ((st = db_acquire(req->app->db, &conn)) == DB_OK) {
         if ((st = prom_counts(conn, &p, "cairn_hosts", "Hosts by status.", store_hosts_by_status,
                               "status", NULL)) == DB_OK &&

@@ -313,6 +313,8 @@ def test_prometheus_scrape(hosts):
     assert ("cairn_cache_cache_hits", labels) not in samples, "no value, no sample"
     assert samples[("cairn_http_requests_total", frozenset({("code", "2xx")}))] >= 1
     assert samples[("cairn_hosts", frozenset({("status", "healthy")}))] == 2
+    eq(samples[("cairn_host_monitor_hearing", frozenset())], 1.0, "hearing its agents")
+    assert 0 <= samples[("cairn_agents_behind_seconds", frozenset())] < 1, samples
 
 
 def test_finished_days_are_compacted_without_changing_answers(hosts, cairnd_factory, fresh_db):
