@@ -29,6 +29,12 @@ extern const struct api_list api_tokens_listing;
 /* Parse page_size and page_token, fetch a page and reply with the list
  * envelope; replies 400 for bad paging input and 503/500 on database errors. */
 void api_reply_list(struct http_request *req, const struct api_list *list, const void *filter);
+/* Its two halves, for a list that is not read from the database each
+ * time: the page asked for (false: refused, and replied), and the reply of
+ * items (JSON array text, taken over) and next_key ("" when no more). */
+bool api_page_parse(struct http_request *req, const struct api_list *list, struct page *page);
+void api_reply_page(struct http_request *req, const struct api_list *list, char *items,
+                    const char *next_key);
 
 /* Fetch one JSON document (as text) by key and reply 200 with it, or with
  * not_found (whose detail names the key) when the store has none. */

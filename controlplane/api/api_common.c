@@ -42,26 +42,42 @@ bool api_host_details(const struct http_request *req)
     return req->who.authenticated && req->who.kind == AUTH_KIND_TOKEN && req->who.host_details;
 }
 
-void api_reply_list(struct http_request *req, const struct api_list *list, const void *filter)
+bool api_page_parse(struct http_request *req, const struct api_list *list, struct page *page)
 {
-    struct page page = {0};
     char msg[128];
     const char *token = http_query(req, "page_token");
 
-    if (!page_size_parse(http_query(req, "page_size"), &page.size, msg, sizeof(msg))) {
+    memset(page, 0, sizeof(*page));
+    if (!page_size_parse(http_query(req, "page_size"), &page->size, msg, sizeof(msg))) {
         json_t *errors = json_array();
         jspec_error(errors, "page_size", msg);
         http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors, "page_size %s", msg);
-        return;
+        return false;
     }
     if (token != NULL && token[0] != '\0') {
-        if (!page_token_decode(token, list->list, list->shape, page.after)) {
+        if (!page_token_decode(token, list->list, list->shape, page->after)) {
             http_reply_problem(req, PROBLEM_INVALID_PAGE_TOKEN, NULL,
                                "page_token was not issued by this list; start again without it");
-            return;
+            return false;
         }
-        page.has_after = true;
+        page->has_after = true;
     }
+    return true;
+}
+
+void api_reply_page(struct http_request *req, const struct api_list *list, char *items,
+                    const char *next_key)
+{
+    http_reply_json_text(
+        req, 200,
+        page_envelope(list->items, items, list->list, next_key[0] != '\0' ? next_key : NULL));
+}
+
+void api_reply_list(struct http_request *req, const struct api_list *list, const void *filter)
+{
+    struct page page;
+    if (!api_page_parse(req, list, &page))
+        return;
     char *items;
     char next_key[PAGE_KEY_MAX];
     enum db_status st = api_fetch_page(req->app->db, list, filter, &page, &items, next_key);
@@ -69,9 +85,7 @@ void api_reply_list(struct http_request *req, const struct api_list *list, const
         http_reply_db_error(req, st);
         return;
     }
-    http_reply_json_text(
-        req, 200,
-        page_envelope(list->items, items, list->list, next_key[0] != '\0' ? next_key : NULL));
+    api_reply_page(req, list, items, next_key);
 }
 
 struct get_call {

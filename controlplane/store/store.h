@@ -125,7 +125,14 @@ enum db_status store_count_rows(struct db_conn *conn, const struct db_stmt *stmt
 enum db_status store_sizing_catalog(struct db_conn *conn, const char *engine, char **out);
 enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, char **items,
                                      char *next_key);
-enum db_status store_node_type_get(struct db_conn *conn, const char *name, char **out);
+/* Every node type in catalog order: its sort key, name and JSON text as the
+ * list shows it. Free with store_node_type_rows_free(). */
+struct store_node_type_row {
+    char *key, *name, *doc;
+};
+enum db_status store_node_types_all(struct db_conn *conn, struct store_node_type_row **rows,
+                                    size_t *n);
+void store_node_type_rows_free(struct store_node_type_row *rows, size_t n);
 
 /* calibrations (store_calibrations.c, migration 0014) */
 /* What a new calibration chooses its host, node type and engine line from,

@@ -15,9 +15,6 @@ static const struct db_stmt list_node_types = {
     "SELECT sort_order::text AS page_key, " NODE_TYPE_JSON " FROM node_types"
     " WHERE sort_order > $1::int ORDER BY sort_order LIMIT $2::int"};
 
-static const struct db_stmt get_node_type = {"SELECT " NODE_TYPE_JSON
-                                             " FROM node_types WHERE name = $1"};
-
 /* An engine line is schedulable when some healthy host has its binary. */
 static const struct db_stmt list_engine_versions = {
     "SELECT v.release_order::text AS page_key, json_build_object("
@@ -57,17 +54,41 @@ enum db_status store_sizing_catalog(struct db_conn *conn, const char *engine, ch
     return store_get_text(conn, &sizing_catalog, 1, params, out);
 }
 
+static const struct db_stmt all_node_types = {"SELECT sort_order::text, name, " NODE_TYPE_JSON
+                                              "::text FROM node_types ORDER BY sort_order"};
+
+static void read_node_type_row(const PGresult *res, int row, void *item)
+{
+    struct store_node_type_row *r = item;
+    r->key = store_dup_text(res, row, 0);
+    r->name = store_dup_text(res, row, 1);
+    r->doc = store_dup_text(res, row, 2);
+}
+
+enum db_status store_node_types_all(struct db_conn *conn, struct store_node_type_row **rows,
+                                    size_t *n)
+{
+    enum db_status st;
+    *rows =
+        store_read_rows(conn, &all_node_types, NULL, sizeof(**rows), read_node_type_row, n, &st);
+    return st;
+}
+
+void store_node_type_rows_free(struct store_node_type_row *rows, size_t n)
+{
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        free(rows[i].key);
+        free(rows[i].name);
+        free(rows[i].doc);
+    }
+    free(rows);
+}
+
 enum db_status store_node_types_list(struct db_conn *conn, const struct page *page, char **items,
                                      char *next_key)
 {
     const char *params[2] = {page->has_after ? page->after : "-1", NULL};
     return store_list(conn, &list_node_types, 2, params, page, items, next_key);
-}
-
-enum db_status store_node_type_get(struct db_conn *conn, const char *name, char **out)
-{
-    const char *params[1] = {name};
-    return store_get_text(conn, &get_node_type, 1, params, out);
 }
 
 enum db_status store_engine_versions_list(struct db_conn *conn, const char *engine,
