@@ -15,8 +15,8 @@
 #include "xalloc.h"
 
 static struct {
-    pthread_mutex_t lock;
-    bool loaded;
+    pthread_mutex_t lock;             /* held while it is read */
+    _Atomic bool loaded;              /* set once the rows are in, never cleared */
     struct store_node_type_row *rows; /* in catalog order; keys ascending */
     size_t n;
 } catalog = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -28,15 +28,19 @@ static enum db_status load_fn(struct db_conn *conn, void *arg)
 }
 
 /* The catalog, read on first use (false: the database could not say; *st
- * why). The rows never change once read. */
+ * why). The rows never change once read, so a request after that takes no
+ * lock. */
 static bool catalog_loaded(struct app *app, enum db_status *st)
 {
     *st = DB_OK;
+    if (catalog.loaded)
+        return true;
     pthread_mutex_lock(&catalog.lock);
     if (!catalog.loaded) {
         *st = db_run(app->db, load_fn, NULL);
-        catalog.loaded = *st == DB_OK;
-        if (!catalog.loaded) {
+        if (*st == DB_OK) {
+            catalog.loaded = true; /* after the rows: a reader that sees it sees them */
+        } else {
             store_node_type_rows_free(catalog.rows, catalog.n);
             catalog.rows = NULL;
             catalog.n = 0;
@@ -61,9 +65,9 @@ void api_node_types_list(struct http_request *req)
         http_reply_db_error(req, st);
         return;
     }
-    long long after = page.has_after ? atoll(page.after) : -1;
+    long long after = page.has_after ? strtoll(page.after, NULL, 10) : -1;
     size_t i = 0, taken = 0;
-    while (i < catalog.n && atoll(catalog.rows[i].key) <= after)
+    while (i < catalog.n && strtoll(catalog.rows[i].key, NULL, 10) <= after)
         i++;
     strbuf_init(&items, 4096);
     strbuf_printf(&items, "[");

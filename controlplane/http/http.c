@@ -780,20 +780,11 @@ int64_t http_agents_behind_us(struct http_server *srv)
     if (srv == NULL)
         return 0;
     pthread_mutex_lock(&srv->lock);
-    /* The urgent and the routine requests are each queued in order: the
-     * first heartbeat of each is its oldest. */
-    bool urgent_part = srv->agents.last_urgent != NULL, seen_urgent = false, seen_other = false;
-    for (const struct http_request *r = srv->agents.head; r != NULL && !seen_other;
-         r = r->work_next) {
-        bool counts = r->route->heartbeat && (urgent_part ? !seen_urgent : true);
-        if (counts && r->queued_us < oldest)
+    /* The queue holds what is in flight at most (urgent ones first, so not
+     * in arrival order): ten looks a second at it cost nothing. */
+    for (const struct http_request *r = srv->agents.head; r != NULL; r = r->work_next) {
+        if (r->route->heartbeat && r->queued_us < oldest)
             oldest = r->queued_us;
-        if (counts && urgent_part)
-            seen_urgent = true;
-        else if (counts)
-            seen_other = true;
-        if (r == srv->agents.last_urgent)
-            urgent_part = false;
     }
     for (int i = 0; i < srv->agents.count; i++) {
         int64_t since = srv->agents.workers[i].busy_since_us;

@@ -117,11 +117,7 @@ struct db_batch_item {
  * result. */
 enum db_status db_batch(struct db_conn *conn, struct db_batch_item *items, size_t n);
 
-/* The underlying libpq connection, for code that needs more than the above. */ /* The underlying
-                                                                                   libpq connection,
-                                                                                   for code that
-                                                                                   needs more than
-                                                                                   the above. */
+/* The underlying libpq connection, for code that needs more than the above. */
 PGconn *db_pgconn(struct db_conn *conn);
 
 typedef enum db_status (*db_fn)(struct db_conn *conn, void *arg);
