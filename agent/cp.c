@@ -11,8 +11,6 @@
 #include "version.h"
 #include "xalloc.h"
 
-#define AGENT_USER_AGENT "cairn-agent/" CAIRN_VERSION
-
 /* The retry backoff (see agent_cp_backoff_us()). */
 #define AGENT_CP_BACKOFF_MIN_US 100000LL
 #define AGENT_CP_BACKOFF_MAX_US 5000000LL

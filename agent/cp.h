@@ -19,6 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "version.h"
+
+/* How the agent names itself to cairnd. */
+#define AGENT_USER_AGENT "cairn-agent/" CAIRN_VERSION
+
 /* Cap on an answer's size; a larger one fails the request. */
 #define AGENT_CP_MAX_ANSWER (4u << 20)
 

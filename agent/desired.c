@@ -108,6 +108,9 @@ bool agent_desired_parse(const json_t *body, struct agent_desired *out, char *er
             goto fail;
         }
     }
+    /* Each upload is checked where it is taken on (upload.c). */
+    const json_t *uploads = json_object_get(body, "uploads");
+    out->uploads = json_is_array(uploads) ? json_deep_copy(uploads) : json_array();
     return true;
 fail:
     agent_desired_free(out);
@@ -143,5 +146,6 @@ void agent_desired_free(struct agent_desired *d)
     for (size_t i = 0; i < d->n_nodes; i++)
         agent_desired_node_clear(&d->nodes[i]);
     free(d->nodes);
+    json_decref(d->uploads);
     memset(d, 0, sizeof(*d));
 }

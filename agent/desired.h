@@ -36,6 +36,7 @@ struct agent_desired {
     int heartbeat_timeout_s; /* 0 when not given */
     struct agent_desired_node *nodes;
     size_t n_nodes;
+    json_t *uploads; /* the snapshot files cairnd asks for (upload.h): an array, owned */
 };
 
 /* Parse a sync answer (or a saved copy of one) into out. Returns false

@@ -26,6 +26,7 @@
 
 #include "cp.h"
 #include "desired.h"
+#include "upload.h"
 #include "files.h"
 #include "identity.h"
 #include "log.h"
@@ -218,6 +219,7 @@ static void on_sync(struct agent *a, const struct agent_cp_result *r, int64_t no
     a->generation = d.generation;
     save_desired(a, r);
     agent_sup_apply(a, now_us);
+    agent_uploads_apply(a);
     agent_report_changed(a); /* tell cairnd the generation is applied */
 }
 

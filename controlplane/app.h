@@ -28,18 +28,22 @@ struct config {
     const char *calibration_benchmark; /* the load generator calibrations run; NULL: found */
     char sentinel_host[64];            /* Sentinel-compatible discovery; "" when off */
     int sentinel_port;
-    int sentinel_max_clients;    /* Sentinel connections at once */
-    int heartbeat_timeout_s;     /* a host silent this long is lost */
-    int sync_wait_ms;            /* longest an agent's sync is held; -1 until set */
-    int replace_after_s;         /* a node lost (or crashed) this long is replaced */
-    int metrics_retention_days;  /* 60-second samples are kept this long */
-    int upgrade_node_timeout_s;  /* an upgraded node not healthy by then: rollback */
-    int upgrade_parallel_shards; /* shards an engine upgrade takes at once */
-    int max_wait_s;              /* longest a write waits for its operation (Prefer: wait) */
-    int rate_limit;              /* requests a second per API token; 0: no limit */
-    int rate_limit_burst;        /* ... in bursts of up to this many */
-    int test_clock_offset_s;     /* tests only: seconds added to the clock maintenance
-                                    windows are read by */
+    int sentinel_max_clients;         /* Sentinel connections at once */
+    int heartbeat_timeout_s;          /* a host silent this long is lost */
+    int sync_wait_ms;                 /* longest an agent's sync is held; -1 until set */
+    int replace_after_s;              /* a node lost (or crashed) this long is replaced */
+    int metrics_retention_days;       /* 60-second samples are kept this long */
+    int upgrade_node_timeout_s;       /* an upgraded node not healthy by then: rollback */
+    int upgrade_parallel_shards;      /* shards an engine upgrade takes at once */
+    int max_wait_s;                   /* longest a write waits for its operation (Prefer: wait) */
+    int rate_limit;                   /* requests a second per API token; 0: no limit */
+    int rate_limit_burst;             /* ... in bursts of up to this many */
+    const char *snapshot_store;       /* a directory or s3:// URL (snapshot_store.h); NULL:
+                                         snapshots refused */
+    const char *snapshot_s3_endpoint; /* an s3:// store's endpoint URL */
+    const char *snapshot_s3_region;   /* ... and region; NULL: us-east-1 */
+    int test_clock_offset_s;          /* tests only: seconds added to the clock maintenance
+                                         windows are read by */
 };
 
 struct runner;
@@ -49,6 +53,7 @@ struct ratelimit;
 struct x509_ca;
 struct resp_tls;
 struct token_cache;
+struct snapshot_store;
 
 struct app {
     struct config cfg;
@@ -65,6 +70,7 @@ struct app {
     struct resp_tls *engine_tls; /* how cairnd checks TLS engines' certificates (ca's) */
     char *tls_cert_pem;          /* HTTPS: cairnd's certificate and key; NULL: plain HTTP */
     char *tls_key_pem;
+    struct snapshot_store *snapshots; /* where snapshots are kept; NULL: none configured */
 };
 
 #endif

@@ -34,6 +34,8 @@ static const struct change_row rows[] = {
     {"description", CHANGE_AT_ONCE, NULL, true, NULL},
     {"tags", CHANGE_AT_ONCE, NULL, true, NULL},
     {"maintenance_window", CHANGE_AT_ONCE, NULL, true, NULL},
+    {"snapshot_window", CHANGE_AT_ONCE, NULL, true, NULL},
+    {"snapshot_retention_days", CHANGE_AT_ONCE, NULL, true, NULL},
     {"automatic_failover", CHANGE_AT_ONCE, NULL, true, NULL},
     {"multi_az", CHANGE_AT_ONCE, NULL, true, multi_az_check},
     {"parameters", CHANGE_BY_OPERATION, &change_op_apply_parameters, false, NULL},
@@ -45,6 +47,7 @@ static const struct change_row rows[] = {
     {"auth_token", CHANGE_AT_ONCE, NULL, true, NULL}, /* cluster_modify.c: change_auth */
     {"id", CHANGE_IMMUTABLE, NULL, true, NULL},
     {"cluster_mode", CHANGE_IMMUTABLE, NULL, true, NULL},
+    {"restore_from", CHANGE_IMMUTABLE, NULL, true, NULL},
     /* ElastiCache moves a cluster to TLS through a "preferred" mode serving
      * both; Cairn sets it at creation only, for now. */
     {"transit_encryption", CHANGE_NOT_YET, NULL, true, NULL},

@@ -13,6 +13,7 @@
 #include "crypto.h"
 #include "log.h"
 #include "ops.h"
+#include "restore.h"
 #include "runner.h"
 #include "scheduler.h"
 #include "store.h"
@@ -77,6 +78,28 @@ enum db_status cluster_store_shards(struct db_conn *conn, const json_t *spec, in
     return st;
 }
 
+/* A restore's operation names its snapshot by id, locked until the
+ * operation is queued: a DELETE of it waits, then sees the restore. */
+static enum db_status restore_context(struct db_conn *conn, struct create_call *c, json_t *context)
+{
+    const char *named =
+        json_string_value(json_object_get(json_object_get(c->spec, "restore_from"), "snapshot_id"));
+    struct store_snapshot_locked s;
+    if (named == NULL)
+        return DB_OK;
+    enum db_status st = store_snapshot_lock(conn, named, &s);
+    if (st == DB_OK && strcmp(s.status, "available") != 0)
+        st = DB_NOT_FOUND;
+    if (st == DB_NOT_FOUND) {
+        problem_set(c->p, PROBLEM_SNAPSHOT_NOT_AVAILABLE,
+                    "snapshot %s is no longer available to restore", named);
+        return DB_REFUSED;
+    }
+    if (st == DB_OK)
+        json_object_set_new(context, "restore_from", json_string(s.id));
+    return st;
+}
+
 /* The cluster's rows, its operation (create, unless how names another),
  * its events and how's own rows. */
 static enum db_status store_cluster(struct db_conn *conn, struct create_call *c,
@@ -94,11 +117,17 @@ static enum db_status store_cluster(struct db_conn *conn, struct create_call *c,
                     "cluster %s exists with another spec; change it with PATCH", id);
         return DB_REFUSED;
     }
+    json_t *context = c->how->context != NULL ? json_deep_copy(c->how->context) : json_object();
+    if (st == DB_OK)
+        st = restore_context(conn, c, context);
     if (st != DB_OK ||
         (st = cluster_store_shards(conn, c->spec, 0, spec_int(c->spec, "num_shards"), pl,
                                    host_of)) != DB_OK ||
-        (st = store_operation_queue(conn, id, kind->name, c->how->context, c->op_id)) != DB_OK)
+        (st = store_operation_queue(conn, id, kind->name, context, c->op_id)) != DB_OK) {
+        json_decref(context);
         return st;
+    }
+    json_decref(context);
     char detail[160];
     snprintf(detail, sizeof(detail), "{\"shards\": %d, \"replicas_per_shard\": %d}",
              spec_int(c->spec, "num_shards"), spec_int(c->spec, "replicas_per_shard"));
@@ -207,9 +236,16 @@ static enum db_status catalog_fn(struct db_conn *conn, void *arg)
                              spec_str(c->body, "node_type"), &c->version_ok, &c->node_type_ok);
 }
 
-json_t *cluster_spec_check(struct app *app, const json_t *body, struct problem *p)
+json_t *cluster_spec_check(struct app *app, const json_t *given, struct problem *p)
 {
     json_t *errors = json_array();
+    json_t *snapshot = NULL;
+    /* A restore's body takes what it leaves out from its snapshot. */
+    json_t *body = restore_fill(app, given, &snapshot, errors, p);
+    if (body == NULL) {
+        json_decref(errors);
+        return NULL;
+    }
     json_t *spec = cspec_normalize(body, errors);
     enum db_status st;
 
@@ -222,6 +258,8 @@ json_t *cluster_spec_check(struct app *app, const json_t *body, struct problem *
         (st = db_run(app->db, catalog_fn, &cat)) != DB_OK) {
         json_decref(spec);
         json_decref(errors);
+        json_decref(body);
+        json_decref(snapshot);
         (void)problem_db(p, st);
         return NULL;
     }
@@ -232,13 +270,20 @@ json_t *cluster_spec_check(struct app *app, const json_t *body, struct problem *
                     "is not a version of this engine in the catalog (see GET /v1/engine-versions)");
     if (!cat.node_type_ok)
         jspec_error(errors, "node_type", "is not in the catalog (see GET /v1/node-types)");
+    json_decref(body);
     if (spec == NULL || json_array_size(errors) > 0) {
         json_decref(spec);
+        json_decref(snapshot);
         problem_set(p, PROBLEM_VALIDATION_FAILED, "%zu field(s) of the request body are invalid",
                     json_array_size(errors));
         p->errors = errors;
         return NULL;
     }
     json_decref(errors);
+    if (snapshot != NULL && !restore_check(app, spec, snapshot, p)) {
+        json_decref(spec);
+        spec = NULL;
+    }
+    json_decref(snapshot);
     return spec;
 }

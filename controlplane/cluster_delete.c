@@ -5,10 +5,12 @@
 
 #include "ops.h"
 #include "runner.h"
+#include "snapshots.h"
 #include "store.h"
 
 struct delete_call {
-    const char *id;
+    struct app *app;
+    const char *id, *final_snapshot;
     char *op_id;
     struct problem *p;
 };
@@ -25,8 +27,13 @@ static enum db_status delete_fn(struct db_conn *conn, void *arg)
         return problem_no_cluster(c->p, c->id);
     if (st == DB_OK)
         st = store_operation_yield_replacement(conn, c->id);
-    if (st == DB_OK)
+    if (st == DB_OK && c->final_snapshot != NULL) {
+        char snapshot_id[STORE_UUID_SIZE];
+        st = snapshot_begin(c->app, conn, c->id, c->final_snapshot, "final", 0,
+                            op_cluster_delete.name, snapshot_id, c->op_id, c->p);
+    } else if (st == DB_OK) {
         st = store_operation_queue(conn, c->id, op_cluster_delete.name, NULL, c->op_id);
+    }
     if (st == DB_CONFLICT)
         return problem_busy(c->p, c->id);
     if (st == DB_OK)
@@ -37,9 +44,10 @@ static enum db_status delete_fn(struct db_conn *conn, void *arg)
     return st;
 }
 
-bool cluster_delete(struct app *app, const char *cluster_id, char *op_id, struct problem *p)
+bool cluster_delete(struct app *app, const char *cluster_id, const char *final_snapshot,
+                    char *op_id, struct problem *p)
 {
-    struct delete_call c = {cluster_id, op_id, p};
+    struct delete_call c = {app, cluster_id, final_snapshot, op_id, p};
     if (!problem_db(p, db_tx(app->db, DB_READ_COMMITTED, delete_fn, &c)))
         return false;
     if (app->runner != NULL)

@@ -50,6 +50,17 @@ static bool check_window(const json_t *value, char *msg, size_t msgsize)
     return cspec_window_parse(json_string_value(value), &start, &end, msg, msgsize);
 }
 
+static bool check_daily_window(const json_t *value, char *msg, size_t msgsize)
+{
+    int start, end;
+    return cspec_daily_window_parse(json_string_value(value), &start, &end, msg, msgsize);
+}
+
+static const struct jspec_field restore_fields[] = {
+    {.name = "snapshot_id", .type = JSPEC_STRING, .required = true, .min_len = 1, .max_len = 64},
+    {0},
+};
+
 static bool check_auth_token(const json_t *value, char *msg, size_t msgsize)
 {
     const char *s = json_string_value(value);
@@ -96,6 +107,13 @@ const struct jspec_field cspec_create_spec[] = {
     {.name = "multi_az", .type = JSPEC_BOOLEAN},
     {.name = "transit_encryption", .type = JSPEC_BOOLEAN},
     {.name = "maintenance_window", .type = JSPEC_STRING, .check = check_window},
+    {.name = "snapshot_window", .type = JSPEC_STRING, .check = check_daily_window},
+    {.name = "snapshot_retention_days",
+     .type = JSPEC_INTEGER,
+     .has_range = true,
+     .min = 0,
+     .max = CSPEC_SNAPSHOT_RETENTION_MAX},
+    {.name = "restore_from", .type = JSPEC_OBJECT, .fields = restore_fields},
     {.name = "parameters", .type = JSPEC_OBJECT},
     {.name = "tags", .type = JSPEC_OBJECT},
     {.name = "auth_token",
@@ -130,6 +148,10 @@ static json_t *default_value(const char *field, const json_t *spec)
         return json_false();
     if (strcmp(field, "maintenance_window") == 0)
         return json_string(CSPEC_WINDOW_DEFAULT);
+    if (strcmp(field, "snapshot_window") == 0)
+        return json_string(CSPEC_SNAPSHOT_WINDOW_DEFAULT);
+    if (strcmp(field, "snapshot_retention_days") == 0)
+        return json_integer(0);
     if (strcmp(field, "parameters") == 0 || strcmp(field, "tags") == 0)
         return json_object();
     return NULL;
@@ -482,6 +504,47 @@ bool cspec_window_parse(const char *text, int *start, int *end, char *msg, size_
     *start = s;
     *end = e;
     return true;
+}
+
+bool cspec_daily_window_parse(const char *text, int *start, int *end, char *msg, size_t msgsize)
+{
+    int sh, sm, eh, em;
+
+    if (strlen(text) != 11 || text[2] != ':' || text[5] != '-' || text[8] != ':') {
+        snprintf(msg, msgsize,
+                 "must have the form hh24:mi-hh24:mi (UTC), e.g. " CSPEC_SNAPSHOT_WINDOW_DEFAULT);
+        return false;
+    }
+    if (!two_digits(text, 23, &sh) || !two_digits(text + 3, 59, &sm) ||
+        !two_digits(text + 6, 23, &eh) || !two_digits(text + 9, 59, &em)) {
+        snprintf(msg, msgsize, "has an invalid time (hours are 00-23, minutes 00-59)");
+        return false;
+    }
+    int s = sh * 60 + sm, e = eh * 60 + em;
+    int length = (e - s + 1440) % 1440;
+    if (length == 0)
+        length = 1440;
+    if (length < CSPEC_WINDOW_MIN_MINUTES) {
+        snprintf(msg, msgsize, "must be at least %d minutes long, not %d", CSPEC_WINDOW_MIN_MINUTES,
+                 length);
+        return false;
+    }
+    *start = s;
+    *end = e;
+    return true;
+}
+
+long long cspec_daily_window_opened(int start, int end, long long now)
+{
+    long long minute = now % 86400 / 60;
+    int length = ((end - start) % 1440 + 1440) % 1440;
+    long long into = ((minute - start) % 1440 + 1440) % 1440;
+
+    if (length == 0)
+        length = 1440;
+    if (into >= length)
+        return -1;
+    return now - now % 60 - into * 60;
 }
 
 long long cspec_window_next_open(int start, int end, long long now)

@@ -33,6 +33,11 @@
 #define CSPEC_WINDOW_MAX_MINUTES (24 * 60)
 #define CSPEC_MINUTES_PER_WEEK   (7 * 24 * 60)
 
+/* Daily snapshot windows: "hh24:mi-hh24:mi" in UTC, 60 minutes to 24
+ * hours long; automatic snapshots are kept up to 35 days. */
+#define CSPEC_SNAPSHOT_WINDOW_DEFAULT "03:00-04:00"
+#define CSPEC_SNAPSHOT_RETENTION_MAX  35
+
 /* Hash slots of a cluster-mode cluster. */
 #define CSPEC_SLOTS 16384
 
@@ -51,6 +56,11 @@
  *                       required), else true exactly when there are replicas
  *   multi_az            boolean; default the value of automatic_failover
  *   maintenance_window  see cspec_window_parse(); default sun:05:00-sun:06:00
+ *   snapshot_window     see cspec_daily_window_parse(); default 03:00-04:00
+ *   snapshot_retention_days  0-35: days automatic snapshots are kept; 0
+ *                       (the default): none are taken
+ *   restore_from        {"snapshot_id": id or name}: the data a new cluster
+ *                       starts with; fixed at creation
  *   parameters          object of strings; default {}; see cspec_normalize()
  *   tags                object of strings; default {}; see cspec_normalize()
  *   auth_token          write-only; 16-128 printable ASCII characters other
@@ -147,6 +157,16 @@ void cspec_split_slots(int shards, int shard, int *first, int *last);
  * writes what is wrong, without the field's name, to msg and returns false,
  * leaving the outputs untouched. Pure. */
 bool cspec_window_parse(const char *text, int *start, int *end, char *msg, size_t msgsize);
+
+/* Parse a daily window "hh24:mi-hh24:mi" in UTC (hours 00-23, minutes
+ * 00-59), 60 minutes to 24 hours long, wrapping midnight when it ends
+ * before it starts: the start and end as minutes of the day. As
+ * cspec_window_parse() otherwise. Pure. */
+bool cspec_daily_window_parse(const char *text, int *start, int *end, char *msg, size_t msgsize);
+
+/* When the daily window [start, end) that is open at now (epoch seconds,
+ * UTC) opened; -1 when it is closed. Pure. */
+long long cspec_daily_window_opened(int start, int end, long long now);
 
 /* When the window [start, end) (minutes of the week, as parsed) next opens
  * at or after now (epoch seconds, UTC): now itself while it is open, else

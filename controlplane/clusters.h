@@ -80,10 +80,12 @@ bool cluster_modify(struct app *app, const char *cluster_id, const json_t *body,
                     long long if_match, struct cluster_modify_out *out, struct problem *p);
 
 /* DELETE: mark the cluster deleting and queue its delete operation
- * (cluster_delete.c); op_id (40 bytes) gets the operation. False with p
- * filled: CLUSTER_NOT_FOUND, OPERATION_IN_PROGRESS, or the database's
- * failure. */
-bool cluster_delete(struct app *app, const char *cluster_id, char *op_id, struct problem *p);
+ * (cluster_delete.c), which first takes a snapshot named final_snapshot
+ * when that is not NULL; op_id (40 bytes) gets the operation. False with p
+ * filled: CLUSTER_NOT_FOUND, OPERATION_IN_PROGRESS, what snapshot_begin()
+ * refuses, or the database's failure. */
+bool cluster_delete(struct app *app, const char *cluster_id, const char *final_snapshot,
+                    char *op_id, struct problem *p);
 
 /* Queue a planned failover of shard (its name, "0001"; NULL: the only one,
  * for cluster mode disabled); op_id (40 bytes) gets the operation

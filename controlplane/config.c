@@ -64,6 +64,12 @@ static const struct setting settings[] = {
     {"rate-limit-burst", "CAIRN_RATE_LIMIT_BURST", "N", SET_INT, 1, 1000000, AT(rate_limit_burst)},
     {"calibration-benchmark", "CAIRN_CALIBRATION_BENCHMARK", "PATH", SET_STRING, 0, 0,
      AT(calibration_benchmark)},
+    {"snapshot-store", "CAIRN_SNAPSHOT_STORE", "DIR|s3://BUCKET[/PREFIX]", SET_STRING, 0, 0,
+     AT(snapshot_store)},
+    {"snapshot-s3-endpoint", "CAIRN_SNAPSHOT_S3_ENDPOINT", "URL", SET_STRING, 0, 0,
+     AT(snapshot_s3_endpoint)},
+    {"snapshot-s3-region", "CAIRN_SNAPSHOT_S3_REGION", "REGION", SET_STRING, 0, 0,
+     AT(snapshot_s3_region)},
     {"test-clock-offset", "CAIRN_TEST_CLOCK_OFFSET", "SECONDS", SET_INT, -31622400, 31622400,
      AT(test_clock_offset_s)},
 };

@@ -26,6 +26,7 @@
 #include "ops.h"
 #include "runner.h"
 #include "secretbox.h"
+#include "snapshot_store.h"
 #include "tls.h"
 #include "token_cache.h"
 #include "sentinel.h"
@@ -316,6 +317,25 @@ static void close_tls(struct app *app)
     app->tls_cert_pem = app->tls_key_pem = NULL;
 }
 
+/* The snapshot store --snapshot-store names; an s3:// one takes its
+ * credentials from the environment, as the AWS tools do. */
+static bool open_snapshot_store(struct app *app, char *err, size_t errsize)
+{
+    struct snapshot_store_s3 s3 = {
+        .endpoint = app->cfg.snapshot_s3_endpoint,
+        .region = app->cfg.snapshot_s3_region,
+        .access_key = getenv("AWS_ACCESS_KEY_ID"),
+        .secret_key = getenv("AWS_SECRET_ACCESS_KEY"),
+        .ca_file = getenv("AWS_CA_BUNDLE"),
+    };
+    app->snapshots = snapshot_store_open(app->cfg.snapshot_store, &s3, err, errsize);
+    if (app->snapshots == NULL)
+        return false;
+    log_info("snapshot store", "kind=%s where=%s", snapshot_store_kind(app->snapshots),
+             snapshot_store_where(app->snapshots));
+    return true;
+}
+
 static int cmd_serve(struct cli *cli)
 {
     struct app app = {.cfg = cli->cfg};
@@ -334,6 +354,8 @@ static int cmd_serve(struct cli *cli)
     }
     if ((app.cfg.tls_cert_file != NULL) != (app.cfg.tls_key_file != NULL))
         return fail("%s", "--tls-cert-file and --tls-key-file go together");
+    if (app.cfg.snapshot_store != NULL && !open_snapshot_store(&app, err, sizeof(err)))
+        return fail("%s", err);
     /* Block the stop signals before any thread starts, so every thread
      * inherits the mask and only sigwait() below sees them. */
     sigemptyset(&stop);
@@ -393,6 +415,7 @@ static int cmd_serve(struct cli *cli)
     token_cache_free(app.tokens);
     db_pool_free(app.db);
     close_tls(&app);
+    snapshot_store_close(app.snapshots);
     log_info("stopped", NULL);
     return 0;
 }

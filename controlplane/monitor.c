@@ -14,6 +14,7 @@
 #include "leader.h"
 #include "log.h"
 #include "store.h"
+#include "snapshots.h"
 #include "timeutil.h"
 #include "upgrades.h"
 #include "xalloc.h"
@@ -154,7 +155,8 @@ static enum db_status housekeeping_fn(struct db_conn *conn, void *arg)
     return DB_OK;
 }
 
-/* Scheduled engine upgrades start within a second of their window. */
+/* Scheduled engine upgrades and automatic snapshots start within a second
+ * of their windows. */
 #define SCHEDULE_EVERY_S 1
 
 /* Rollups follow the samples a minute or so behind. */
@@ -204,6 +206,7 @@ static void lead(struct monitor *m)
         m->rollup_at = time(NULL) + ROLLUP_EVERY_S;
     if (time(NULL) >= m->schedule_at) {
         upgrade_schedule_tick(m->app);
+        snapshot_schedule_tick(m->app);
         m->schedule_at = time(NULL) + SCHEDULE_EVERY_S;
     }
 }

@@ -5,6 +5,8 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -731,4 +733,45 @@ char *engine_nodes_conf_heal(const char *text, size_t len, size_t *healed)
     }
     free(lines);
     return out;
+}
+
+/* ---- hash slots ------------------------------------------------------------------ */
+
+/* CRC16-CCITT (XMODEM): polynomial 0x1021, initial 0, bit by bit into a
+ * table built on first use. */
+static uint16_t crc16_table[256];
+static pthread_once_t crc16_once = PTHREAD_ONCE_INIT;
+
+static void crc16_build(void)
+{
+    for (int i = 0; i < 256; i++) {
+        uint16_t crc = (uint16_t)(i << 8);
+        for (int b = 0; b < 8; b++)
+            crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+        crc16_table[i] = crc;
+    }
+}
+
+static uint16_t crc16(const unsigned char *p, size_t len)
+{
+    uint16_t crc = 0;
+    pthread_once(&crc16_once, crc16_build);
+    for (size_t i = 0; i < len; i++)
+        crc = (uint16_t)((crc << 8) ^ crc16_table[((crc >> 8) ^ p[i]) & 0xff]);
+    return crc;
+}
+
+int engine_key_slot(const void *key, size_t len)
+{
+    const unsigned char *k = key;
+    const unsigned char *open = memchr(k, '{', len);
+    if (open != NULL) {
+        size_t from = (size_t)(open - k) + 1;
+        const unsigned char *close = memchr(k + from, '}', len - from);
+        if (close != NULL && close > k + from) {
+            k += from;
+            len = (size_t)(close - k);
+        }
+    }
+    return crc16(k, len) & 16383;
 }

@@ -189,4 +189,9 @@ const char *engine_cluster_health_name(enum engine_cluster_health health);
  * when no line needs it. */
 char *engine_nodes_conf_heal(const char *text, size_t len, size_t *healed);
 
+/* The hash slot of key[0..len), as a cluster-mode engine computes it:
+ * CRC16 (XMODEM) of the key, or of its hash tag -- what lies between the
+ * first '{' and the next '}' when that is not empty -- modulo 16384. */
+int engine_key_slot(const void *key, size_t len);
+
 #endif

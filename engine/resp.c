@@ -47,6 +47,16 @@ const struct resp_limits resp_engine_limits = {
     .max_buffered = 2 * ENGINE_MAX_STRING, /* a whole string and what follows it */
 };
 
+#define DATA_MAX_STRING ((512u << 20) + (64u << 10)) /* a value, and a DUMP's footer */
+
+const struct resp_limits resp_data_limits = {
+    .max_elements = ENGINE_MAX_ELEMENTS,
+    .max_depth = ENGINE_MAX_DEPTH,
+    .max_string = DATA_MAX_STRING,
+    .max_reply = DATA_MAX_STRING + ENGINE_MAX_REPLY,
+    .max_buffered = 2 * (size_t)DATA_MAX_STRING,
+};
+
 #define READ_CHUNK 16384
 /* One resp_read() takes at most this much, so that an engine that keeps
  * sending cannot hold the poll loop (the reader's limits fail it soon). */
@@ -348,7 +358,7 @@ static struct resp_conn *conn_new(int fd, const struct resp_options *opt, bool b
 {
     struct resp_conn *c = xcalloc(1, sizeof(*c));
     c->fd = fd;
-    c->reader = resp_reader_new(&resp_engine_limits);
+    c->reader = resp_reader_new(opt->limits != NULL ? opt->limits : &resp_engine_limits);
     c->addr = xasprintf("%s:%d", opt->host, opt->port);
     c->blocking = blocking;
     c->command_timeout_ms = timeout_or_default(opt->command_timeout_ms);

@@ -49,17 +49,22 @@
  * hurt the process reading it. */
 extern const struct resp_limits resp_engine_limits;
 
+/* What a reply carrying data may be: one string as large as an engine
+ * stores (512 MB), for DUMP of any key (a restore). */
+extern const struct resp_limits resp_data_limits;
+
 /* Connect and command timeout when an option is left at 0. */
 #define RESP_DEFAULT_TIMEOUT_MS 1000
 
 struct resp_options {
     const char *host; /* IP address or name (a name is resolved, blocking, on connect) */
     int port;
-    int connect_timeout_ms;     /* resp_connect() only; <= 0: RESP_DEFAULT_TIMEOUT_MS */
-    int command_timeout_ms;     /* resp_connect() only; <= 0: RESP_DEFAULT_TIMEOUT_MS */
-    const char *username;       /* ACL user for AUTH username password; NULL: AUTH password */
-    const char *password;       /* NULL: no AUTH */
-    const struct resp_tls *tls; /* TLS, checking the engine's certificate; NULL: plain TCP */
+    int connect_timeout_ms;           /* resp_connect() only; <= 0: RESP_DEFAULT_TIMEOUT_MS */
+    int command_timeout_ms;           /* resp_connect() only; <= 0: RESP_DEFAULT_TIMEOUT_MS */
+    const char *username;             /* ACL user for AUTH username password; NULL: AUTH password */
+    const char *password;             /* NULL: no AUTH */
+    const struct resp_tls *tls;       /* TLS, checking the engine's certificate; NULL: plain TCP */
+    const struct resp_limits *limits; /* its replies' bounds; NULL: resp_engine_limits */
 };
 
 /* What TLS connections check an engine's certificate by: the authorities

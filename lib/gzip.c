@@ -26,10 +26,15 @@ static void out_of_memory(void)
 
 unsigned char *gzip_compress(const void *data, size_t len, size_t *out_len)
 {
+    return gzip_compress_level(data, len, GZIP_LEVEL, out_len);
+}
+
+unsigned char *gzip_compress_level(const void *data, size_t len, int level, size_t *out_len)
+{
     z_stream zs = {0};
 
     assert(len < UINT_MAX);
-    if (deflateInit2(&zs, GZIP_LEVEL, Z_DEFLATED, GZIP_WINDOW_BITS, 8 /* zlib default memLevel */,
+    if (deflateInit2(&zs, level, Z_DEFLATED, GZIP_WINDOW_BITS, 8 /* zlib default memLevel */,
                      Z_DEFAULT_STRATEGY) != Z_OK)
         out_of_memory();
     size_t bound = deflateBound(&zs, len);
@@ -111,4 +116,79 @@ enum gzip_status gzip_decompress(const void *in, size_t len, size_t max, char **
     *out = buf;
     *out_len = used;
     return GZIP_OK;
+}
+
+/* ---- expanding as it arrives ---------------------------------------------------- */
+
+#define INFLATE_PIECE (256u << 10)
+
+struct gzip_inflater {
+    z_stream zs;
+    bool in_member; /* input taken since the last member ended */
+    unsigned long long total;
+    unsigned char piece[INFLATE_PIECE];
+};
+
+struct gzip_inflater *gzip_inflater_new(void)
+{
+    struct gzip_inflater *g = xcalloc(1, sizeof(*g));
+    if (inflateInit2(&g->zs, GZIP_WINDOW_BITS) != Z_OK)
+        out_of_memory();
+    return g;
+}
+
+enum gzip_status gzip_inflater_feed(struct gzip_inflater *g, const void *in, size_t len,
+                                    unsigned long long max, gzip_out_fn out, void *arg, char *err,
+                                    size_t errsize)
+{
+    const unsigned char *p = in;
+    while (len > 0) {
+        uInt take = len < UINT_MAX ? (uInt)len : UINT_MAX;
+        g->zs.next_in = p;
+        g->zs.avail_in = take;
+        while (g->zs.avail_in > 0) {
+            g->zs.next_out = g->piece;
+            g->zs.avail_out = sizeof(g->piece);
+            uInt before = g->zs.avail_in;
+            int rc = inflate(&g->zs, Z_NO_FLUSH);
+            if (g->zs.avail_in < before)
+                g->in_member = true;
+            size_t made = sizeof(g->piece) - g->zs.avail_out;
+            g->total += made;
+            if (g->total > max)
+                return GZIP_TOO_LARGE;
+            if (made > 0)
+                out(g->piece, made, arg);
+            if (rc == Z_STREAM_END) {
+                inflateReset(&g->zs); /* another member may follow */
+                g->in_member = false;
+            } else if (rc == Z_MEM_ERROR) {
+                out_of_memory();
+            } else if (rc != Z_OK && !(rc == Z_BUF_ERROR && g->zs.avail_in == 0)) {
+                snprintf(err, errsize, "%s", g->zs.msg != NULL ? g->zs.msg : "not gzip data");
+                return GZIP_CORRUPT;
+            }
+        }
+        p += take;
+        len -= take;
+    }
+    return GZIP_OK;
+}
+
+bool gzip_inflater_whole(const struct gzip_inflater *g)
+{
+    return !g->in_member;
+}
+
+unsigned long long gzip_inflater_total(const struct gzip_inflater *g)
+{
+    return g->total;
+}
+
+void gzip_inflater_free(struct gzip_inflater *g)
+{
+    if (g == NULL)
+        return;
+    inflateEnd(&g->zs);
+    free(g);
 }

@@ -60,6 +60,10 @@ bool api_host_details(const struct http_request *req);
 bool api_query_one_of(struct http_request *req, const char *name, const char *const *values);
 bool api_query_uuid(struct http_request *req, const char *name);
 bool api_query_cluster_id(struct http_request *req, const char *name);
+/* An optional parameter of at most max_len bytes that passes a jspec
+ * check (its message is the refusal's). */
+bool api_query_checked(struct http_request *req, const char *name, size_t max_len,
+                       bool (*check)(const json_t *value, char *msg, size_t msgsize));
 bool api_query_token_id(struct http_request *req, const char *name);
 bool api_query_time(struct http_request *req, const char *name);
 /* An optional whole number (decimal digits only) from min to max into
@@ -126,6 +130,14 @@ void api_clusters_list(struct http_request *req);
 void api_clusters_get(struct http_request *req);
 void api_clusters_create(struct http_request *req);
 void api_clusters_delete(struct http_request *req);
+extern const struct jspec_field api_cluster_delete_spec[];
+void api_snapshots_create(struct http_request *req);
+void api_snapshots_list(struct http_request *req);
+void api_snapshots_get(struct http_request *req);
+void api_snapshots_delete(struct http_request *req);
+extern const struct jspec_field api_agent_snapshot_complete_spec[];
+void api_agent_snapshot_part(struct http_request *req);
+void api_agent_snapshot_complete(struct http_request *req);
 void api_clusters_auth(struct http_request *req);
 void api_clusters_patch(struct http_request *req);
 void api_clusters_put(struct http_request *req);

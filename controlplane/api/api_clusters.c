@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "snapshots.h"
 #include "catalog.h"
 #include "cluster_spec.h"
 #include "cluster_nodes.h"
@@ -136,18 +137,44 @@ void api_clusters_create(struct http_request *req)
     free(id);
 }
 
+const struct jspec_field api_cluster_delete_spec[] = {
+    {.name = "final_snapshot",
+     .type = JSPEC_STRING,
+     .min_len = 1,
+     .max_len = SNAPSHOT_NAME_MAX,
+     .check = snapshot_check_name},
+    {0},
+};
+
+/* The final snapshot's name, from the body or the query (not both); false
+ * after replying when it is not a name. */
+static bool final_snapshot(struct http_request *req, const char **name)
+{
+    const char *body = json_string_value(json_object_get(req->json, "final_snapshot"));
+    const char *query = http_query(req, "final_snapshot");
+    if (!api_query_checked(req, "final_snapshot", SNAPSHOT_NAME_MAX, snapshot_check_name))
+        return false;
+    if (query != NULL && body != NULL) {
+        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, NULL,
+                           "final_snapshot is given in the body or the query, not both");
+        return false;
+    }
+    *name = query != NULL ? query : body;
+    return true;
+}
+
 void api_clusters_delete(struct http_request *req)
 {
-    const char *id = http_param(req, "id");
+    const char *id = http_param(req, "id"), *final = NULL;
     char op_id[STORE_UUID_SIZE];
     struct problem p = {0};
     int wait;
 
     if (req->resumed)
         api_wait_resume(req);
-    else if (!api_wait_requested(req, &wait))
+    else if (!api_wait_requested(req, &wait) || !final_snapshot(req, &final))
         return;
-    else if (cluster_delete(req->app, id, op_id, &p))
+    else if (cluster_delete(req->app, id, final, op_id, &p))
         api_wait_for(req, op_id, wait);
     else
         http_reply_error(req, &p);

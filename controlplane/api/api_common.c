@@ -146,6 +146,25 @@ bool api_query_one_of(struct http_request *req, const char *name, const char *co
     return false;
 }
 
+bool api_query_checked(struct http_request *req, const char *name, size_t max_len,
+                       bool (*check)(const json_t *value, char *msg, size_t msgsize))
+{
+    const char *v = http_query(req, name);
+    char msg[256] = "";
+    if (v == NULL)
+        return true;
+    json_t *value = json_string(v); /* NULL: not UTF-8 */
+    bool ok =
+        value != NULL && v[0] != '\0' && strlen(v) <= max_len && check(value, msg, sizeof(msg));
+    json_decref(value);
+    if (!ok) {
+        if (msg[0] == '\0')
+            snprintf(msg, sizeof(msg), "must be 1 to %zu characters", max_len);
+        reject_query(req, name, msg);
+    }
+    return ok;
+}
+
 bool api_query_cluster_id(struct http_request *req, const char *name)
 {
     const char *v = http_query(req, name);

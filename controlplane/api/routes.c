@@ -5,6 +5,7 @@
 #include "calibration.h"
 #include "cluster_spec.h"
 #include "ec.h"
+#include "snapshots.h"
 #include "tokens.h"
 #include "web.h"
 
@@ -23,6 +24,8 @@ static const char *const clusters_query[] = {"page_size", "page_token", "status"
 static const char *const recommendations_query[] = {"days", NULL};
 /* Writes that may start an operation: how long to wait for it (api_wait.c). */
 static const char *const wait_query[] = {"wait", NULL};
+static const char *const delete_query[] = {"wait", "final_snapshot", NULL};
+static const char *const snapshots_query[] = {"page_size", "page_token", "cluster_id", NULL};
 static const char *const rebalance_query[] = {"dry_run", "tolerance_percent", "wait", NULL};
 
 const struct route api_routes[] = {
@@ -56,7 +59,8 @@ const struct route api_routes[] = {
     {"GET", "/v1/clusters/{id}", SCOPE_READ, api_clusters_get, NULL, NULL},
     {"PUT", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_put, wait_query, cspec_any_object},
     {"PATCH", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_patch, wait_query, cspec_any_object},
-    {"DELETE", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_delete, wait_query, NULL},
+    {"DELETE", "/v1/clusters/{id}", SCOPE_ADMIN, api_clusters_delete, delete_query,
+     api_cluster_delete_spec, .body_optional = true},
     {"GET", "/v1/clusters/{id}/auth", SCOPE_ADMIN, api_clusters_auth, NULL, NULL},
     {"GET", "/v1/clusters/{id}/users", SCOPE_READ, api_users_list, NULL, NULL},
     {"POST", "/v1/clusters/{id}/users", SCOPE_ADMIN, api_users_create, NULL, api_user_create_spec},
@@ -70,10 +74,19 @@ const struct route api_routes[] = {
      api_failover_spec},
     {"POST", "/v1/clusters/{id}/rebalance", SCOPE_ADMIN, api_clusters_rebalance, rebalance_query,
      NULL},
+    {"POST", "/v1/clusters/{id}/snapshots", SCOPE_ADMIN, api_snapshots_create, NULL,
+     snapshot_create_spec, .body_optional = true},
+    {"GET", "/v1/snapshots", SCOPE_READ, api_snapshots_list, snapshots_query, NULL},
+    {"GET", "/v1/snapshots/{id}", SCOPE_READ, api_snapshots_get, NULL, NULL},
+    {"DELETE", "/v1/snapshots/{id}", SCOPE_ADMIN, api_snapshots_delete, NULL, NULL},
     {"POST", "/v1/agent/register", SCOPE_BOOTSTRAP, api_agent_register, NULL,
      api_agent_register_spec},
-    {"POST", "/v1/agent/sync", SCOPE_AGENT, api_agent_sync, NULL, api_agent_sync_spec, 0, false,
-     true},
+    {"POST", "/v1/agent/sync", SCOPE_AGENT, api_agent_sync, NULL, api_agent_sync_spec,
+     .heartbeat = true},
+    {"PUT", "/v1/agent/snapshots/{id}/shards/{shard}/parts/{part}", SCOPE_AGENT,
+     api_agent_snapshot_part, NULL, NULL, SNAPSHOT_PART_MAX},
+    {"POST", "/v1/agent/snapshots/{id}/shards/{shard}/complete", SCOPE_AGENT,
+     api_agent_snapshot_complete, NULL, api_agent_snapshot_complete_spec},
     {"POST", "/v1/agent/metrics", SCOPE_AGENT, api_agent_metrics, NULL, api_agent_metrics_spec,
      16u << 20},
     {"GET", "/v1/metrics/catalog", SCOPE_READ, api_metrics_catalog, NULL, NULL},

@@ -644,7 +644,7 @@ static bool delete_group(struct ec_call *c)
 
     if (!ec_params_known(c, allowed) || !check_fixed(c, NULL) || !group_id(c, id))
         return false;
-    if (!cluster_delete(c->app, id, op_id, &p))
+    if (!cluster_delete(c->app, id, NULL, op_id, &p))
         return ec_fail_problem(c, &p);
     return answer_group(c, id);
 }

@@ -376,6 +376,8 @@ static bool authenticate(struct http_server *srv, struct http_request *req)
     return false;
 }
 
+static bool has_body(struct MHD_Connection *conn);
+
 /* The body's declared size, type and coding, before it is read. */
 static bool check_body_headers(struct http_server *srv, struct http_request *req)
 {
@@ -387,7 +389,7 @@ static bool check_body_headers(struct http_server *srv, struct http_request *req
                            "the body has %s bytes; the limit is %zu", length, body_limit(srv, req));
         return false;
     }
-    if (req->route->body == NULL)
+    if (req->route->body == NULL || (req->route->body_optional && !has_body(req->conn)))
         return true;
     const char *type =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -464,6 +466,10 @@ static bool check_body(struct http_request *req)
 
     if (req->route->body == NULL)
         return true;
+    if (req->body_len == 0 && req->route->body_optional) {
+        req->json = json_object();
+        return true;
+    }
     if (req->body_len == 0) {
         http_reply_problem(req, PROBLEM_MALFORMED_JSON, NULL, "the request body is empty");
         return false;

@@ -29,6 +29,7 @@
     X(CLUSTER_NOT_FOUND, 404, "Cluster not found")                                                 \
     X(CALIBRATION_NOT_FOUND, 404, "Calibration not found")                                         \
     X(USER_NOT_FOUND, 404, "User not found")                                                       \
+    X(SNAPSHOT_NOT_FOUND, 404, "Snapshot not found")                                               \
     X(NO_PENDING_CHANGE, 404, "Nothing is pending")                                                \
     X(METHOD_NOT_ALLOWED, 405, "Method not allowed on this route")                                 \
     X(CLUSTER_ALREADY_EXISTS, 409, "A cluster with this id exists with another spec")              \
@@ -47,6 +48,9 @@
     X(HOST_NOT_PENDING, 409, "The host does not wait for approval")                                \
     X(HOST_IN_USE, 409, "Nodes are placed on the host")                                            \
     X(TOO_MANY_PENDING_HOSTS, 409, "Too many hosts wait for approval")                             \
+    X(SNAPSHOT_NAME_TAKEN, 409, "A snapshot of this name exists")                                  \
+    X(SNAPSHOT_NOT_AVAILABLE, 409, "The snapshot is not available for this")                       \
+    X(SNAPSHOT_PART_OUT_OF_ORDER, 409, "The snapshot upload expects another part")                 \
     X(PRECONDITION_FAILED, 412, "The resource changed since it was read")                          \
     X(PAYLOAD_TOO_LARGE, 413, "Request body is too large")                                         \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "Request body must be application/json, plain or gzip")         \
@@ -57,7 +61,8 @@
     X(DATABASE_UNAVAILABLE, 503, "Database unavailable")                                           \
     X(NOT_READY, 503, "Service not ready")                                                         \
     X(TOO_MANY_CONNECTIONS, 503, "Too many connections; retry shortly")                            \
-    X(SECRET_KEY_UNAVAILABLE, 503, "No secret key configured for engine passwords")
+    X(SECRET_KEY_UNAVAILABLE, 503, "No secret key configured for engine passwords")                \
+    X(NO_SNAPSHOT_STORE, 503, "No snapshot store is configured")
 
 /* Codes an operation fails with (an operation's error.code) that no
  * request answers with; their status is 0. An operation may also fail with
@@ -76,6 +81,10 @@
     X(ENGINE_UPGRADE_ROLLED_BACK, "The upgrade was rolled back")                                   \
     X(BENCHMARK_FAILED, "The benchmark did not run to its end")                                    \
     X(SLOT_MIGRATION_FAILED, "A hash slot could not be moved")                                     \
+    X(SNAPSHOT_FAILED, "An engine could not save its data")                                        \
+    X(SNAPSHOT_UPLOAD_FAILED, "A snapshot file could not be carried off its host")                 \
+    X(SNAPSHOT_CORRUPT, "A snapshot file does not match its checksum")                             \
+    X(RESTORE_FAILED, "The snapshot's data could not be loaded")                                   \
     X(UNKNOWN_OPERATION, "This cairnd cannot run the operation")
 
 enum problem_code {

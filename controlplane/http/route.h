@@ -38,10 +38,11 @@ struct route {
     const char *const *query;       /* accepted query parameters, NULL-terminated, or NULL */
     const struct jspec_field *body; /* the body's spec, or NULL when the route takes none */
     size_t max_body;                /* bytes; 0: --max-body-bytes (bulk uploads may take more) */
-    bool console;   /* the web console's files (web.h), not the REST API: left out of
-                       api/openapi.yaml, never served from the connections kept for agents and
-                       probes, and its query string is the page's, not checked */
-    bool heartbeat; /* an agent's heartbeat: how long one waits to be heard is how far behind
+    bool console;       /* the web console's files (web.h), not the REST API: left out of
+                           api/openapi.yaml, never served from the connections kept for agents and
+                           probes, and its query string is the page's, not checked */
+    bool body_optional; /* the body may be left out: it reads as {} */
+    bool heartbeat;     /* an agent's heartbeat: how long one waits to be heard is how far behind
                        its agents cairnd is (http_agents_behind_us()) */
 };
 

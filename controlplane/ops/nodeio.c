@@ -15,10 +15,12 @@ void nodeio_use_tls(const struct resp_tls *tls)
     engine_tls = tls;
 }
 
-struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *password,
-                                 struct nodeio_wait wait, char *err, size_t errsize)
+static struct resp_conn *connect_with(const struct cluster_node *n, const char *password,
+                                      struct nodeio_wait wait, const struct resp_limits *limits,
+                                      char *err, size_t errsize)
 {
     struct resp_options o = {.host = n->address,
+                             .limits = limits,
                              .port = n->port,
                              .connect_timeout_ms = wait.connect_ms,
                              .command_timeout_ms = wait.command_ms,
@@ -31,6 +33,18 @@ struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *passw
         return NULL;
     }
     return resp_connect(&o, err, errsize);
+}
+
+struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *password,
+                                 struct nodeio_wait wait, char *err, size_t errsize)
+{
+    return connect_with(n, password, wait, NULL, err, errsize);
+}
+
+struct resp_conn *nodeio_connect_data(const struct cluster_node *n, const char *password,
+                                      struct nodeio_wait wait, char *err, size_t errsize)
+{
+    return connect_with(n, password, wait, &resp_data_limits, err, errsize);
 }
 
 bool nodeio_follow(const struct cluster_node *n, const char *password, struct nodeio_wait wait,

@@ -32,6 +32,11 @@ void nodeio_use_tls(const struct resp_tls *tls);
 struct resp_conn *nodeio_connect(const struct cluster_node *n, const char *password,
                                  struct nodeio_wait wait, char *err, size_t errsize);
 
+/* nodeio_connect() for data: its replies may be as large as a value
+ * (resp_data_limits), for a restore's RESTORE of any key. */
+struct resp_conn *nodeio_connect_data(const struct cluster_node *n, const char *password,
+                                      struct nodeio_wait wait, char *err, size_t errsize);
+
 /* Node n follows primary: REPLICAOF primary's address and port
  * (engine_replicaof()), over a connection of its own. */
 bool nodeio_follow(const struct cluster_node *n, const char *password, struct nodeio_wait wait,

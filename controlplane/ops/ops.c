@@ -11,12 +11,19 @@
 #include "timeutil.h"
 
 const struct op_kind *const op_kinds[] = {
-    &op_cluster_create,           &op_cluster_delete,
-    &op_cluster_scale_shards,     &op_cluster_scale_replicas,
-    &op_cluster_change_node_type, &op_cluster_upgrade_engine,
-    &op_cluster_failover,         &op_cluster_replace_node,
-    &op_cluster_apply_parameters, &op_calibrate,
-    &op_cluster_rebalance,        NULL,
+    &op_cluster_create,
+    &op_cluster_delete,
+    &op_cluster_scale_shards,
+    &op_cluster_scale_replicas,
+    &op_cluster_change_node_type,
+    &op_cluster_upgrade_engine,
+    &op_cluster_failover,
+    &op_cluster_replace_node,
+    &op_cluster_apply_parameters,
+    &op_calibrate,
+    &op_cluster_rebalance,
+    &op_cluster_snapshot,
+    NULL,
 };
 
 #define NKINDS (sizeof(op_kinds) / sizeof(op_kinds[0]) - 1)

@@ -2,8 +2,8 @@
  * each (ops_create.c, ops_delete.c, ops_parameters.c, ops_failover.c,
  * ops_replace.c, ops_upgrade.c, ops_scale_replicas.c, ops_node_type.c,
  * ops_reshard.c: scale_shards and rebalance; ops_calibrate.c, which
- * benchmarks a temporary cluster), the one list of their kinds, and what
- * their steps share. The runner (runner.h) runs them.
+ * benchmarks a temporary cluster; ops_snapshot.c, ops_restore.c), the one list of their kinds, and
+ * what their steps share. The runner (runner.h) runs them.
  *
  * op_kinds lists every kind, in the order the API documents them. cairnd
  * hands it to the runner; the API's ?kind= filter takes its names from it;
@@ -37,6 +37,7 @@ extern const struct op_kind op_cluster_change_node_type;
 extern const struct op_kind op_calibrate;
 extern const struct op_kind op_cluster_scale_shards;
 extern const struct op_kind op_cluster_rebalance;
+extern const struct op_kind op_cluster_snapshot;
 
 /* Every kind, NULL-terminated. */
 extern const struct op_kind *const op_kinds[];
@@ -140,6 +141,32 @@ enum op_result ops_wait_ready(struct op_ctx *ctx);
  * roles are recorded and every replica follows the new primary; sub then
  * holds "write_pause_ms", "previous" and "target". */
 enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub);
+
+/* ---- snapshots (ops_snapshot.c) ------------------------------------------------ */
+
+/* The steps that take the snapshot the context's "snapshot_id" names (and
+ * do nothing without one): a node chosen per shard, its data saved, its
+ * file carried to the snapshot store; the snapshot is then available. The
+ * snapshot operation is these steps; a delete with a final snapshot begins
+ * with them. ops_snapshot_failed() ends the snapshot failed (for a kind's
+ * failed() or cancelled()). */
+enum op_result ops_snapshot_choose(struct op_ctx *ctx);
+enum db_status ops_snapshot_chosen(struct db_conn *conn, const struct op_ctx *ctx);
+enum op_result ops_snapshot_save(struct op_ctx *ctx);
+enum op_result ops_snapshot_upload(struct op_ctx *ctx);
+enum db_status ops_snapshot_uploaded(struct db_conn *conn, const struct op_ctx *ctx);
+enum db_status ops_snapshot_failed(struct db_conn *conn, const struct op_ctx *ctx);
+#define OPS_SNAPSHOT_STEPS                                                                         \
+    {"snapshot_choose", ops_snapshot_choose, ops_snapshot_chosen},                                 \
+        {"snapshot_save", ops_snapshot_save, NULL},                                                \
+    {                                                                                              \
+        "snapshot_upload", ops_snapshot_upload, ops_snapshot_uploaded                              \
+    }
+#define OPS_SNAPSHOT_NSTEPS 3
+
+/* A create's step that loads the data of the snapshot its context's
+ * "restore_from" names (ops_restore.c); nothing without one. */
+enum op_result ops_restore(struct op_ctx *ctx);
 
 /* ---- nodes joining a shard and leaving it (ops_nodes.c) ---------------------- */
 

@@ -276,6 +276,7 @@ static const struct op_step create_steps[] = {
     {"meet", ops_meet},
     {"replicate", ops_replicate},
     {"wait_ready", ops_wait_ready},
+    {"restore", ops_restore},
     {"mark_available", NULL, mark_available},
 };
 

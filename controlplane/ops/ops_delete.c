@@ -1,4 +1,5 @@
-/* ops_delete.c -- the delete operation: the nodes are marked deleted, their
+/* ops_delete.c -- the delete operation: a final snapshot when one was
+ * asked for (ops_snapshot.c), then the nodes are marked deleted, their
  * agents stop the engines and remove their data, and the cluster's rows go
  * once none is left. */
 #include "ops.h"
@@ -46,13 +47,18 @@ static enum db_status drop_cluster(struct db_conn *conn, const struct op_ctx *ct
 }
 
 /* A delete that cannot finish leaves the cluster deleting; a new DELETE
- * tries again. */
+ * tries again. One whose final snapshot failed has touched nothing yet:
+ * the cluster serves on, available. */
 static enum db_status delete_failed(struct db_conn *conn, const struct op_ctx *ctx)
 {
-    return ops_failed_event(conn, ctx, NULL);
+    if (ctx->step >= OPS_SNAPSHOT_NSTEPS)
+        return ops_failed_event(conn, ctx, NULL);
+    enum db_status st = ops_snapshot_failed(conn, ctx);
+    return st == DB_OK ? ops_back_to_available(conn, ctx) : st;
 }
 
 static const struct op_step delete_steps[] = {
+    OPS_SNAPSHOT_STEPS,
     {"stop_nodes", NULL, stop_nodes},
     {"wait_removed", wait_removed},
     {"drop_cluster", NULL, drop_cluster},

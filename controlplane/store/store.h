@@ -120,6 +120,8 @@ enum db_status store_count_rows(struct db_conn *conn, const struct db_stmt *stmt
                                 struct store_counts *out);
 
 /* node_types */
+/* A node type's memory in bytes; DB_NOT_FOUND when there is none of name. */
+enum db_status store_node_type_memory(struct db_conn *conn, const char *name, long long *bytes);
 /* {"node_types": [...as GET /v1/node-types...], "lines": [{version, schedulable}]}
  * of engine, for sizing. */
 enum db_status store_sizing_catalog(struct db_conn *conn, const char *engine, char **out);
@@ -1058,5 +1060,81 @@ enum db_status store_operation_request_cancel(struct db_conn *conn, const char *
 /* Whether it was asked to. */
 enum db_status store_operation_cancel_requested(struct db_conn *conn, const char *op_id,
                                                 bool *requested);
+
+/* snapshots (store_snapshots.c, migration 0035) */
+/* A new snapshot of cluster_id, as its spec and shards are now, taken by
+ * operation op_id; id gets its id. DB_CONFLICT: the name is taken. */
+struct store_snapshot_new {
+    const char *name, *cluster_id, *source;
+    int retention_days; /* 0: kept until deleted */
+};
+enum db_status store_snapshot_insert(struct db_conn *conn, const struct store_snapshot_new *s,
+                                     char *id);
+enum db_status store_snapshot_set_operation(struct db_conn *conn, const char *id,
+                                            const char *op_id);
+enum db_status store_snapshot_name_taken(struct db_conn *conn, const char *name, bool *taken);
+/* The API's documents: a page of them, newest first (of one cluster's, or
+ * every cluster's when cluster_id is NULL), or one, named by id or name. */
+enum db_status store_snapshots_list(struct db_conn *conn, const char *cluster_id,
+                                    const struct page *page, char **items, char *next_key);
+enum db_status store_snapshot_get(struct db_conn *conn, const char *id_or_name, char **out);
+/* A snapshot named by id or name, locked: its id, status and whether a
+ * cluster is being restored from it. */
+struct store_snapshot_locked {
+    char id[STORE_UUID_SIZE];
+    char status[16];
+    bool restoring;
+};
+enum db_status store_snapshot_lock(struct db_conn *conn, const char *id_or_name,
+                                   struct store_snapshot_locked *out);
+enum db_status store_snapshot_set_status(struct db_conn *conn, const char *id, const char *status);
+/* The snapshot operation's record of each shard (ops_snapshot.c): begun
+ * (shards_json: [{"shard", "node_id"}]), saved by its engine (and
+ * so asked of its agent), its upload's state for every shard ([{"shard",
+ * "node_id", "status", "parts", "stored_bytes", "size_bytes", "sha256",
+ * "error"}]), verified, or saved again after a failed upload; and the
+ * snapshot's end, available or failed with error ({"code", "message"}). */
+enum db_status store_snapshot_shards_begin(struct db_conn *conn, const char *snapshot_id,
+                                           const char *shards_json);
+enum db_status store_snapshot_shard_saved(struct db_conn *conn, const char *snapshot_id, int shard,
+                                          long long keys, const char *databases_json,
+                                          long long memory_bytes);
+enum db_status store_snapshot_shards_state(struct db_conn *conn, const char *snapshot_id,
+                                           json_t **out);
+enum db_status store_snapshot_shard_verified(struct db_conn *conn, const char *snapshot_id,
+                                             int shard);
+enum db_status store_snapshot_shard_again(struct db_conn *conn, const char *snapshot_id, int shard);
+enum db_status store_snapshot_end(struct db_conn *conn, const char *snapshot_id, const char *status,
+                                  const char *error_json);
+/* A shard's upload by the agent of host_id, locked until the transaction
+ * ends (DB_NOT_FOUND: that agent is not asked for it): the store's upload
+ * id, the parts and bytes received, the parts' tags (a JSON array the
+ * caller json_decref()s). */
+struct store_snapshot_upload {
+    char upload_id[256];
+    int parts;
+    long long stored_bytes;
+    long long raw_bytes; /* what the parts expand to */
+    json_t *tags;
+};
+enum db_status store_snapshot_upload_lock(struct db_conn *conn, const char *snapshot_id, int shard,
+                                          const char *host_id, struct store_snapshot_upload *out);
+enum db_status store_snapshot_upload_part(struct db_conn *conn, const char *snapshot_id, int shard,
+                                          const struct store_snapshot_upload *u);
+enum db_status store_snapshot_upload_done(struct db_conn *conn, const char *snapshot_id, int shard,
+                                          long long size_bytes, const char *sha256);
+enum db_status store_snapshot_upload_failed(struct db_conn *conn, const char *snapshot_id,
+                                            int shard, const char *error);
+/* Clusters that take automatic snapshots: [{"cluster_id", "window",
+ * "retention_days", "last" (epoch seconds or null), "busy"}]; and the
+ * automatic snapshots past their retention (by a clock offset_s ahead)
+ * marked deleting. */
+enum db_status store_snapshots_automatic(struct db_conn *conn, json_t **out);
+enum db_status store_snapshots_expire(struct db_conn *conn, int offset_s);
+/* Snapshots whose files are to go (deleting, or failed with shards):
+ * [{"id", "status", "shards": [{"shard", "upload_id"}]}], at most 20; and
+ * the record that they went. */
+enum db_status store_snapshots_to_remove(struct db_conn *conn, json_t **out);
+enum db_status store_snapshot_removed(struct db_conn *conn, const char *snapshot_id);
 
 #endif

@@ -147,3 +147,12 @@ enum db_status store_upgrade_path(struct db_conn *conn, const char *from_engine,
     PQclear(res);
     return DB_OK;
 }
+
+static const struct db_stmt node_type_memory = {
+    "SELECT round(memory_gib * 1073741824)::bigint FROM node_types WHERE name = $1"};
+
+enum db_status store_node_type_memory(struct db_conn *conn, const char *name, long long *bytes)
+{
+    const char *params[1] = {name};
+    return store_get_int64(conn, &node_type_memory, 1, params, bytes);
+}

@@ -220,6 +220,9 @@ class ClusterStack:
         self.tls = tls
         self.listen_host = listen_host
         self.cairnd_args = list(cairnd_args)
+        # Every cairnd of the stack keeps snapshots in one directory, as
+        # peers on a shared filesystem would.
+        self.snapshot_dir = harness.make_temp_dir(f"snapshots-{name}")
         self.db = Database(pg, pg.create_database(name))
         self.cairnds = []
         self.cairnd = self._start_cairnd()
@@ -264,7 +267,8 @@ class ClusterStack:
         self.started_at = time.monotonic()  # the latest cairnd's start
         c = harness.start_cairnd(self.db.url, ["--agent-bootstrap-token", agents.BOOTSTRAP,
                                                "--approve-bootstrap-hosts", "--sentinel-listen",
-                                               f"127.0.0.1:{sentinel_port or self.sentinel_port}"]
+                                               f"127.0.0.1:{sentinel_port or self.sentinel_port}",
+                                               "--snapshot-store", str(self.snapshot_dir)]
                                  + self.cairnd_args + list(extra),
                                  label=f"cairnd-{self.name}-{len(self.cairnds) + 1}",
                                  port=port, workdir=workdir, host=self.listen_host,
@@ -336,6 +340,7 @@ class ClusterStack:
                 c.log.dump()
         for c in reversed(self.cairnds):
             c.cleanup()
+        harness.remove_temp_dir(self.snapshot_dir)
 
 
 def stack_fixtures(name, cairnd_args=(), agent_args=(), tls=False, peers=0):
