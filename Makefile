@@ -155,8 +155,9 @@ contract: bin/cairnd bin/cairn-agent tests/contract/node_modules tests/terraform
 	$(PYTHON) -m pytest -q tests/contract tests/terraform
 
 # Small programs the system tests and benchmarks run (render_config: an engine
-# config from JSON; agent_swarm: simulated hosts).
-$(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
+# config from JSON; agent_swarm: simulated hosts; s3_store: the snapshot
+# store's S3 client). Static libraries: each links only what it calls.
+$(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libcairnd.a $(BUILD)/libcairnengine.a $(BUILD)/libcairn.a
 	@mkdir -p $(@D)
 	@echo "CC $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS)
@@ -200,14 +201,20 @@ tests/browser/node_modules: tests/browser/package.json tests/browser/package-loc
 
 browser-deps: tests/browser/node_modules
 
+# An S3-compatible server (s3rver, from npm) for the snapshot store's S3
+# client: tests/system/test_snapshot_store_s3.py runs it.
+tests/s3/node_modules: tests/s3/package.json tests/s3/package-lock.json
+	cd tests/s3 && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 # make check runs a bounded slice: tests marked `full` (long variants of
 # what another test in the same file already covers; tests/system/pytest.ini)
 # run only under system-full. Both run in two lanes at once
 # (tests/system/lanes.py): the layer mostly waits.
-system: all $(TOOL_BIN) tests/browser/node_modules
+system: all $(TOOL_BIN) tests/browser/node_modules tests/s3/node_modules
 	$(PYTHON) tests/system/lanes.py -q -m "not full" --durations=15
 
-system-full: all $(TOOL_BIN) tests/browser/node_modules
+system-full: all $(TOOL_BIN) tests/browser/node_modules tests/s3/node_modules
 	$(PYTHON) tests/system/lanes.py -q
 
 # The chaos suite (tests/chaos/run, docs/chaos.md): faults against one live

@@ -343,6 +343,7 @@ void agent_uploads_apply(struct agent *a)
 
     if (!a->have_id)
         return;
-    json_array_foreach (a->desired.uploads, i, entry)
+    json_array_foreach (a->desired.uploads, i, entry) {
         start(a, entry);
+    }
 }

@@ -321,7 +321,7 @@ static void close_tls(struct app *app)
  * credentials from the environment, as the AWS tools do. */
 static bool open_snapshot_store(struct app *app, char *err, size_t errsize)
 {
-    struct snapshot_store_s3 s3 = {
+    struct snapshot_s3_config s3 = {
         .endpoint = app->cfg.snapshot_s3_endpoint,
         .region = app->cfg.snapshot_s3_region,
         .access_key = getenv("AWS_ACCESS_KEY_ID"),

@@ -57,14 +57,26 @@ static bool make_dirs(const char *path, size_t len, char *err, size_t errsize)
     }
 }
 
-struct snapshot_store *snapshot_store_open(const char *url, const struct snapshot_store_s3 *s3,
+struct snapshot_store *snapshot_store_open(const char *url, const struct snapshot_s3_config *s3,
                                            char *err, size_t errsize)
 {
     struct snapshot_store *s = xcalloc(1, sizeof(*s));
     s->where = xstrdup(url);
     if (strncmp(url, "s3://", 5) == 0) {
-        (void)s3;
-        snprintf(err, errsize, "S3 snapshot stores are not supported yet");
+        const char *bucket = url + 5, *slash = strchr(bucket, '/');
+        char *name = slash != NULL ? xstrndup(bucket, (size_t)(slash - bucket)) : xstrdup(bucket);
+        char *prefix = xstrdup(slash != NULL ? slash + 1 : "");
+        size_t plen = strlen(prefix);
+        while (plen > 0 && prefix[plen - 1] == '/')
+            prefix[--plen] = '\0';
+        if (name[0] == '\0')
+            snprintf(err, errsize, "the snapshot store %s names no bucket", url);
+        else
+            s->s3 = snapshot_s3_open(name, prefix, s3, err, errsize);
+        free(name);
+        free(prefix);
+        if (s->s3 != NULL)
+            return s;
     } else {
         struct stat st;
         size_t len = strlen(url);
@@ -87,6 +99,7 @@ void snapshot_store_close(struct snapshot_store *s)
 {
     if (s == NULL)
         return;
+    snapshot_s3_close(s->s3);
     free(s->where);
     free(s);
 }
@@ -119,6 +132,8 @@ bool snapshot_store_begin(struct snapshot_store *s, const char *key,
     upload_id[0] = '\0';
     if (!key_ok(key, err, errsize))
         return false;
+    if (s->s3 != NULL)
+        return snapshot_s3_begin(s->s3, key, upload_id, err, errsize);
     char *path = file_of(s, key, true);
     bool ok = make_dirs(path, (size_t)(strrchr(path, '/') - path), err, errsize);
     int fd = ok ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
@@ -135,10 +150,10 @@ bool snapshot_store_put(struct snapshot_store *s, const char *key, const char *u
                         char tag[SNAPSHOT_STORE_TAG_MAX], char *err, size_t errsize)
 {
     tag[0] = '\0';
-    (void)upload_id;
-    (void)part;
     if (!key_ok(key, err, errsize))
         return false;
+    if (s->s3 != NULL)
+        return snapshot_s3_put(s->s3, key, upload_id, part, data, len, tag, err, errsize);
     char *path = file_of(s, key, true);
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     bool ok = fd >= 0 || fail_errno("open", path, err, errsize);
@@ -177,11 +192,10 @@ bool snapshot_store_finish(struct snapshot_store *s, const char *key, const char
                            const char *const *tags, int nparts, uint64_t size, char *err,
                            size_t errsize)
 {
-    (void)upload_id;
-    (void)tags;
-    (void)nparts;
     if (!key_ok(key, err, errsize))
         return false;
+    if (s->s3 != NULL)
+        return snapshot_s3_finish(s->s3, key, upload_id, tags, nparts, err, errsize);
     char *part = file_of(s, key, true), *whole = file_of(s, key, false);
     struct stat st;
     int fd = open(part, O_RDONLY | O_CLOEXEC);
@@ -207,9 +221,10 @@ bool snapshot_store_finish(struct snapshot_store *s, const char *key, const char
 bool snapshot_store_abort(struct snapshot_store *s, const char *key, const char *upload_id,
                           char *err, size_t errsize)
 {
-    (void)upload_id;
     if (!key_ok(key, err, errsize))
         return false;
+    if (s->s3 != NULL)
+        return snapshot_s3_abort(s->s3, key, upload_id, err, errsize);
     char *path = file_of(s, key, true);
     bool ok = unlink(path) == 0 || errno == ENOENT || fail_errno("remove", path, err, errsize);
     free(path);
@@ -221,6 +236,8 @@ ssize_t snapshot_store_read(struct snapshot_store *s, const char *key, uint64_t 
 {
     if (!key_ok(key, err, errsize))
         return -1;
+    if (s->s3 != NULL)
+        return snapshot_s3_read(s->s3, key, offset, buf, len, err, errsize);
     char *path = file_of(s, key, false);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     ssize_t n = -1;
@@ -245,6 +262,8 @@ bool snapshot_store_delete(struct snapshot_store *s, const char *key, char *err,
 {
     if (!key_ok(key, err, errsize))
         return false;
+    if (s->s3 != NULL)
+        return snapshot_s3_delete(s->s3, key, err, errsize);
     char *path = file_of(s, key, false), *part = file_of(s, key, true);
     bool ok = (unlink(path) == 0 || errno == ENOENT || fail_errno("remove", path, err, errsize)) &&
               (unlink(part) == 0 || errno == ENOENT || fail_errno("remove", part, err, errsize));

@@ -23,27 +23,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SNAPSHOT_STORE_PART_MIN (5u << 20)
-#define SNAPSHOT_STORE_TAG_MAX  128 /* a part's tag (S3's ETag), with its terminator */
-#define SNAPSHOT_STORE_ID_MAX   256 /* an upload's id (S3's UploadId), with its terminator */
+#include "snapshot_s3.h"
 
-/* An S3-compatible store's settings; the bucket and key prefix come from
- * the s3:// URL. */
-struct snapshot_store_s3 {
-    const char *endpoint;   /* "https://s3.eu-west-1.amazonaws.com" or "http://127.0.0.1:4568";
-                               path-style requests: endpoint/bucket/key */
-    const char *region;     /* "us-east-1" when NULL */
-    const char *access_key; /* AWS_ACCESS_KEY_ID */
-    const char *secret_key; /* AWS_SECRET_ACCESS_KEY */
-    const char *ca_file;    /* PEM authorities for an https endpoint; NULL: the system's */
-};
+#define SNAPSHOT_STORE_PART_MIN (5u << 20)
+#define SNAPSHOT_STORE_TAG_MAX  SNAPSHOT_S3_TAG_MAX /* a part's tag, with its terminator */
+#define SNAPSHOT_STORE_ID_MAX   SNAPSHOT_S3_ID_MAX  /* an upload's id, with its terminator */
 
 struct snapshot_store;
 
 /* Open the store url names: a directory ("/var/lib/cairn/snapshots",
  * created when missing) or "s3://bucket[/prefix]" with s3's settings
  * (required then). NULL with err when it cannot be used. */
-struct snapshot_store *snapshot_store_open(const char *url, const struct snapshot_store_s3 *s3,
+struct snapshot_store *snapshot_store_open(const char *url, const struct snapshot_s3_config *s3,
                                            char *err, size_t errsize);
 void snapshot_store_close(struct snapshot_store *s);
 

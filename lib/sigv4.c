@@ -150,6 +150,14 @@ static void encode(struct strbuf *b, const char *s, size_t n, bool keep_slash)
     }
 }
 
+char *sigv4_uri_encode(const char *s, bool keep_slash)
+{
+    struct strbuf b;
+    strbuf_init(&b, strlen(s) * 3 + 1);
+    encode(&b, s, strlen(s), keep_slash);
+    return b.p;
+}
+
 /* The n bytes at s with %XX decoded (a bad escape stays as it is), into a
  * new string of *len bytes. */
 static char *decode(const char *s, size_t n, size_t *len)
@@ -268,7 +276,10 @@ char *sigv4_canonical_request(const struct sigv4_request *req, const char *signe
 
     strbuf_init(&b, 512);
     strbuf_printf(&b, "%s\n", req->method);
-    encode(&b, path, strlen(path), true);
+    if (req->path_as_sent)
+        strbuf_printf(&b, "%s", path);
+    else
+        encode(&b, path, strlen(path), true);
     strbuf_printf(&b, "\n");
     canonical_query(&b, req->query);
     strbuf_printf(&b, "\n");
@@ -282,9 +293,12 @@ char *sigv4_canonical_request(const struct sigv4_request *req, const char *signe
             break;
         s += n + 1;
     }
-    crypto_sha256(req->payload != NULL ? req->payload : "", req->payload_len, digest);
-    crypto_hex(digest, sizeof(digest), hex);
-    strbuf_printf(&b, "\n%s\n%s", signed_headers, hex);
+    if (req->payload_hash == NULL) {
+        crypto_sha256(req->payload != NULL ? req->payload : "", req->payload_len, digest);
+        crypto_hex(digest, sizeof(digest), hex);
+    }
+    strbuf_printf(&b, "\n%s\n%s", signed_headers,
+                  req->payload_hash != NULL ? req->payload_hash : hex);
     return b.p;
 }
 
@@ -296,33 +310,59 @@ static void hmac_text(const unsigned char *key, size_t key_len, const char *text
     crypto_hmac_sha256(key, key_len, text, strlen(text), out);
 }
 
+/* The hex signature of the canonical request canonical, made at amz_date
+ * in the scope date/region/service with secret: the one path both a
+ * verifier and a client take. */
+static void sign_canonical(const char *canonical, const char *amz_date, const char *date,
+                           const char *region, const char *service, const char *secret,
+                           char out[SIGV4_HEX_LEN + 1])
+{
+    unsigned char digest[CRYPTO_SHA256_LEN], key[CRYPTO_SHA256_LEN];
+    char hex[2 * CRYPTO_SHA256_LEN + 1];
+    crypto_sha256(canonical, strlen(canonical), digest);
+    crypto_hex(digest, sizeof(digest), hex);
+
+    struct strbuf to_sign, first;
+    strbuf_init(&to_sign, 256);
+    strbuf_printf(&to_sign, "%s\n%s\n%s/%s/%s/aws4_request\n%s", SIGV4_ALGORITHM, amz_date, date,
+                  region, service, hex);
+    strbuf_init(&first, 64);
+    strbuf_printf(&first, "AWS4%s", secret);
+    hmac_text((const unsigned char *)first.p, first.len, date, key);
+    free(first.p);
+    hmac_text(key, sizeof(key), region, key);
+    hmac_text(key, sizeof(key), service, key);
+    hmac_text(key, sizeof(key), "aws4_request", key);
+    hmac_text(key, sizeof(key), to_sign.p, digest);
+    free(to_sign.p);
+    crypto_hex(digest, sizeof(digest), out);
+}
+
 bool sigv4_signature(const struct sigv4_request *req, const struct sigv4_credential *cred,
                      const char *amz_date, const char *secret, char out[SIGV4_HEX_LEN + 1])
 {
     char *canonical = sigv4_canonical_request(req, cred->signed_headers);
     if (canonical == NULL)
         return false;
-    unsigned char digest[CRYPTO_SHA256_LEN], key[CRYPTO_SHA256_LEN];
-    char hex[2 * CRYPTO_SHA256_LEN + 1];
-    crypto_sha256(canonical, strlen(canonical), digest);
+    sign_canonical(canonical, amz_date, cred->date, cred->region, cred->service, secret, out);
     free(canonical);
-    crypto_hex(digest, sizeof(digest), hex);
-
-    struct strbuf to_sign, first;
-    strbuf_init(&to_sign, 256);
-    strbuf_printf(&to_sign, "%s\n%s\n%s/%s/%s/aws4_request\n%s", SIGV4_ALGORITHM, amz_date,
-                  cred->date, cred->region, cred->service, hex);
-    strbuf_init(&first, 64);
-    strbuf_printf(&first, "AWS4%s", secret);
-    hmac_text((const unsigned char *)first.p, first.len, cred->date, key);
-    free(first.p);
-    hmac_text(key, sizeof(key), cred->region, key);
-    hmac_text(key, sizeof(key), cred->service, key);
-    hmac_text(key, sizeof(key), "aws4_request", key);
-    hmac_text(key, sizeof(key), to_sign.p, digest);
-    free(to_sign.p);
-    crypto_hex(digest, sizeof(digest), out);
     return true;
+}
+
+char *sigv4_authorization(const struct sigv4_request *req, const char *signed_headers,
+                          const char *amz_date, const struct sigv4_signer *signer)
+{
+    char date[9], signature[SIGV4_HEX_LEN + 1];
+    char *canonical = sigv4_canonical_request(req, signed_headers);
+    if (canonical == NULL)
+        return NULL;
+    snprintf(date, sizeof(date), "%.8s", amz_date);
+    sign_canonical(canonical, amz_date, date, signer->region, signer->service, signer->secret,
+                   signature);
+    free(canonical);
+    return xasprintf("%s Credential=%s/%s/%s/%s/aws4_request, SignedHeaders=%s, Signature=%s",
+                     SIGV4_ALGORITHM, signer->access_key, date, signer->region, signer->service,
+                     signed_headers, signature);
 }
 
 bool sigv4_parse_date(const char *amz_date, int64_t *epoch_s)

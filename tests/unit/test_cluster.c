@@ -882,9 +882,28 @@ static void test_nodes_conf_heal(void **state)
     free(cut);
 }
 
+/* Hash slots as valkey-server 8.0.1's CLUSTER KEYSLOT gives them. */
+static void test_key_slot(void **state)
+{
+    static const struct {
+        const char *key;
+        int slot;
+    } slots[] = {
+        {"foo", 12182},           {"bar", 5061},   {"hello", 866}, {"{user1000}.following", 3443},
+        {"user1000", 3443},       {"a{}b", 13694}, {"{}x", 10595}, {"x{y", 2740},
+        {"k:000000000042", 8169},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+        assert_int_equal(engine_key_slot(slots[i].key, strlen(slots[i].key)), slots[i].slot);
+    /* The length given is the key's, not up to a NUL. */
+    assert_int_equal(engine_key_slot("foobar", 3), 12182);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_slot),
         cmocka_unit_test(test_nodes_fixtures),
         cmocka_unit_test(test_nodes_migration_fixtures),
         cmocka_unit_test(test_nodes_failover_fixtures),

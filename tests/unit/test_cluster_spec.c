@@ -127,6 +127,8 @@ static void test_defaults_filled_in_spec_order(void **state)
                                     "\"replicas_per_shard\":1,\"automatic_failover\":true,"
                                     "\"multi_az\":true,\"transit_encryption\":false,"
                                     "\"maintenance_window\":\"sun:05:00-sun:06:00\","
+                                    "\"snapshot_window\":\"03:00-04:00\","
+                                    "\"snapshot_retention_days\":0,"
                                     "\"parameters\":{},\"tags\":{}}");
     json_decref(spec);
     json_decref(errors);
@@ -142,6 +144,8 @@ static void test_full_body_kept_as_sent(void **state)
                          " 'cluster_mode': 'enabled', 'num_shards': 3, 'replicas_per_shard': 1,"
                          " 'multi_az': true, 'automatic_failover': true,"
                          " 'transit_encryption': true, 'maintenance_window': 'sun:05:00-sun:06:00',"
+                         " 'snapshot_window': '23:30-01:00', 'snapshot_retention_days': 7,"
+                         " 'restore_from': {'snapshot_id': 'orders-nightly'},"
                          " 'parameters': {'maxmemory-policy': 'allkeys-lru'}}");
     json_t *errors = json_array(), *changed = json_array();
     json_t *spec = cspec_normalize(body, errors);
@@ -157,7 +161,8 @@ static void test_full_body_kept_as_sent(void **state)
     json_decref(changed);
 }
 
-/* Every field of the spec but the write-only auth_token is stored. */
+/* Every field of the spec but the write-only auth_token is stored; all but
+ * restore_from (a create from a snapshot only) have a default. */
 static void test_every_field_but_auth_token_stored(void **state)
 {
     json_t *errors, *spec = normalize_patched("{}", &errors);
@@ -166,8 +171,9 @@ static void test_every_field_but_auth_token_stored(void **state)
 
     for (const struct jspec_field *f = cspec_create_spec; f->name != NULL; f++, fields++)
         assert_int_equal(json_object_get(spec, f->name) != NULL,
-                         strcmp(f->name, "auth_token") != 0);
-    assert_int_equal(json_object_size(spec), fields - 1);
+                         strcmp(f->name, "auth_token") != 0 &&
+                             strcmp(f->name, "restore_from") != 0);
+    assert_int_equal(json_object_size(spec), fields - 2);
     json_decref(spec);
     json_decref(errors);
 }
@@ -1047,9 +1053,43 @@ static void test_window_next_open(void **state)
                      sun0500 + 18 * 3600 + 7 * 86400);
 }
 
+/* Daily snapshot windows: at least an hour, wrapping midnight, and open
+ * from their start for their length every day. */
+static void test_daily_window(void **state)
+{
+    int start = -1, end = -1;
+    char msg[128];
+    (void)state;
+
+    assert_true(cspec_daily_window_parse("03:00-04:00", &start, &end, msg, sizeof(msg)));
+    assert_int_equal(start, 180);
+    assert_int_equal(end, 240);
+    assert_true(cspec_daily_window_parse("23:30-00:30", &start, &end, msg, sizeof(msg)));
+    assert_true(cspec_daily_window_parse("05:00-05:00", &start, &end, msg, sizeof(msg)));
+    assert_false(cspec_daily_window_parse("03:00-03:59", &start, &end, msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "at least 60 minutes"));
+    assert_false(cspec_daily_window_parse("24:00-01:00", &start, &end, msg, sizeof(msg)));
+    assert_false(cspec_daily_window_parse("3:00-04:00", &start, &end, msg, sizeof(msg)));
+    assert_false(cspec_daily_window_parse("03:00-04:00 ", &start, &end, msg, sizeof(msg)));
+    assert_false(cspec_daily_window_parse("", &start, &end, msg, sizeof(msg)));
+
+    long long day = 20000LL * 86400; /* a midnight, UTC */
+    assert_int_equal(cspec_daily_window_opened(180, 240, day + 3 * 3600), day + 3 * 3600);
+    assert_int_equal(cspec_daily_window_opened(180, 240, day + 3 * 3600 + 59 * 60 + 59),
+                     day + 3 * 3600);
+    assert_int_equal(cspec_daily_window_opened(180, 240, day + 4 * 3600), -1);
+    assert_int_equal(cspec_daily_window_opened(180, 240, day + 2 * 3600), -1);
+    /* 23:30-00:30: open across midnight, from the day before's 23:30. */
+    assert_int_equal(cspec_daily_window_opened(1410, 30, day + 10 * 60), day - 30 * 60);
+    assert_int_equal(cspec_daily_window_opened(1410, 30, day - 10 * 60), day - 30 * 60);
+    /* A whole day: always open, since the last start. */
+    assert_int_equal(cspec_daily_window_opened(300, 300, day + 4 * 3600), day - 19 * 3600);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_daily_window),
         cmocka_unit_test(test_defaults_filled_in_spec_order),
         cmocka_unit_test(test_full_body_kept_as_sent),
         cmocka_unit_test(test_every_field_but_auth_token_stored),

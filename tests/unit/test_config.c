@@ -1,4 +1,5 @@
 /* test_config.c -- cairnd settings from flags and the environment (controlplane/config.h). */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -319,7 +320,7 @@ static void test_options_and_usage(void **state)
             continue;
         size_t e = (size_t)snprintf(env, sizeof(env), "CAIRN_");
         for (const char *c = o[n].name; *c != '\0' && e + 1 < sizeof(env); c++)
-            env[e++] = *c == '-' ? '_' : (char)(*c - 'a' + 'A');
+            env[e++] = *c == '-' ? '_' : (char)toupper((unsigned char)*c);
         env[e] = '\0';
         if (strstr(vars, env) == NULL)
             fail_msg("the usage does not name %s for --%s: %s", env, o[n].name, vars);

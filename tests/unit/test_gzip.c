@@ -174,10 +174,63 @@ static void test_damaged_input(void **state)
     refused(bad, sizeof(bad), 1024, GZIP_CORRUPT, "unknown compression method");
 }
 
+struct collected {
+    char buf[4096];
+    size_t len;
+};
+
+static void collect(const void *data, size_t len, void *arg)
+{
+    struct collected *c = arg;
+    assert_true(c->len + len <= sizeof(c->buf));
+    memcpy(c->buf + c->len, data, len);
+    c->len += len;
+}
+
+/* Two members fed a byte at a time expand to both texts; cut short, the
+ * stream is not whole; past the bound it stops; garbage is corrupt. */
+static void test_inflater(void **state)
+{
+    size_t la, lb;
+    unsigned char *a = gzip_compress_level("snapshot ", 9, 1, &la);
+    unsigned char *b = gzip_compress("parts", 5, &lb);
+    unsigned char both[256];
+    char err[128];
+    (void)state;
+    memcpy(both, a, la);
+    memcpy(both + la, b, lb);
+
+    struct collected c = {{0}, 0};
+    struct gzip_inflater *g = gzip_inflater_new();
+    for (size_t i = 0; i < la + lb; i++) {
+        assert_int_equal(gzip_inflater_feed(g, both + i, 1, 100, collect, &c, err, sizeof(err)),
+                         GZIP_OK);
+        assert_int_equal(gzip_inflater_whole(g), i + 1 == la || i + 1 == la + lb);
+    }
+    assert_int_equal(c.len, 14);
+    assert_memory_equal(c.buf, "snapshot parts", 14);
+    assert_int_equal(gzip_inflater_total(g), 14);
+    gzip_inflater_free(g);
+
+    c.len = 0;
+    g = gzip_inflater_new();
+    assert_int_equal(gzip_inflater_feed(g, both, la + lb, 10, collect, &c, err, sizeof(err)),
+                     GZIP_TOO_LARGE);
+    gzip_inflater_free(g);
+
+    g = gzip_inflater_new();
+    assert_int_equal(gzip_inflater_feed(g, "REDIS0011", 9, 100, collect, &c, err, sizeof(err)),
+                     GZIP_CORRUPT);
+    gzip_inflater_free(g);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_inflater),
         cmocka_unit_test(test_empty_and_incompressible),
         cmocka_unit_test(test_data_from_gzip),
         cmocka_unit_test(test_members_one_after_the_other),
