@@ -123,7 +123,7 @@ static void hash_piece(const void *data, size_t len, void *arg)
  * name, with their SHA-256; the file's first part must start as an RDB
  * file does. False with why in err. */
 static bool check_part(const struct http_request *req, int part, unsigned long long *raw_bytes,
-                       char *err, size_t errsize)
+                       const char **field, char *err, size_t errsize)
 {
     const char *bytes = http_header((struct http_request *)req, "Cairn-Raw-Bytes");
     const char *sha = http_header((struct http_request *)req, "Cairn-Raw-Sha256");
@@ -132,15 +132,19 @@ static bool check_part(const struct http_request *req, int part, unsigned long l
 
     errno = 0;
     *raw_bytes = bytes != NULL ? strtoull(bytes, &end, 10) : 0;
-    if (bytes == NULL || bytes[0] == '-' || *end != '\0' || errno != 0 ||
-        *raw_bytes > SNAPSHOT_PART_RAW_MAX || sha == NULL || strlen(sha) != 64 ||
-        !crypto_unhex(sha, sizeof(want), want)) {
-        snprintf(err, errsize,
-                 "a part is sent with Cairn-Raw-Bytes (at most %llu) and Cairn-Raw-Sha256 (64 "
-                 "hex digits): what its gzip data expands to",
+    if (bytes == NULL || bytes[0] < '0' || bytes[0] > '9' || *end != '\0' || errno != 0 ||
+        *raw_bytes > SNAPSHOT_PART_RAW_MAX) {
+        *field = "Cairn-Raw-Bytes";
+        snprintf(err, errsize, "must be the bytes the part expands to, at most %llu",
                  SNAPSHOT_PART_RAW_MAX);
         return false;
     }
+    if (sha == NULL || strlen(sha) != 64 || !crypto_unhex(sha, sizeof(want), want)) {
+        *field = "Cairn-Raw-Sha256";
+        snprintf(err, errsize, "must be the SHA-256 of what the part expands to, 64 hex digits");
+        return false;
+    }
+    *field = "body";
     struct part_check c = {EVP_MD_CTX_new(), {0}, 0};
     struct gzip_inflater *g = gzip_inflater_new();
     EVP_DigestInit_ex(c.sha, EVP_sha256(), NULL);
@@ -244,9 +248,12 @@ void api_agent_snapshot_part(struct http_request *req)
                            "this cairnd has no snapshot store (--snapshot-store)");
         return;
     }
-    if (req->body_len == 0 || !check_part(req, c.part, &c.raw_bytes, err, sizeof(err))) {
-        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, NULL, "%s",
-                           req->body_len == 0 ? "a part has data" : err);
+    const char *field = "body";
+    snprintf(err, sizeof(err), "a part has data");
+    if (req->body_len == 0 || !check_part(req, c.part, &c.raw_bytes, &field, err, sizeof(err))) {
+        json_t *errors = json_array();
+        jspec_error(errors, field, err);
+        http_reply_problem(req, PROBLEM_VALIDATION_FAILED, errors, "%s %s", field, err);
         return;
     }
     enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, part_fn, &c);

@@ -610,6 +610,8 @@ enum op_result ops_restore(struct op_ctx *ctx)
     if (st != DB_OK)
         return op_wait(ctx, OPS_POLL_MS);
     json_t *done = ops_context_array(ctx, "restored_shards");
+    json_object_set_new(ctx->context, "snapshot_keys",
+                        json_integer(json_integer_value(json_object_get(sc.doc, "keys"))));
     const json_t *shard = next_shard(sc.doc, done);
     struct loader **slot = slot_of(ctx->op_id);
     if (shard == NULL || slot == NULL) {
@@ -663,8 +665,11 @@ enum op_result ops_restore(struct op_ctx *ctx)
     free(tg);
     if (rc < 0)
         return fail_loader(ctx, slot, PROBLEM_RESTORE_FAILED, err);
-    json_object_set_new(ctx->context, "restored_keys",
-                        json_integer(ops_context_int(ctx, "restored_keys_before") + l->keys));
+    long long restored = ops_context_int(ctx, "restored_keys_before") + l->keys;
+    long long total = ops_context_int(ctx, "snapshot_keys");
+    json_object_set_new(ctx->context, "restored_keys", json_integer(restored));
+    if (total > 0)
+        ctx->progress = (int)(restored >= total ? 99 : restored * 99 / total);
     if (rc == 1) {
         log_info("restore: a snapshot's shard is loaded", "operation=%s shard=%d keys=%lld",
                  ctx->op_id, index, l->keys);

@@ -35,7 +35,7 @@ TOOLS = {
     "test_metrics_first_sample.py", "test_node_type.py", "test_patroni.py",
     "test_recommendations.py",
     "test_scale_replicas.py", "test_scaling.py", "test_sizing.py", "test_slot_stats.py",
-    "test_terraform.py", "test_upgrade.py",
+    "test_snapshots.py", "test_terraform.py", "test_upgrade.py",
 }
 
 # Agents' engine ports (and their cluster bus ports, + 10000) per lane: both

@@ -842,3 +842,61 @@ def test_hostile_input_is_refused(stack, cleanup):
     expect.problem(api.delete("/v1/snapshots/a"), "SNAPSHOT_NOT_FOUND")
     eq(list((STORE / deleting["id"]).glob("*")), [], "the deleted snapshot's files")
     eq([s["name"] for s in listed(api, cid)], [edge], "the cluster's snapshots after the DELETE")
+
+
+def test_hostile_uploads_are_refused(stack):
+    """An agent's upload parts are checked before anything is stored: what
+    does not expand to the bytes and checksum its headers name, a gzip bomb,
+    bytes that are no gzip, a file that is no RDB, a part too large, and
+    parts of an upload nobody asked of the host."""
+    agent = stack.agents[0]
+    api = stack.api.with_token(agent.identity()["credential"])
+    sid = "7d0c9a8e-7b1f-4e2a-8c3d-6f4e2a1b0c90"
+    base = f"/v1/agent/snapshots/{sid}/shards/0"
+
+    def put(part, body, raw=None, sha=None, extra=None):
+        headers = {"Content-Type": "application/octet-stream"}
+        if raw is not None:
+            headers["Cairn-Raw-Bytes"] = str(raw)
+        if sha is not None:
+            headers["Cairn-Raw-Sha256"] = sha
+        headers.update(extra or {})
+        return api.request("PUT", f"{base}/parts/{part}", data=body, headers=headers)
+
+    rdb = b"REDIS0011" + bytes(range(256)) * 40
+    good = gzip.compress(rdb, 1)
+    digest = hashlib.sha256(rdb).hexdigest()
+
+    # Headers missing or malformed, or not what the data expands to.
+    for raw, sha in ((None, digest), (len(rdb), None), ("-1", digest), ("1e3", digest),
+                     (2 ** 31, digest), (len(rdb), digest[:63]), (len(rdb), "z" * 64),
+                     (len(rdb) + 1, digest), (len(rdb) - 1, digest),
+                     (len(rdb), hashlib.sha256(b"other").hexdigest())):
+        expect.problem(put(1, good, raw, sha), "VALIDATION_FAILED")
+    # Not gzip; cut short; trailing bytes; a bomb past what it declares; no RDB.
+    bomb = gzip.compress(b"\0" * (64 << 20), 9)
+    for body, raw, sha in ((rdb, len(rdb), digest), (good[:-9], len(rdb), digest),
+                           (good + b"junk", len(rdb), digest),
+                           (bomb, 1000, hashlib.sha256(b"\0" * 1000).hexdigest()),
+                           (gzip.compress(b"NOTRDB" * 100), 600,
+                            hashlib.sha256(b"NOTRDB" * 100).hexdigest())):
+        expect.problem(put(1, body, raw, sha), "VALIDATION_FAILED")
+    expect.problem(put(1, b"", 0, hashlib.sha256(b"").hexdigest()), "VALIDATION_FAILED")
+    # Too large a part: refused before it is read.
+    expect.problem(put(1, b"x" * (17 << 20), 1, digest), "PAYLOAD_TOO_LARGE")
+    # Well-formed, but no such upload is asked of this host.
+    expect.problem(put(1, good, len(rdb), digest), "SNAPSHOT_NOT_FOUND")
+    expect.problem(api.post(f"{base}/complete", json={"parts": 1, "size_bytes": len(rdb),
+                                                       "sha256": digest}), "SNAPSHOT_NOT_FOUND")
+    # Paths that name no upload.
+    for path in (f"/v1/agent/snapshots/not-a-uuid/shards/0/parts/1",
+                 f"/v1/agent/snapshots/{sid}/shards/-1/parts/1",
+                 f"/v1/agent/snapshots/{sid}/shards/0/parts/0",
+                 f"/v1/agent/snapshots/{sid}/shards/0/parts/99999999999999999999",
+                 f"/v1/agent/snapshots/{sid}/shards/1x/parts/1"):
+        expect.problem(api.request("PUT", path, data=good, headers={
+            "Cairn-Raw-Bytes": str(len(rdb)), "Cairn-Raw-Sha256": digest}),
+            "SNAPSHOT_NOT_FOUND")
+    # Only agents upload.
+    expect.problem(stack.api.request("PUT", f"{base}/parts/1", data=good, headers={
+        "Cairn-Raw-Bytes": str(len(rdb)), "Cairn-Raw-Sha256": digest}), "FORBIDDEN")
