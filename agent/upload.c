@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -238,6 +239,14 @@ static bool send_file(struct upload *u, char *err, size_t errsize)
             in_part = 0;
         }
     }
+    /* The file was the snapshot's: the engine does not need it (a restart
+     * reads its append-only file, or starts empty and syncs), and a
+     * primary without either must not come back with old data from it.
+     * One that a full sync wrote meanwhile is another file: left alone. */
+    struct stat sent, now;
+    if (fstat(fd, &sent) == 0 && stat(u->path, &now) == 0 && sent.st_ino == now.st_ino &&
+        sent.st_dev == now.st_dev)
+        unlink(u->path);
     close(fd);
     free(raw);
     free(part);

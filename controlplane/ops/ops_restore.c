@@ -63,11 +63,13 @@ struct loader {
     int shard;
     struct child *child;
     int port;
-    char *dir, *file;
+    char *dir, *file, *conf;
+    char password[65]; /* the private engine's: no one else on the host reads the data */
     struct resp_conn *src;
     int dbs[DATABASES_MAX], ndbs, dbi; /* the databases with keys, the one being copied */
     char cursor[32];                   /* SCAN's, "0" at the start of a database */
     long long keys;                    /* copied so far */
+    bool functions;                    /* its functions are in the new cluster */
 };
 
 static struct loader *loaders[LOADERS_MAX];
@@ -80,8 +82,11 @@ static void loader_free(struct loader *l)
     child_free(l->child);
     if (l->file != NULL)
         unlink(l->file);
+    if (l->conf != NULL)
+        unlink(l->conf);
     if (l->dir != NULL)
         rmdir(l->dir);
+    free(l->conf);
     free(l->file);
     free(l->dir);
     free(l);
@@ -222,12 +227,32 @@ static int free_port(void)
     return port;
 }
 
+/* dir, made for cairnd's user alone: a directory already there (a
+ * cairnd that died mid-restore) is taken only when it is one, owned by
+ * cairnd's user and closed to others, and its old settings go. */
+static bool private_dir(const char *dir, char *err, size_t errsize)
+{
+    struct stat st;
+    if (mkdir(dir, 0700) == 0)
+        return true;
+    if (errno != EEXIST || lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 077) != 0) {
+        snprintf(err, errsize, "cannot make %s a directory of cairnd's alone: %s", dir,
+                 errno != EEXIST ? strerror(errno) : "something else is there");
+        return false;
+    }
+    char *conf = xasprintf("%s/engine.conf", dir);
+    unlink(conf);
+    free(conf);
+    return true;
+}
+
 /* Start the shard's private engine on its file. */
 static struct loader *loader_start(struct op_ctx *ctx, const json_t *snapshot, const json_t *shard,
                                    const char *engine, const char *line, enum problem_code *code,
                                    char *err, size_t errsize)
 {
-    char binary[PATH_MAX], port[16];
+    char binary[PATH_MAX];
     const char *tmp = getenv("TMPDIR");
     struct loader *l = xcalloc(1, sizeof(*l));
 
@@ -246,36 +271,34 @@ static struct loader *loader_start(struct op_ctx *ctx, const json_t *snapshot, c
     l->dir =
         xasprintf("%s/cairn-restore-%s", tmp != NULL && tmp[0] == '/' ? tmp : "/tmp", ctx->op_id);
     l->file = xasprintf("%s/shard-%04d.rdb", l->dir, l->shard);
-    if (mkdir(l->dir, 0700) != 0 && errno != EEXIST) {
-        snprintf(err, errsize, "cannot make %s: %s", l->dir, strerror(errno));
-        loader_free(l);
-        return NULL;
-    }
-    if (!fetch_file(ctx->app, json_string_value(json_object_get(snapshot, "id")), shard, l->file,
+    l->conf = xasprintf("%s/engine.conf", l->dir);
+    if (!private_dir(l->dir, err, errsize) ||
+        !fetch_file(ctx->app, json_string_value(json_object_get(snapshot, "id")), shard, l->file,
                     code, err, errsize)) {
         loader_free(l);
         return NULL;
     }
+    unsigned char secret[32];
+    crypto_random(secret, sizeof(secret));
+    crypto_hex(secret, sizeof(secret), l->password);
     l->port = free_port();
-    snprintf(port, sizeof(port), "%d", l->port);
-    char *const argv[] = {binary,
-                          "--port",
-                          port,
-                          "--bind",
-                          "127.0.0.1",
-                          "--dir",
-                          l->dir,
-                          "--dbfilename",
-                          strrchr(l->file, '/') + 1,
-                          "--save",
-                          "",
-                          "--appendonly",
-                          "no",
-                          "--maxmemory",
-                          "0",
-                          "--protected-mode",
-                          "yes",
-                          NULL};
+    /* Its settings in a file of its own (0600): the password stays off
+     * the process list. */
+    int fd = open(l->conf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (f == NULL) {
+        snprintf(err, errsize, "cannot write %s: %s", l->conf, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        loader_free(l);
+        return NULL;
+    }
+    fprintf(f,
+            "port %d\nbind 127.0.0.1\nprotected-mode yes\ndir %s\ndbfilename %s\nsave \"\"\n"
+            "appendonly no\nmaxmemory 0\nrequirepass %s\n",
+            l->port, l->dir, strrchr(l->file, '/') + 1, l->password);
+    fclose(f);
+    char *const argv[] = {binary, l->conf, NULL};
     l->child = child_start(argv, OUTPUT_MAX, err, errsize);
     if (l->child == NULL) {
         loader_free(l);
@@ -307,6 +330,7 @@ static bool loader_ready(struct loader *l, char *err, size_t errsize)
     if (l->src == NULL) {
         struct resp_options o = {.host = "127.0.0.1",
                                  .port = l->port,
+                                 .password = l->password,
                                  .connect_timeout_ms = 500,
                                  .command_timeout_ms = 30000,
                                  .limits = &resp_data_limits};
@@ -427,17 +451,45 @@ static int target_of(const struct targets *tg, const char *key, size_t len)
     return tg->cluster ? tg->by_slot[engine_key_slot(key, len)] : 0;
 }
 
+/* The connection to target i, made on first use. */
+static struct resp_conn *target_conn(struct targets *tg, int i, char *err, size_t errsize)
+{
+    if (tg->conns[i] == NULL)
+        tg->conns[i] = nodeio_connect_data(tg->primaries[i], tg->t.password,
+                                           (struct nodeio_wait){3000, 60000}, err, errsize);
+    return tg->conns[i];
+}
+
+/* The functions the snapshot holds (FUNCTION DUMP), on every primary of
+ * the new cluster: they are no keys, and DUMP does not carry them. */
+static bool copy_functions(struct loader *l, struct targets *tg, char *err, size_t errsize)
+{
+    redisReply *list = resp_command(l->src, err, errsize, "FUNCTION LIST");
+    bool any = list != NULL && list->type == REDIS_REPLY_ARRAY && list->elements > 0;
+    bool ok = list != NULL;
+    resp_reply_free(list);
+    redisReply *dump = ok && any ? resp_command(l->src, err, errsize, "FUNCTION DUMP") : NULL;
+    ok = ok && (!any || (dump != NULL && resp_reply_is_string(dump)));
+    for (int i = 0; ok && any && i < tg->n; i++) {
+        struct resp_conn *c = target_conn(tg, i, err, errsize);
+        const char *argv[] = {"FUNCTION", "RESTORE", dump->str, "REPLACE"};
+        size_t lens[] = {8, 7, dump->len, 7};
+        redisReply *r = c != NULL ? resp_command_argv(c, 4, argv, lens, err, errsize) : NULL;
+        ok = r != NULL;
+        resp_reply_free(r);
+    }
+    resp_reply_free(dump);
+    l->functions = ok;
+    return ok;
+}
+
 /* Queue RESTORE of one key on its target (with SELECT of its database
  * when that is another, cluster mode disabled). */
 static bool queue_restore(struct targets *tg, int i, int db, const redisReply *key, long long pttl,
                           const redisReply *payload, char *err, size_t errsize)
 {
-    if (tg->conns[i] == NULL) {
-        tg->conns[i] = nodeio_connect_data(tg->primaries[i], tg->t.password,
-                                           (struct nodeio_wait){3000, 60000}, err, errsize);
-        if (tg->conns[i] == NULL)
-            return false;
-    }
+    if (target_conn(tg, i, err, errsize) == NULL)
+        return false;
     if (!tg->cluster && tg->selected[i] != db) {
         char n[16];
         snprintf(n, sizeof(n), "%d", db);
@@ -659,6 +711,8 @@ enum op_result ops_restore(struct op_ctx *ctx)
     struct targets *tg = xmalloc(sizeof(*tg));
     int64_t until = time_mono_us() + SLICE_MS * 1000LL;
     int rc = targets_open(ctx, tg, err, sizeof(err)) ? 0 : -1;
+    if (rc == 0 && !l->functions && !copy_functions(l, tg, err, sizeof(err)))
+        rc = -1;
     while (rc == 0 && time_mono_us() < until)
         rc = copy_batch(l, tg, err, sizeof(err));
     targets_close(tg);

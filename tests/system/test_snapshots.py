@@ -570,6 +570,10 @@ def test_restore_into_a_target_too_small_is_refused(stack, cleanup, dropped):
         expect.problem(stack.api.get("/v1/clusters/snap-thin"), "CLUSTER_NOT_FOUND")
 
 
+LIBRARY = ("#!lua name=snaplib\n"
+           "redis.register_function('snapshot_hello', function() return 'restored' end)")
+
+
 def test_final_snapshot_on_delete_outlives_the_cluster_and_restores(stack, cleanup):
     """DELETE with {"final_snapshot": name}: refused while the name is taken;
     then the cluster goes, its final snapshot stays, and a cluster of the
@@ -582,6 +586,11 @@ def test_final_snapshot_on_delete_outlives_the_cluster_and_restores(stack, clean
         expiries = [e for _, e in read_all(rc, 3000)]
     finally:
         rc.close()
+    # A library of functions, loaded on every primary as cluster mode asks:
+    # no key, yet part of the data.
+    for node in primary_nodes(source):
+        with clusters.client(node["address"], node["port"], pw) as c:
+            c.execute_command("FUNCTION", "LOAD", LIBRARY)
     wait_snapshot_available(stack.api, take(stack.api, cid, "last-manual")["id"])
     r = stack.api.delete(f"/v1/clusters/{cid}", json={"final_snapshot": "last-manual"})
     expect.problem(r, "SNAPSHOT_NAME_TAKEN")
@@ -604,6 +613,7 @@ def test_final_snapshot_on_delete_outlives_the_cluster_and_restores(stack, clean
     with data_client(body, pw) as c:
         check_data_set(c, 3000, expiries)
         eq(c.dbsize(), 3000, "keys")
+        eq(c.execute_command("FCALL", "snapshot_hello", 0), "restored", "the library's function")
 
 
 def test_final_snapshot_named_in_the_query(stack, cleanup):
