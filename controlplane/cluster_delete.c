@@ -3,6 +3,8 @@
  * (ops_cluster.c). */
 #include "clusters.h"
 
+#include <string.h>
+
 #include "ops.h"
 #include "runner.h"
 #include "snapshots.h"
@@ -27,6 +29,14 @@ static enum db_status delete_fn(struct db_conn *conn, void *arg)
         return problem_no_cluster(c->p, c->id);
     if (st == DB_OK)
         st = store_operation_yield_replacement(conn, c->id);
+    if (st == DB_OK && c->final_snapshot != NULL && strcmp(row.status, "available") != 0 &&
+        strcmp(row.status, "degraded") != 0) {
+        problem_set(c->p, PROBLEM_CLUSTER_UNHEALTHY,
+                    "a final snapshot is taken of a cluster that serves, and %s is %s: delete it "
+                    "without final_snapshot",
+                    c->id, row.status);
+        return DB_REFUSED;
+    }
     if (st == DB_OK && c->final_snapshot != NULL) {
         char snapshot_id[STORE_UUID_SIZE];
         st = snapshot_begin(c->app, conn, c->id, c->final_snapshot, "final", 0,

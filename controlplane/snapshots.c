@@ -35,15 +35,17 @@ void snapshot_key(const char *snapshot_id, int shard, char out[SNAPSHOT_KEY_MAX]
     snprintf(out, SNAPSHOT_KEY_MAX, "%.36s/shard-%04d.rdb.gz", snapshot_id, shard);
 }
 
-/* "<prefix><cluster id>-<yyyymmdd-hhmmss>" at now. */
-static void default_name(const char *prefix, const char *cluster_id, char *out, size_t size)
+/* A snapshot's default name: "<cluster id>-<yyyymmdd-hhmmss>", or for an
+ * automatic one (at most one a day) "automatic-<cluster id>-<yyyymmdd-hhmm>";
+ * either fits SNAPSHOT_NAME_MAX whatever the cluster's id. */
+static void default_name(bool automatic, const char *cluster_id, char *out, size_t size)
 {
     time_t now = time(NULL);
     struct tm tm;
     char when[32];
     gmtime_r(&now, &tm);
-    strftime(when, sizeof(when), "%Y%m%d-%H%M%S", &tm);
-    snprintf(out, size, "%s%s-%s", prefix, cluster_id, when);
+    strftime(when, sizeof(when), automatic ? "%Y%m%d-%H%M" : "%Y%m%d-%H%M%S", &tm);
+    snprintf(out, size, "%s%s-%s", automatic ? "automatic-" : "", cluster_id, when);
 }
 
 enum db_status snapshot_begin(struct app *app, struct db_conn *conn, const char *cluster_id,
@@ -60,8 +62,7 @@ enum db_status snapshot_begin(struct app *app, struct db_conn *conn, const char 
         return DB_REFUSED;
     }
     if (name == NULL) {
-        default_name(strcmp(source, "automatic") == 0 ? "automatic-" : "", cluster_id, named,
-                     sizeof(named));
+        default_name(strcmp(source, "automatic") == 0, cluster_id, named, sizeof(named));
         name = named;
     }
     enum db_status st = store_snapshot_name_taken(conn, name, &taken);

@@ -35,7 +35,7 @@ CREATE TABLE snapshot_shards (
     shard        integer NOT NULL CHECK (shard >= 0),
     node_id      uuid NOT NULL,
     status       text NOT NULL DEFAULT 'saving'
-                 CHECK (status IN ('saving', 'uploading', 'uploaded', 'verified')),
+                 CHECK (status IN ('saving', 'uploading', 'uploaded')),
     slots        jsonb,           -- [[first, last], ...] in cluster mode, else null
     keys         bigint,          -- at the save, in every database
     databases    jsonb,           -- keys per database at the save: {"0": 1200, "3": 7}

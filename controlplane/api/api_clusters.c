@@ -155,7 +155,9 @@ static bool final_snapshot(struct http_request *req, const char **name)
     if (!api_query_checked(req, "final_snapshot", SNAPSHOT_NAME_MAX, snapshot_check_name))
         return false;
     if (query != NULL && body != NULL) {
-        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, NULL,
+        json_t *errors = json_array();
+        jspec_error(errors, "final_snapshot", "is given in the body or the query, not both");
+        http_reply_problem(req, PROBLEM_INVALID_QUERY_PARAMETER, errors,
                            "final_snapshot is given in the body or the query, not both");
         return false;
     }

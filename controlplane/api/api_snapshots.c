@@ -171,31 +171,67 @@ static bool check_part(const struct http_request *req, int part, unsigned long l
     return false;
 }
 
-struct part_call {
+/* One request of an upload: a part, or its end. */
+struct upload_call {
     struct app *app;
     const char *snapshot_id, *host_id;
     int shard, part;
-    const void *data;
+    const void *data; /* a part */
     size_t len;
     unsigned long long raw_bytes;
+    const json_t *body; /* the end */
     struct store_snapshot_upload up;
     struct problem *p;
 };
 
-static enum db_status part_fn(struct db_conn *conn, void *arg)
+/* The call of req (a part, or the end), once its path names an upload
+ * and this cairnd keeps snapshots; false after replying otherwise. */
+static bool upload_call(struct http_request *req, bool part, struct upload_call *c,
+                        struct problem *p)
 {
-    struct part_call *c = arg;
-    char key[SNAPSHOT_KEY_MAX], tag[SNAPSHOT_STORE_TAG_MAX], err[512];
+    *c = (struct upload_call){.app = req->app,
+                              .snapshot_id = http_param(req, "id"),
+                              .host_id = req->who.host_id,
+                              .data = req->body,
+                              .len = req->body_len,
+                              .body = req->json,
+                              .p = p};
+    if (!path_numbers(req, &c->shard, part ? &c->part : NULL))
+        return false;
+    if (req->app->snapshots != NULL)
+        return true;
+    http_reply_problem(req, PROBLEM_NO_SNAPSHOT_STORE, NULL,
+                       "this cairnd has no snapshot store (--snapshot-store)");
+    return false;
+}
 
+/* The upload, locked for the transaction, when it is asked of the
+ * caller's host. */
+static enum db_status lock_upload(struct db_conn *conn, struct upload_call *c)
+{
     problem_clear(c->p);
     enum db_status st =
         store_snapshot_upload_lock(conn, c->snapshot_id, c->shard, c->host_id, &c->up);
-    if (st == DB_NOT_FOUND) {
-        problem_set(c->p, PROBLEM_SNAPSHOT_NOT_FOUND,
-                    "shard %d of snapshot %s is not asked of this host", c->shard, c->snapshot_id);
-        return DB_REFUSED;
-    }
-    if (st != DB_OK || (c->part == c->up.parts && c->part > 0))
+    if (st != DB_NOT_FOUND)
+        return st;
+    problem_set(c->p, PROBLEM_SNAPSHOT_NOT_FOUND,
+                "shard %d of snapshot %s is not asked of this host", c->shard, c->snapshot_id);
+    return DB_REFUSED;
+}
+
+static enum db_status store_failed(struct upload_call *c, const char *err)
+{
+    problem_set(c->p, PROBLEM_INTERNAL_ERROR, "the snapshot store: %s", err);
+    return DB_REFUSED;
+}
+
+static enum db_status part_fn(struct db_conn *conn, void *arg)
+{
+    struct upload_call *c = arg;
+    char key[SNAPSHOT_KEY_MAX], tag[SNAPSHOT_STORE_TAG_MAX], err[512];
+
+    enum db_status st = lock_upload(conn, c);
+    if (st != DB_OK || c->part == c->up.parts)
         return st; /* a part already received: its reply was lost */
     if (c->part != 1 && c->part != c->up.parts + 1) {
         problem_set(c->p, PROBLEM_SNAPSHOT_PART_OUT_OF_ORDER,
@@ -209,20 +245,16 @@ static enum db_status part_fn(struct db_conn *conn, void *arg)
         /* The upload starts (over): an agent restarted sends the file anew. */
         if (c->up.upload_id[0] != '\0')
             snapshot_store_abort(c->app->snapshots, key, c->up.upload_id, err, sizeof(err));
-        if (!snapshot_store_begin(c->app->snapshots, key, c->up.upload_id, err, sizeof(err))) {
-            problem_set(c->p, PROBLEM_INTERNAL_ERROR, "the snapshot store: %s", err);
-            return DB_REFUSED;
-        }
+        if (!snapshot_store_begin(c->app->snapshots, key, c->up.upload_id, err, sizeof(err)))
+            return store_failed(c, err);
         c->up.parts = 0;
         c->up.stored_bytes = 0;
         c->up.raw_bytes = 0;
         json_array_clear(c->up.tags);
     }
     if (!snapshot_store_put(c->app->snapshots, key, c->up.upload_id, c->part,
-                            (uint64_t)c->up.stored_bytes, c->data, c->len, tag, err, sizeof(err))) {
-        problem_set(c->p, PROBLEM_INTERNAL_ERROR, "the snapshot store: %s", err);
-        return DB_REFUSED;
-    }
+                            (uint64_t)c->up.stored_bytes, c->data, c->len, tag, err, sizeof(err)))
+        return store_failed(c, err);
     c->up.parts = c->part;
     c->up.stored_bytes += (long long)c->len;
     c->up.raw_bytes += (long long)c->raw_bytes;
@@ -233,23 +265,12 @@ static enum db_status part_fn(struct db_conn *conn, void *arg)
 void api_agent_snapshot_part(struct http_request *req)
 {
     struct problem p = {0};
-    struct part_call c = {.app = req->app,
-                          .snapshot_id = http_param(req, "id"),
-                          .host_id = req->who.host_id,
-                          .data = req->body,
-                          .len = req->body_len,
-                          .p = &p};
-    char err[512];
-
-    if (!path_numbers(req, &c.shard, &c.part))
-        return;
-    if (req->app->snapshots == NULL) {
-        http_reply_problem(req, PROBLEM_NO_SNAPSHOT_STORE, NULL,
-                           "this cairnd has no snapshot store (--snapshot-store)");
-        return;
-    }
+    struct upload_call c;
+    char err[512] = "a part has data";
     const char *field = "body";
-    snprintf(err, sizeof(err), "a part has data");
+
+    if (!upload_call(req, true, &c, &p))
+        return;
     if (req->body_len == 0 || !check_part(req, c.part, &c.raw_bytes, &field, err, sizeof(err))) {
         json_t *errors = json_array();
         jspec_error(errors, field, err);
@@ -267,32 +288,16 @@ void api_agent_snapshot_part(struct http_request *req)
         json_pack("{s:i, s:I}", "part", c.part, "stored_bytes", (json_int_t)c.up.stored_bytes));
 }
 
-struct complete_call {
-    struct app *app;
-    const char *snapshot_id, *host_id;
-    int shard;
-    const json_t *body;
-    struct store_snapshot_upload up;
-    struct problem *p;
-};
-
 static enum db_status complete_fn(struct db_conn *conn, void *arg)
 {
-    struct complete_call *c = arg;
+    struct upload_call *c = arg;
     const char *error = json_string_value(json_object_get(c->body, "error"));
     const char *sha = json_string_value(json_object_get(c->body, "sha256"));
     long long parts = json_integer_value(json_object_get(c->body, "parts"));
     long long size = json_integer_value(json_object_get(c->body, "size_bytes"));
     char key[SNAPSHOT_KEY_MAX], err[512];
 
-    problem_clear(c->p);
-    enum db_status st =
-        store_snapshot_upload_lock(conn, c->snapshot_id, c->shard, c->host_id, &c->up);
-    if (st == DB_NOT_FOUND) {
-        problem_set(c->p, PROBLEM_SNAPSHOT_NOT_FOUND,
-                    "shard %d of snapshot %s is not asked of this host", c->shard, c->snapshot_id);
-        return DB_REFUSED;
-    }
+    enum db_status st = lock_upload(conn, c);
     if (st != DB_OK)
         return st;
     if (error != NULL)
@@ -311,29 +316,18 @@ static enum db_status complete_fn(struct db_conn *conn, void *arg)
     bool ok = snapshot_store_finish(c->app->snapshots, key, c->up.upload_id, tags, c->up.parts,
                                     (uint64_t)c->up.stored_bytes, err, sizeof(err));
     free(tags);
-    if (!ok) {
-        problem_set(c->p, PROBLEM_INTERNAL_ERROR, "the snapshot store: %s", err);
-        return DB_REFUSED;
-    }
+    if (!ok)
+        return store_failed(c, err);
     return store_snapshot_upload_done(conn, c->snapshot_id, c->shard, size, sha);
 }
 
 void api_agent_snapshot_complete(struct http_request *req)
 {
     struct problem p = {0};
-    struct complete_call c = {.app = req->app,
-                              .snapshot_id = http_param(req, "id"),
-                              .host_id = req->who.host_id,
-                              .body = req->json,
-                              .p = &p};
+    struct upload_call c;
 
-    if (!path_numbers(req, &c.shard, NULL))
+    if (!upload_call(req, false, &c, &p))
         return;
-    if (req->app->snapshots == NULL) {
-        http_reply_problem(req, PROBLEM_NO_SNAPSHOT_STORE, NULL,
-                           "this cairnd has no snapshot store (--snapshot-store)");
-        return;
-    }
     enum db_status st = db_tx(req->app->db, DB_READ_COMMITTED, complete_fn, &c);
     json_decref(c.up.tags);
     if (!problem_db(&p, st)) {

@@ -140,83 +140,106 @@ static json_t *keyspace(const struct engine_info *info, long long *total)
     return dbs;
 }
 
+/* How one pass at a shard's save went. */
+enum save_pass {
+    SAVE_DONE,        /* saved: what it holds is in the entry */
+    SAVE_WAIT,        /* asked for, or still saving */
+    SAVE_UNREACHABLE, /* the node does not answer now (err) */
+    SAVE_FAILED,      /* the node is gone, or could not save (err) */
+};
+
 /* One pass at one shard's save: asked for (BGSAVE SCHEDULE, which waits
  * for a rewrite of the append-only file to end), then done once the
- * engine's count of saves has moved. True once saved, with what it holds
- * in entry; false to wait, or with err when it failed. */
-static bool save_shard(const struct ops_topo *t, json_t *entry, char *err, size_t errsize)
+ * engine's count of saves has moved. */
+static enum save_pass save_shard(const struct ops_topo *t, json_t *entry, char *err, size_t errsize)
 {
     const char *id = json_string_value(json_object_get(entry, "node_id"));
     const struct cluster_node *n = cluster_nodes_find(&t->nodes, id);
     long long saves = 0, busy = 0;
 
-    err[0] = '\0';
     if (n == NULL || n->host_lost) {
         snprintf(err, errsize, "node %s, which was saving the shard's data, is gone", id);
-        return false;
+        return SAVE_FAILED;
     }
     struct resp_conn *c = nodeio_connect(n, t->password, NODEIO_PATIENT, err, errsize);
     struct engine_info *info =
         c != NULL ? resp_info(c, "persistence keyspace memory", err, errsize) : NULL;
-    bool ok = info != NULL && engine_info_get_ll(info, "persistence", "rdb_saves", &saves) &&
-              engine_info_get_ll(info, "persistence", "rdb_bgsave_in_progress", &busy);
-    if (info != NULL && !ok)
+    enum save_pass pass = info != NULL ? SAVE_WAIT : SAVE_UNREACHABLE;
+    if (info != NULL &&
+        (!engine_info_get_ll(info, "persistence", "rdb_saves", &saves) ||
+         !engine_info_get_ll(info, "persistence", "rdb_bgsave_in_progress", &busy))) {
         snprintf(err, errsize, "node %s does not say how many times it saved", id);
-    bool done = false;
-    if (ok && !json_is_integer(json_object_get(entry, "saves_before"))) {
+        pass = SAVE_FAILED;
+    }
+    if (pass == SAVE_WAIT && !json_is_integer(json_object_get(entry, "saves_before"))) {
         redisReply *r = resp_command(c, err, errsize, "BGSAVE SCHEDULE");
         if (r != NULL && resp_reply_check(r, err, errsize))
             json_object_set_new(entry, "saves_before", json_integer(saves));
+        else
+            pass = r != NULL ? SAVE_FAILED : SAVE_UNREACHABLE;
         resp_reply_free(r);
-    } else if (ok && busy == 0 &&
+    } else if (pass == SAVE_WAIT && busy == 0 &&
                saves > json_integer_value(json_object_get(entry, "saves_before"))) {
         const char *status = engine_info_get(info, "persistence", "rdb_last_bgsave_status");
         long long keys, memory = 0;
         if (status == NULL || strcmp(status, "ok") != 0) {
             snprintf(err, errsize, "node %s could not save its data (rdb_last_bgsave_status:%s)",
                      id, status != NULL ? status : "?");
+            pass = SAVE_FAILED;
         } else {
             engine_info_get_ll(info, "memory", "used_memory_dataset", &memory);
             json_object_set_new(entry, "databases", keyspace(info, &keys));
             json_object_set_new(entry, "keys", json_integer(keys));
             json_object_set_new(entry, "memory_bytes", json_integer(memory));
             json_object_set_new(entry, "saved", json_true());
-            done = true;
+            pass = SAVE_DONE;
         }
     }
     engine_info_free(info);
     resp_close(c);
-    return done;
+    return pass;
 }
 
 enum op_result ops_snapshot_save(struct op_ctx *ctx)
 {
     struct ops_topo t;
-    size_t i, waiting = 0;
+    size_t i, waiting = 0, unreachable = 0;
     json_t *entry;
-    char err[512];
+    char err[512], why[600] = "";
 
     if (snapshot_of(ctx) == NULL)
         return OP_NEXT;
     if (!ops_topo_load(ctx, &t))
         return op_wait(ctx, POLL_MS);
     json_array_foreach (json_object_get(ctx->context, "shards"), i, entry) {
+        int shard = (int)json_integer_value(json_object_get(entry, "shard"));
         if (json_is_true(json_object_get(entry, "saved")))
             continue;
-        if (save_shard(&t, entry, err, sizeof(err))) {
+        switch (save_shard(&t, entry, err, sizeof(err))) {
+        case SAVE_DONE:
             op_defer(ctx, shard_saved, json_incref(entry));
             continue;
-        }
-        if (err[0] != '\0' && json_is_integer(json_object_get(entry, "saves_before"))) {
+        case SAVE_FAILED:
             ops_topo_free(&t);
-            return op_fail(ctx, PROBLEM_SNAPSHOT_FAILED, "shard %d: %s",
-                           (int)json_integer_value(json_object_get(entry, "shard")), err);
+            return op_fail(ctx, PROBLEM_SNAPSHOT_FAILED, "shard %d: %s", shard, err);
+        case SAVE_UNREACHABLE:
+            unreachable++;
+            snprintf(why, sizeof(why), "shard %d: %s", shard, err);
+            break;
+        case SAVE_WAIT:
+            break;
         }
         waiting++;
     }
     ops_topo_free(&t);
     if (waiting == 0)
         return OP_NEXT;
+    /* A node that stops answering is waited for a while, as a create
+     * waits for its engines; then the snapshot fails. */
+    if (unreachable == 0)
+        json_object_del(ctx->context, "unreachable_since");
+    else if (ops_elapsed_s(ctx, "unreachable_since") > OPS_FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, PROBLEM_NODE_UNREACHABLE, "%s", why);
     return ops_wait_within(ctx, "save_since", SAVE_LIMIT_S, POLL_MS, PROBLEM_SNAPSHOT_FAILED,
                            "%zu shard(s) did not save their data within %d s", waiting,
                            SAVE_LIMIT_S);
@@ -261,7 +284,7 @@ enum op_result ops_snapshot_upload(struct op_ctx *ctx)
             json_decref(c.shards);
             return r;
         }
-        done += strcmp(status, "uploaded") == 0 || strcmp(status, "verified") == 0;
+        done += strcmp(status, "uploaded") == 0;
         stored += json_integer_value(json_object_get(shard, "stored_bytes"));
     }
     json_decref(c.shards);
@@ -325,4 +348,4 @@ static enum db_status snapshot_failed(struct db_conn *conn, const struct op_ctx 
 
 const struct op_kind op_cluster_snapshot = {"snapshot", snapshot_steps,
                                             sizeof(snapshot_steps) / sizeof(snapshot_steps[0]),
-                                            snapshot_failed, ops_snapshot_failed};
+                                            snapshot_failed, NULL};

@@ -475,6 +475,7 @@ struct store_cluster_locked {
     json_t *spec;
     long long generation;
     bool busy;
+    char status[24];
 };
 enum db_status store_cluster_lock(struct db_conn *conn, const char *id,
                                   struct store_cluster_locked *out);
@@ -1092,8 +1093,7 @@ enum db_status store_snapshot_set_status(struct db_conn *conn, const char *id, c
  * (shards_json: [{"shard", "node_id"}]), saved by its engine (and
  * so asked of its agent), its upload's state for every shard ([{"shard",
  * "node_id", "status", "parts", "stored_bytes", "size_bytes", "sha256",
- * "error"}]), verified, or saved again after a failed upload; and the
- * snapshot's end, available or failed with error ({"code", "message"}). */
+ * "error"}]); and the snapshot's end, available or failed with error ({"code", "message"}). */
 enum db_status store_snapshot_shards_begin(struct db_conn *conn, const char *snapshot_id,
                                            const char *shards_json);
 enum db_status store_snapshot_shard_saved(struct db_conn *conn, const char *snapshot_id, int shard,
@@ -1101,9 +1101,6 @@ enum db_status store_snapshot_shard_saved(struct db_conn *conn, const char *snap
                                           long long memory_bytes);
 enum db_status store_snapshot_shards_state(struct db_conn *conn, const char *snapshot_id,
                                            json_t **out);
-enum db_status store_snapshot_shard_verified(struct db_conn *conn, const char *snapshot_id,
-                                             int shard);
-enum db_status store_snapshot_shard_again(struct db_conn *conn, const char *snapshot_id, int shard);
 enum db_status store_snapshot_end(struct db_conn *conn, const char *snapshot_id, const char *status,
                                   const char *error_json);
 /* A shard's upload by the agent of host_id, locked until the transaction

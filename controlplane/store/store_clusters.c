@@ -73,7 +73,7 @@ enum db_status store_clusters_list(struct db_conn *conn, const struct store_clus
 
 static const struct db_stmt lock_spec = {
     "SELECT spec::text, generation, EXISTS (SELECT 1 FROM operations o"
-    "  WHERE o.cluster_id = c.id AND o.status IN ('pending', 'running'))"
+    "  WHERE o.cluster_id = c.id AND o.status IN ('pending', 'running')), status"
     " FROM clusters c WHERE id = $1 FOR UPDATE"};
 
 static void read_locked(const PGresult *res, int row, void *item)
@@ -82,6 +82,7 @@ static void read_locked(const PGresult *res, int row, void *item)
     out->spec = json_loads(db_text(res, row, 0), 0, NULL);
     out->generation = db_int(res, row, 1);
     out->busy = db_bool(res, row, 2);
+    store_copy_text(out->status, sizeof(out->status), res, row, 3);
 }
 
 enum db_status store_cluster_lock(struct db_conn *conn, const char *id,

@@ -166,32 +166,6 @@ enum db_status store_snapshot_shards_state(struct db_conn *conn, const char *sna
     return store_get_json(conn, &shards_state, 1, params, out);
 }
 
-static const struct db_stmt shard_verified = {
-    "UPDATE snapshot_shards SET status = 'verified'"
-    " WHERE snapshot_id = $1::uuid AND shard = $2::int AND status = 'uploaded'"};
-
-enum db_status store_snapshot_shard_verified(struct db_conn *conn, const char *snapshot_id,
-                                             int shard)
-{
-    struct db_params p = {0};
-    db_param_text(&p, snapshot_id);
-    db_param_int(&p, shard);
-    return db_exec_params(conn, &shard_verified, &p);
-}
-
-/* A shard whose upload went wrong is saved again (status 'saving'). */
-static const struct db_stmt shard_again = {
-    "UPDATE snapshot_shards SET status = 'saving', error = NULL"
-    " WHERE snapshot_id = $1::uuid AND shard = $2::int"};
-
-enum db_status store_snapshot_shard_again(struct db_conn *conn, const char *snapshot_id, int shard)
-{
-    struct db_params p = {0};
-    db_param_text(&p, snapshot_id);
-    db_param_int(&p, shard);
-    return db_exec_params(conn, &shard_again, &p);
-}
-
 /* The snapshot ends: available, or failed with error ({"code", "message"});
  * no upload is asked of an agent any more. */
 static const struct db_stmt end_snapshot = {
