@@ -152,17 +152,15 @@ enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub);
  * failed() or cancelled()). */
 enum op_result ops_snapshot_choose(struct op_ctx *ctx);
 enum db_status ops_snapshot_chosen(struct db_conn *conn, const struct op_ctx *ctx);
-enum op_result ops_snapshot_save(struct op_ctx *ctx);
-enum op_result ops_snapshot_upload(struct op_ctx *ctx);
+enum op_result ops_snapshot_copy(struct op_ctx *ctx);
 enum db_status ops_snapshot_uploaded(struct db_conn *conn, const struct op_ctx *ctx);
 enum db_status ops_snapshot_failed(struct db_conn *conn, const struct op_ctx *ctx);
 #define OPS_SNAPSHOT_STEPS                                                                         \
     {"snapshot_choose", ops_snapshot_choose, ops_snapshot_chosen},                                 \
-        {"snapshot_save", ops_snapshot_save, NULL},                                                \
     {                                                                                              \
-        "snapshot_upload", ops_snapshot_upload, ops_snapshot_uploaded                              \
+        "snapshot_copy", ops_snapshot_copy, ops_snapshot_uploaded                                  \
     }
-#define OPS_SNAPSHOT_NSTEPS 3
+#define OPS_SNAPSHOT_NSTEPS 2
 
 /* A create's step that loads the data of the snapshot its context's
  * "restore_from" names (ops_restore.c); nothing without one. */

@@ -20,6 +20,10 @@
 
 /* An upload from which no part has arrived for this long has failed. */
 #define UPLOAD_STALL_S 120
+/* Shards saving or being carried off their hosts at once: one per host (a
+ * fork's copy-on-write is what a host's reserve pays for, once), and this
+ * many in all (each upload holds a part in cairnd's memory as it arrives). */
+#define SHARDS_AT_ONCE 16
 /* A save not done by then has failed. */
 #define SAVE_LIMIT_S 3600
 #define POLL_MS      200
@@ -200,52 +204,7 @@ static enum save_pass save_shard(const struct ops_topo *t, json_t *entry, char *
     return pass;
 }
 
-enum op_result ops_snapshot_save(struct op_ctx *ctx)
-{
-    struct ops_topo t;
-    size_t i, waiting = 0, unreachable = 0;
-    json_t *entry;
-    char err[512], why[600] = "";
-
-    if (snapshot_of(ctx) == NULL)
-        return OP_NEXT;
-    if (!ops_topo_load(ctx, &t))
-        return op_wait(ctx, POLL_MS);
-    json_array_foreach (json_object_get(ctx->context, "shards"), i, entry) {
-        int shard = (int)json_integer_value(json_object_get(entry, "shard"));
-        if (json_is_true(json_object_get(entry, "saved")))
-            continue;
-        switch (save_shard(&t, entry, err, sizeof(err))) {
-        case SAVE_DONE:
-            op_defer(ctx, shard_saved, json_incref(entry));
-            continue;
-        case SAVE_FAILED:
-            ops_topo_free(&t);
-            return op_fail(ctx, PROBLEM_SNAPSHOT_FAILED, "shard %d: %s", shard, err);
-        case SAVE_UNREACHABLE:
-            unreachable++;
-            snprintf(why, sizeof(why), "shard %d: %s", shard, err);
-            break;
-        case SAVE_WAIT:
-            break;
-        }
-        waiting++;
-    }
-    ops_topo_free(&t);
-    if (waiting == 0)
-        return OP_NEXT;
-    /* A node that stops answering is waited for a while, as a create
-     * waits for its engines; then the snapshot fails. */
-    if (unreachable == 0)
-        json_object_del(ctx->context, "unreachable_since");
-    else if (ops_elapsed_s(ctx, "unreachable_since") > OPS_FORM_WAIT_LIMIT_S)
-        return op_fail(ctx, PROBLEM_NODE_UNREACHABLE, "%s", why);
-    return ops_wait_within(ctx, "save_since", SAVE_LIMIT_S, POLL_MS, PROBLEM_SNAPSHOT_FAILED,
-                           "%zu shard(s) did not save their data within %d s", waiting,
-                           SAVE_LIMIT_S);
-}
-
-/* ---- uploading ---------------------------------------------------------------------- */
+/* ---- saving and carrying ------------------------------------------------------------ */
 
 struct state_call {
     const char *snapshot_id;
@@ -260,48 +219,152 @@ static enum db_status state_fn(struct db_conn *conn, void *arg)
     return store_snapshot_shards_state(conn, c->snapshot_id, &c->shards);
 }
 
-/* Every shard's file whole in the store. Progress moves with the bytes
- * stored; an upload with none new for UPLOAD_STALL_S has failed. */
-enum op_result ops_snapshot_upload(struct op_ctx *ctx)
+/* The row of shard in the shards' state (store_snapshot_shards_state()). */
+static const json_t *row_of(const json_t *rows, int shard)
+{
+    size_t i;
+    const json_t *row;
+    json_array_foreach (rows, i, row) {
+        if (json_integer_value(json_object_get(row, "shard")) == shard)
+            return row;
+    }
+    return NULL;
+}
+
+/* What one pass over the shards found. */
+struct copy_pass {
+    const struct ops_topo *t;
+    const char *busy_hosts[SHARDS_AT_ONCE]; /* hosts with a shard in flight */
+    size_t in_flight, uploaded, saved, unreachable;
+    char why[600]; /* the last shard unreachable */
+};
+
+static bool host_busy(const struct copy_pass *cp, const char *host)
+{
+    for (size_t i = 0; i < cp->in_flight; i++)
+        if (strcmp(cp->busy_hosts[i], host) == 0)
+            return true;
+    return false;
+}
+
+static const char *host_of(const struct ops_topo *t, const json_t *entry)
+{
+    const struct cluster_node *n =
+        cluster_nodes_find(&t->nodes, json_string_value(json_object_get(entry, "node_id")));
+    return n != NULL ? n->host_id : "";
+}
+
+/* One pass at one shard whose save is asked for, or may be now: false
+ * with the operation failed. */
+static bool pass_shard(struct op_ctx *ctx, struct copy_pass *cp, json_t *entry)
+{
+    int shard = (int)json_integer_value(json_object_get(entry, "shard"));
+    char err[512];
+    switch (save_shard(cp->t, entry, err, sizeof(err))) {
+    case SAVE_DONE:
+        op_defer(ctx, shard_saved, json_incref(entry));
+        cp->saved++;
+        return true;
+    case SAVE_FAILED:
+        op_fail(ctx, PROBLEM_SNAPSHOT_FAILED, "shard %d: %s", shard, err);
+        return false;
+    case SAVE_UNREACHABLE:
+        cp->unreachable++;
+        snprintf(cp->why, sizeof(cp->why), "shard %d: %s", shard, err);
+        return true;
+    case SAVE_WAIT:
+        return true;
+    }
+    return true;
+}
+
+/* Each shard saved by its node, then carried off its host by the host's
+ * agent, at most SHARDS_AT_ONCE at a time and one per host. Done once every
+ * shard's file is whole in the store. */
+enum op_result ops_snapshot_copy(struct op_ctx *ctx)
 {
     struct state_call c = {snapshot_of(ctx), NULL};
-    size_t i, done = 0, n;
-    json_t *shard;
+    struct ops_topo t;
+    size_t i;
+    json_t *entry, *shards = json_object_get(ctx->context, "shards");
     long long stored = 0;
 
     if (c.snapshot_id == NULL)
         return OP_NEXT;
     if (db_run(ctx->app->db, state_fn, &c) != DB_OK)
         return op_wait(ctx, POLL_MS);
-    n = json_array_size(c.shards);
-    json_array_foreach (c.shards, i, shard) {
-        const char *error = json_string_value(json_object_get(shard, "error"));
-        const char *status = json_string_value(json_object_get(shard, "status"));
+    if (!ops_topo_load(ctx, &t)) {
+        json_decref(c.shards);
+        return op_wait(ctx, POLL_MS);
+    }
+    struct copy_pass cp = {.t = &t};
+    enum op_result r = OP_WAIT;
+    /* What the store says of each: carried whole, failed, or in flight. */
+    json_array_foreach (shards, i, entry) {
+        const json_t *row =
+            row_of(c.shards, (int)json_integer_value(json_object_get(entry, "shard")));
+        const char *error = json_string_value(json_object_get(row, "error"));
+        const char *status = json_string_value(json_object_get(row, "status"));
+        stored += json_integer_value(json_object_get(row, "stored_bytes"));
         if (error != NULL) {
-            enum op_result r =
-                op_fail(ctx, PROBLEM_SNAPSHOT_UPLOAD_FAILED, "shard %d: %s",
-                        (int)json_integer_value(json_object_get(shard, "shard")), error);
-            json_decref(c.shards);
-            return r;
+            r = op_fail(ctx, PROBLEM_SNAPSHOT_UPLOAD_FAILED, "shard %d: %s",
+                        (int)json_integer_value(json_object_get(entry, "shard")), error);
+            break;
         }
-        done += strcmp(status, "uploaded") == 0;
-        stored += json_integer_value(json_object_get(shard, "stored_bytes"));
+        if (status != NULL && strcmp(status, "uploaded") == 0)
+            cp.uploaded++;
+        else if (json_is_integer(json_object_get(entry, "saves_before")) &&
+                 cp.in_flight < SHARDS_AT_ONCE)
+            cp.busy_hosts[cp.in_flight++] = host_of(&t, entry);
+        cp.saved += json_is_true(json_object_get(entry, "saved"));
     }
+    /* The saves under way go on; new ones start where there is room. */
+    json_array_foreach (shards, i, entry) {
+        if (r != OP_WAIT)
+            break;
+        bool asked = json_is_integer(json_object_get(entry, "saves_before"));
+        bool saved = json_is_true(json_object_get(entry, "saved"));
+        if (saved ||
+            (!asked && (cp.in_flight >= SHARDS_AT_ONCE || host_busy(&cp, host_of(&t, entry)))))
+            continue;
+        if (!asked)
+            cp.busy_hosts[cp.in_flight++] = host_of(&t, entry);
+        if (!pass_shard(ctx, &cp, entry))
+            r = OP_FAILED;
+    }
+    size_t n = json_array_size(shards);
+    ops_topo_free(&t);
     json_decref(c.shards);
-    if (n > 0 && done == n)
+    if (r != OP_WAIT)
+        return r;
+    if (cp.uploaded == n)
         return OP_NEXT;
-    ctx->progress = n > 0 ? (int)(done * 100 / n) : 0;
-    if (stored != ops_context_int(ctx, "stored_bytes") ||
-        json_object_get(ctx->context, "stored_since") == NULL) {
-        json_object_set_new(ctx->context, "stored_bytes", json_integer(stored));
-        json_object_del(ctx->context, "stored_since");
-        ops_elapsed_s(ctx, "stored_since");
+    ctx->progress = n > 0 ? (int)(cp.uploaded * 100 / n) : 0;
+    /* A node that stops answering is waited for a while, as a create
+     * waits for its engines; then the snapshot fails. */
+    if (cp.unreachable == 0)
+        json_object_del(ctx->context, "unreachable_since");
+    else if (ops_elapsed_s(ctx, "unreachable_since") > OPS_FORM_WAIT_LIMIT_S)
+        return op_fail(ctx, PROBLEM_NODE_UNREACHABLE, "%s", cp.why);
+    /* Progress is bytes stored, or shards saved or carried whole; an
+     * upload with none for UPLOAD_STALL_S has failed, and so has a save
+     * with none for SAVE_LIMIT_S. */
+    long long mark = stored + (long long)(cp.saved + cp.uploaded);
+    if (mark != ops_context_int(ctx, "progress_mark") ||
+        json_object_get(ctx->context, "idle_since") == NULL) {
+        json_object_set_new(ctx->context, "progress_mark", json_integer(mark));
+        json_object_del(ctx->context, "idle_since");
+        ops_elapsed_s(ctx, "idle_since");
     }
-    return ops_wait_within(ctx, "stored_since", UPLOAD_STALL_S, POLL_MS,
-                           PROBLEM_SNAPSHOT_UPLOAD_FAILED,
-                           "no part of a shard's file has reached cairnd for %d s (%zu of %zu "
-                           "shards are in)",
-                           UPLOAD_STALL_S, done, n);
+    bool uploading = cp.saved > cp.uploaded;
+    if (uploading)
+        return ops_wait_within(ctx, "idle_since", UPLOAD_STALL_S, POLL_MS,
+                               PROBLEM_SNAPSHOT_UPLOAD_FAILED,
+                               "no part of a shard's file has reached cairnd for %d s (%zu of %zu "
+                               "shards are in)",
+                               UPLOAD_STALL_S, cp.uploaded, n);
+    return ops_wait_within(ctx, "idle_since", SAVE_LIMIT_S, POLL_MS, PROBLEM_SNAPSHOT_FAILED,
+                           "no shard finished saving its data within %d s", SAVE_LIMIT_S);
 }
 
 enum db_status ops_snapshot_uploaded(struct db_conn *conn, const struct op_ctx *ctx)
