@@ -2,7 +2,8 @@
  * onto the cluster services the REST API uses (clusters.h): a create is
  * cluster_spec_check() and cluster_create(), a modification a merge patch
  * through cluster_modify() and so the change table, a delete and a test
- * failover the same calls as DELETE and POST .../failover. */
+ * failover the same calls as DELETE and POST .../failover. The snapshot
+ * actions are ec_snapshots.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,8 @@
 #include "xalloc.h"
 #include "xmlw.h"
 
-#define EC_RECORDS_DEFAULT 100
-#define EC_RECORDS_MIN     20
-#define EC_RECORDS_MAX     100
+#define EC_RECORDS_MIN 20
+#define EC_RECORDS_MAX 100
 
 /* ---- shared pieces ------------------------------------------------------- */
 
@@ -41,11 +41,10 @@ static const struct ec_fixed fixed_params[] = {
     {"DataTieringEnabled", "false", "Cairn keeps every key in memory"},
     {"NetworkType", "ipv4", "Cairn's nodes listen on IPv4"},
     {"IpDiscovery", "ipv4", "Cairn's nodes listen on IPv4"},
-    {"SnapshotRetentionLimit", "0", "Cairn takes no snapshots yet"},
     {"RetainPrimaryCluster", "false", "a cluster is deleted whole"},
-    {"FinalSnapshotIdentifier", NULL, "Cairn takes no snapshots yet"},
-    {"SnapshotArns.", NULL, "Cairn restores no snapshots yet"},
-    {"SnapshotName", NULL, "Cairn restores no snapshots yet"},
+    {"SnapshotArns.", NULL,
+     "Cairn restores from the snapshots it keeps itself: name one with SnapshotName (see "
+     "DescribeSnapshots)"},
     {"Port", NULL,
      "Cairn gives each node a port of its host (each node's endpoint says which); leave Port "
      "unset"},
@@ -87,19 +86,19 @@ static bool check_fixed(struct ec_call *c, const char *except)
 /* The fixed parameters' names, for ec_params_known(). */
 #define EC_FIXED_NAMES                                                                             \
     "TransitEncryptionEnabled", "AtRestEncryptionEnabled", "DataTieringEnabled", "NetworkType",    \
-        "IpDiscovery", "SnapshotRetentionLimit", "Port", "PreferredCacheClusterAZs.",              \
-        "NodeGroupConfiguration.", "GlobalReplicationGroupId", "CacheSubnetGroupName",             \
-        "SecurityGroupIds.", "CacheSecurityGroupNames.", "UserGroupIds.", "NotificationTopicArn",  \
-        "KmsKeyId", "TransitEncryptionMode", "SnapshotArns.", "SnapshotName"
+        "IpDiscovery", "Port", "PreferredCacheClusterAZs.", "NodeGroupConfiguration.",             \
+        "GlobalReplicationGroupId", "CacheSubnetGroupName", "SecurityGroupIds.",                   \
+        "CacheSecurityGroupNames.", "UserGroupIds.", "NotificationTopicArn", "KmsKeyId",           \
+        "TransitEncryptionMode", "SnapshotArns."
 
-/* MaxRecords and Marker as a page of the REST API's list. */
-static bool paging(struct ec_call *c, const char *list, enum page_key shape, struct page *page)
+bool ec_paging(struct ec_call *c, const char *list, enum page_key shape, long max_records,
+               struct page *page)
 {
-    long records = EC_RECORDS_DEFAULT;
+    long records = max_records;
     bool present;
     const char *marker = ec_param(c, "Marker");
 
-    if (!ec_param_int(c, "MaxRecords", EC_RECORDS_MIN, EC_RECORDS_MAX, &records, &present))
+    if (!ec_param_int(c, "MaxRecords", EC_RECORDS_MIN, max_records, &records, &present))
         return false;
     page->size = (int)records;
     page->has_after = marker != NULL && marker[0] != '\0';
@@ -108,7 +107,7 @@ static bool paging(struct ec_call *c, const char *list, enum page_key shape, str
     return true;
 }
 
-static void marker(struct ec_call *c, const char *list, const char *next_key)
+void ec_marker(struct ec_call *c, const char *list, const char *next_key)
 {
     char token[PAGE_TOKEN_MAX];
     if (next_key[0] == '\0')
@@ -117,9 +116,8 @@ static void marker(struct ec_call *c, const char *list, const char *next_key)
     xmlw_elem(&c->out, "Marker", token);
 }
 
-/* One page of a REST list as a parsed array; NULL after refusing. */
-static json_t *fetch(struct ec_call *c, const struct api_list *list, const void *filter,
-                     const struct page *page, char *next_key)
+json_t *ec_fetch(struct ec_call *c, const struct api_list *list, const void *filter,
+                 const struct page *page, char *next_key)
 {
     char *text = NULL;
     enum db_status st = api_fetch_page(c->app->db, list, filter, page, &text, next_key);
@@ -163,7 +161,7 @@ static json_t *engine_lines(struct ec_call *c, const char *engine)
 {
     struct page page = {.size = PAGE_SIZE_MAX};
     char next[PAGE_KEY_MAX];
-    return fetch(c, &version_list, engine, &page, next);
+    return ec_fetch(c, &version_list, engine, &page, next);
 }
 
 /* EngineVersion as Cairn's engine line: "7.0" and "7.0.15" are line 7.0,
@@ -260,8 +258,7 @@ static bool answer_group(struct ec_call *c, const char *id)
     return true;
 }
 
-/* ReplicationGroupId, as ElastiCache keeps it: lower case. out holds 64. */
-static bool group_id(struct ec_call *c, char *out)
+bool ec_group_id(struct ec_call *c, char *out)
 {
     const char *id;
     if (!ec_param_required(c, "ReplicationGroupId", &id))
@@ -289,12 +286,20 @@ static bool modify(struct ec_call *c, const char *id, json_t *patch)
 /* ---- replication groups -------------------------------------------------- */
 
 /* Cluster mode as ElastiCache decides it: ClusterMode when sent, else a
- * ".cluster.on" parameter group or more than one node group. */
-static bool cluster_mode(struct ec_call *c, bool cluster_on_group, long shards, bool *enabled)
+ * ".cluster.on" parameter group or more than one node group. A restore
+ * whose request says nothing of it (no ClusterMode, parameter group,
+ * NumNodeGroups above 1 or NumCacheClusters) takes its snapshot's. */
+static bool cluster_mode(struct ec_call *c, bool cluster_on_group, long shards,
+                         const json_t *snapshot, bool *enabled)
 {
     const char *mode = ec_param(c, "ClusterMode");
     if (mode == NULL) {
-        *enabled = cluster_on_group || shards > 1;
+        bool said = cluster_on_group || shards > 1 ||
+                    ec_param(c, "CacheParameterGroupName") != NULL ||
+                    ec_param(c, "NumCacheClusters") != NULL;
+        *enabled =
+            cluster_on_group || shards > 1 ||
+            (!said && snapshot != NULL && strcmp(str(snapshot, "cluster_mode"), "enabled") == 0);
         return true;
     }
     if (strcmp(mode, "enabled") == 0 || strcmp(mode, "disabled") == 0) {
@@ -302,6 +307,77 @@ static bool cluster_mode(struct ec_call *c, bool cluster_on_group, long shards, 
         return true;
     }
     return ec_invalid(c, "ClusterMode must be enabled or disabled (Cairn has no compatible mode)");
+}
+
+/* The spec body of a CreateReplicationGroup, into *out (the caller's). A
+ * restore (snapshot: the document SnapshotName names, else NULL) leaves
+ * out the shape the request does not give, which the snapshot fills in
+ * (restore.h); its engine line is the snapshot's unless another engine or
+ * version is asked for. False after refusing. */
+static bool create_body(struct ec_call *c, const char *id, const json_t *snapshot, json_t **out)
+{
+    char line[16];
+    long shards = 1, replicas = 0, clusters = 1, retention = 0;
+    bool has_shards, has_replicas, has_clusters, has_retention, present, auto_minor;
+    bool failover = false, multi_az = false, cluster_on = false, enabled = false, tls = false;
+    const char *engine = ec_param(c, "Engine"), *version = ec_param(c, "EngineVersion");
+
+    if (engine == NULL)
+        engine = snapshot != NULL ? str(snapshot, "engine") : "redis";
+    if (!ec_param_bool(c, "TransitEncryptionEnabled", &tls, &present) ||
+        !ec_param_int(c, "NumNodeGroups", 1, CSPEC_SHARDS_MAX, &shards, &has_shards) ||
+        !ec_param_int(c, "ReplicasPerNodeGroup", 0, CSPEC_REPLICAS_MAX, &replicas, &has_replicas) ||
+        !ec_param_int(c, "NumCacheClusters", 1, CSPEC_REPLICAS_MAX + 1, &clusters, &has_clusters) ||
+        !ec_param_int(c, "SnapshotRetentionLimit", 0, CSPEC_SNAPSHOT_RETENTION_MAX, &retention,
+                      &has_retention) ||
+        !ec_param_bool(c, "AutomaticFailoverEnabled", &failover, &present) ||
+        !ec_param_bool(c, "MultiAZEnabled", &multi_az, &present) ||
+        !ec_param_bool(c, "AutoMinorVersionUpgrade", &auto_minor, &present))
+        return false;
+    if (strcmp(engine, "redis") != 0 && strcmp(engine, "valkey") != 0)
+        return ec_invalid(c, "Engine must be redis or valkey");
+    if (snapshot != NULL && version == NULL && strcmp(engine, str(snapshot, "engine")) == 0)
+        snprintf(line, sizeof(line), "%s", str(snapshot, "engine_version"));
+    else if (!engine_line(c, engine, version, line))
+        return false;
+    if (!check_parameter_group(c, engine, line, &cluster_on) ||
+        !cluster_mode(c, cluster_on, shards, snapshot, &enabled))
+        return false;
+    if (enabled && has_clusters)
+        return ec_fail(c, 400, "InvalidParameterCombination",
+                       "NumCacheClusters is for cluster mode disabled; use NumNodeGroups and "
+                       "ReplicasPerNodeGroup");
+    if (!enabled && has_shards && shards != 1)
+        return ec_fail(c, 400, "InvalidParameterCombination",
+                       "cluster mode disabled has one node group; NumNodeGroups must be 1");
+
+    json_t *body =
+        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b}", "id", id, "engine", engine,
+                  "engine_version", line, "cluster_mode", enabled ? "enabled" : "disabled",
+                  "automatic_failover", failover, "multi_az", multi_az, "transit_encryption", tls);
+    set_param(c, body, "description", "ReplicationGroupDescription");
+    set_param(c, body, "node_type", "CacheNodeType");
+    set_param(c, body, "maintenance_window", "PreferredMaintenanceWindow");
+    set_param(c, body, "snapshot_window", "SnapshotWindow");
+    set_param(c, body, "auth_token", "AuthToken");
+    if (has_retention)
+        json_object_set_new(body, "snapshot_retention_days", json_integer(retention));
+    if (snapshot != NULL)
+        json_object_set_new(body, "restore_from",
+                            json_pack("{s:s}", "snapshot_id", ec_param(c, "SnapshotName")));
+    if (!enabled || has_shards || snapshot == NULL)
+        json_object_set_new(body, "num_shards", json_integer(enabled ? shards : 1));
+    if (has_clusters || has_replicas || (!enabled && snapshot == NULL))
+        json_object_set_new(body, "replicas_per_shard",
+                            json_integer(has_clusters ? clusters - 1 : replicas));
+    json_t *tags = json_object();
+    json_object_set_new(body, "tags", tags);
+    if (!read_tags(c, tags)) {
+        json_decref(body);
+        return false;
+    }
+    *out = body;
+    return true;
 }
 
 static bool create_group(struct ec_call *c)
@@ -322,66 +398,31 @@ static bool create_group(struct ec_call *c)
                                           "Tags.",
                                           "AuthToken",
                                           "AutoMinorVersionUpgrade",
+                                          "SnapshotName",
+                                          "SnapshotRetentionLimit",
+                                          "SnapshotWindow",
                                           EC_FIXED_NAMES,
                                           NULL};
-    char id[64], line[16];
-    long shards = 1, replicas = 0, clusters = 1;
-    bool has_shards, has_replicas, has_clusters, failover = false, multi_az = false, present;
-    bool cluster_on = false, enabled = false, auto_minor, tls = false;
-    const char *engine = ec_param(c, "Engine");
+    const char *snapshot_name = ec_param(c, "SnapshotName");
+    json_t *snapshot = NULL, *body = NULL;
+    char id[64];
 
-    if (engine == NULL)
-        engine = "redis";
     if (!ec_params_known(c, allowed) || !check_fixed(c, "TransitEncryptionEnabled") ||
-        !group_id(c, id) || !ec_param_bool(c, "TransitEncryptionEnabled", &tls, &present) ||
-        !ec_param_int(c, "NumNodeGroups", 1, CSPEC_SHARDS_MAX, &shards, &has_shards) ||
-        !ec_param_int(c, "ReplicasPerNodeGroup", 0, CSPEC_REPLICAS_MAX, &replicas, &has_replicas) ||
-        !ec_param_int(c, "NumCacheClusters", 1, CSPEC_REPLICAS_MAX + 1, &clusters, &has_clusters) ||
-        !ec_param_bool(c, "AutomaticFailoverEnabled", &failover, &present) ||
-        !ec_param_bool(c, "MultiAZEnabled", &multi_az, &present) ||
-        !ec_param_bool(c, "AutoMinorVersionUpgrade", &auto_minor, &present))
+        !ec_group_id(c, id))
         return false;
-    if (strcmp(engine, "redis") != 0 && strcmp(engine, "valkey") != 0)
-        return ec_invalid(c, "Engine must be redis or valkey");
-    if (!engine_line(c, engine, ec_param(c, "EngineVersion"), line) ||
-        !check_parameter_group(c, engine, line, &cluster_on) ||
-        !cluster_mode(c, cluster_on, shards, &enabled))
+    /* A snapshot that does not exist is ElastiCache's own fault. */
+    if (snapshot_name != NULL && (snapshot = ec_snapshot_doc(c, snapshot_name)) == NULL)
         return false;
-    if (enabled && has_clusters)
-        return ec_fail(c, 400, "InvalidParameterCombination",
-                       "NumCacheClusters is for cluster mode disabled; use NumNodeGroups and "
-                       "ReplicasPerNodeGroup");
-    if (!enabled && has_shards && shards != 1)
-        return ec_fail(c, 400, "InvalidParameterCombination",
-                       "cluster mode disabled has one node group; NumNodeGroups must be 1");
-
-    json_t *body =
-        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b}", "id", id, "engine", engine,
-                  "engine_version", line, "cluster_mode", enabled ? "enabled" : "disabled",
-                  "automatic_failover", failover, "multi_az", multi_az, "transit_encryption", tls);
-    set_param(c, body, "description", "ReplicationGroupDescription");
-    set_param(c, body, "node_type", "CacheNodeType");
-    set_param(c, body, "maintenance_window", "PreferredMaintenanceWindow");
-    set_param(c, body, "auth_token", "AuthToken");
-    json_object_set_new(body, "num_shards", json_integer(enabled ? shards : 1));
-    if (!enabled)
-        json_object_set_new(body, "replicas_per_shard",
-                            json_integer(has_clusters ? clusters - 1 : replicas));
-    else if (has_replicas)
-        json_object_set_new(body, "replicas_per_shard", json_integer(replicas));
-    json_t *tags = json_object();
-    json_object_set_new(body, "tags", tags);
-    if (!read_tags(c, tags)) {
-        json_decref(body);
+    bool ok = create_body(c, id, snapshot, &body);
+    json_decref(snapshot);
+    if (!ok)
         return false;
-    }
 
     struct problem p = {0};
     json_t *spec = cluster_spec_check(c->app, body, &p);
     bool created = false;
     char op_id[STORE_UUID_SIZE];
-    bool ok =
-        spec != NULL && cluster_create(c->app, spec, cspec_auth_token(body), &created, op_id, &p);
+    ok = spec != NULL && cluster_create(c->app, spec, cspec_auth_token(body), &created, op_id, &p);
     json_decref(spec);
     json_decref(body);
     if (!ok)
@@ -409,7 +450,7 @@ static bool each_cluster(struct ec_call *c, const struct page *page, char *next,
                          bool with_nodes)
 {
     struct store_cluster_filter f = {0};
-    json_t *docs = fetch(c, &cluster_list, &f, page, next), *doc;
+    json_t *docs = ec_fetch(c, &cluster_list, &f, page, next), *doc;
     size_t i;
 
     if (docs == NULL)
@@ -427,18 +468,19 @@ static bool describe_groups(struct ec_call *c)
     struct page page;
     char next[PAGE_KEY_MAX] = "";
 
-    if (!ec_params_known(c, allowed) || !paging(c, "clusters", PAGE_KEY_NAME, &page))
+    if (!ec_params_known(c, allowed) ||
+        !ec_paging(c, "clusters", PAGE_KEY_NAME, EC_RECORDS_MAX, &page))
         return false;
     xmlw_open(&c->out, "ReplicationGroups");
     if (ec_param(c, "ReplicationGroupId") != NULL) {
         char id[64];
-        if (!group_id(c, id) || !answer_group(c, id))
+        if (!ec_group_id(c, id) || !answer_group(c, id))
             return false;
     } else if (!each_cluster(c, &page, next, render_group, false)) {
         return false;
     }
     xmlw_close(&c->out, "ReplicationGroups");
-    marker(c, "clusters", next);
+    ec_marker(c, "clusters", next);
     return true;
 }
 
@@ -455,7 +497,8 @@ static bool describe_cache_clusters(struct ec_call *c)
     struct page page;
     char next[PAGE_KEY_MAX] = "";
 
-    if (!ec_params_known(c, allowed) || !paging(c, "clusters", PAGE_KEY_NAME, &page) ||
+    if (!ec_params_known(c, allowed) ||
+        !ec_paging(c, "clusters", PAGE_KEY_NAME, EC_RECORDS_MAX, &page) ||
         !ec_param_bool(c, "ShowCacheNodeInfo", &nodes, &present) ||
         !ec_param_bool(c, "ShowCacheClustersNotInReplicationGroups", &outside, &present))
         return false;
@@ -476,8 +519,26 @@ static bool describe_cache_clusters(struct ec_call *c)
         return false;
     }
     xmlw_close(&c->out, "CacheClusters");
-    marker(c, "clusters", next);
+    ec_marker(c, "clusters", next);
     return true;
+}
+
+/* SnapshottingClusterId names the node ElastiCache takes automatic
+ * snapshots from; Cairn chooses each shard's itself, its in-sync replica
+ * with the most data (docs/backups.md). A member of the group is taken --
+ * the AWS provider names "<id>-001" when it turns automatic snapshots on
+ * -- and anything else refused. */
+static bool check_snapshotting(struct ec_call *c, const char *id)
+{
+    const char *member = ec_param(c, "SnapshottingClusterId");
+    char *group = member != NULL ? ec_member_group(member) : NULL;
+    bool ok = member == NULL || (group != NULL && strcmp(group, id) == 0);
+
+    free(group);
+    return ok || ec_invalid(c,
+                            "SnapshottingClusterId %s is not a member of %s (Cairn takes each "
+                            "shard's snapshot from an in-sync replica it chooses)",
+                            member, id);
 }
 
 static bool modify_group(struct ec_call *c)
@@ -496,17 +557,24 @@ static bool modify_group(struct ec_call *c)
                                           "AuthTokenUpdateStrategy",
                                           "AutoMinorVersionUpgrade",
                                           "ClusterMode",
+                                          "SnapshotRetentionLimit",
                                           "SnapshotWindow",
+                                          "SnapshottingClusterId",
                                           EC_FIXED_NAMES,
                                           NULL};
     char id[64], line[16];
+    long retention = 0;
     bool failover, multi_az, now = false, has_failover, has_multi_az, present, auto_minor;
+    bool has_retention;
 
-    if (!ec_params_known(c, allowed) || !check_fixed(c, NULL) || !group_id(c, id) ||
+    if (!ec_params_known(c, allowed) || !check_fixed(c, NULL) || !ec_group_id(c, id) ||
         !ec_param_bool(c, "AutomaticFailoverEnabled", &failover, &has_failover) ||
         !ec_param_bool(c, "MultiAZEnabled", &multi_az, &has_multi_az) ||
         !ec_param_bool(c, "ApplyImmediately", &now, &present) ||
-        !ec_param_bool(c, "AutoMinorVersionUpgrade", &auto_minor, &present))
+        !ec_param_bool(c, "AutoMinorVersionUpgrade", &auto_minor, &present) ||
+        !ec_param_int(c, "SnapshotRetentionLimit", 0, CSPEC_SNAPSHOT_RETENTION_MAX, &retention,
+                      &has_retention) ||
+        !check_snapshotting(c, id))
         return false;
     const char *strategy = ec_param(c, "AuthTokenUpdateStrategy");
     if (strategy != NULL && strcmp(strategy, "SET") != 0 && strcmp(strategy, "ROTATE") != 0)
@@ -533,8 +601,11 @@ static bool modify_group(struct ec_call *c)
     json_t *patch = json_pack("{s:b}", "apply_immediately", now);
     set_param(c, patch, "description", "ReplicationGroupDescription");
     set_param(c, patch, "maintenance_window", "PreferredMaintenanceWindow");
+    set_param(c, patch, "snapshot_window", "SnapshotWindow");
     set_param(c, patch, "node_type", "CacheNodeType");
     set_param(c, patch, "auth_token", "AuthToken");
+    if (has_retention)
+        json_object_set_new(patch, "snapshot_retention_days", json_integer(retention));
     if (strategy != NULL)
         json_object_set_new(patch, "auth_token_update_strategy",
                             json_string(strcmp(strategy, "SET") == 0 ? "set" : "rotate"));
@@ -561,7 +632,7 @@ static bool scale(struct ec_call *c, const char *field, const char *param, long 
     long n;
     bool present, now;
 
-    if (!ec_params_known(c, allowed) || !group_id(c, id) ||
+    if (!ec_params_known(c, allowed) || !ec_group_id(c, id) ||
         !ec_param_int(c, param, min, max, &n, &present) ||
         !ec_param_bool(c, "ApplyImmediately", &now, &present))
         return false;
@@ -606,7 +677,7 @@ static bool shards_named_as_cairn_removes(struct ec_call *c)
     }
     if (removed == 0 && retained == 0)
         return true;
-    json_t *doc = group_id(c, id) ? ec_cluster_doc(c, id) : NULL;
+    json_t *doc = ec_group_id(c, id) ? ec_cluster_doc(c, id) : NULL;
     if (doc == NULL)
         return false;
     long from = (long)json_integer_value(json_object_get(doc, "num_shards"));
@@ -639,12 +710,15 @@ static bool delete_group(struct ec_call *c)
 {
     static const char *const allowed[] = {"ReplicationGroupId", "RetainPrimaryCluster",
                                           "FinalSnapshotIdentifier", NULL};
+    const char *final = NULL;
     char id[64], op_id[STORE_UUID_SIZE];
     struct problem p = {0};
 
-    if (!ec_params_known(c, allowed) || !check_fixed(c, NULL) || !group_id(c, id))
+    if (!ec_params_known(c, allowed) || !check_fixed(c, NULL) || !ec_group_id(c, id) ||
+        (ec_param(c, "FinalSnapshotIdentifier") != NULL &&
+         !ec_snapshot_name(c, "FinalSnapshotIdentifier", &final)))
         return false;
-    if (!cluster_delete(c->app, id, NULL, op_id, &p))
+    if (!cluster_delete(c->app, id, final, op_id, &p))
         return ec_fail_problem(c, &p);
     return answer_group(c, id);
 }
@@ -656,7 +730,7 @@ static bool test_failover(struct ec_call *c)
     const char *shard;
     struct problem p = {0};
 
-    if (!ec_params_known(c, allowed) || !group_id(c, id) ||
+    if (!ec_params_known(c, allowed) || !ec_group_id(c, id) ||
         !ec_param_required(c, "NodeGroupId", &shard))
         return false;
     if (strlen(shard) != 4 || strspn(shard, "0123456789") != 4)
@@ -691,7 +765,8 @@ static bool describe_events(struct ec_call *c)
     struct page page;
     char next[PAGE_KEY_MAX] = "", since[TIME_TEXT_SIZE];
 
-    if (!ec_params_known(c, allowed) || !paging(c, "events", PAGE_KEY_TIME_UUID, &page) ||
+    if (!ec_params_known(c, allowed) ||
+        !ec_paging(c, "events", PAGE_KEY_TIME_UUID, EC_RECORDS_MAX, &page) ||
         !ec_param_int(c, "Duration", 1, 14 * 24 * 60, &minutes, &present))
         return false;
     if (type != NULL && strcmp(type, "replication-group") != 0 &&
@@ -709,7 +784,7 @@ static bool describe_events(struct ec_call *c)
     if (source != NULL && type != NULL && strcmp(type, "cache-cluster") == 0)
         group = ec_member_group(source);
     struct store_event_filter f = {group != NULL ? group : source, NULL, start, NULL};
-    json_t *events = fetch(c, &event_list, &f, &page, next), *e;
+    json_t *events = ec_fetch(c, &event_list, &f, &page, next), *e;
     free(group);
     if (events == NULL)
         return false;
@@ -728,7 +803,7 @@ static bool describe_events(struct ec_call *c)
     }
     xmlw_close(&c->out, "Events");
     json_decref(events);
-    marker(c, "events", next);
+    ec_marker(c, "events", next);
     return true;
 }
 
@@ -744,12 +819,13 @@ static bool describe_engine_versions(struct ec_call *c)
     struct page page;
     char next[PAGE_KEY_MAX] = "";
 
-    if (!ec_params_known(c, allowed) || !paging(c, "engine-versions", PAGE_KEY_INT, &page) ||
+    if (!ec_params_known(c, allowed) ||
+        !ec_paging(c, "engine-versions", PAGE_KEY_INT, EC_RECORDS_MAX, &page) ||
         !ec_param_bool(c, "DefaultOnly", &default_only, &present))
         return false;
     if (engine != NULL && strcmp(engine, "redis") != 0 && strcmp(engine, "valkey") != 0)
         return ec_invalid(c, "Engine must be redis or valkey");
-    json_t *lines = fetch(c, &version_list, engine, &page, next), *v;
+    json_t *lines = ec_fetch(c, &version_list, engine, &page, next), *v;
     if (lines == NULL)
         return false;
     size_t i;
@@ -774,7 +850,7 @@ static bool describe_engine_versions(struct ec_call *c)
     }
     xmlw_close(&c->out, "CacheEngineVersions");
     json_decref(lines);
-    marker(c, "engine-versions", next);
+    ec_marker(c, "engine-versions", next);
     return true;
 }
 
@@ -854,5 +930,8 @@ const struct ec_action ec_actions[] = {
     {"ListTagsForResource", false, list_tags},
     {"AddTagsToResource", true, add_tags},
     {"RemoveTagsFromResource", true, remove_tags},
+    {"CreateSnapshot", true, ec_create_snapshot},
+    {"DescribeSnapshots", false, ec_describe_snapshots},
+    {"DeleteSnapshot", true, ec_delete_snapshot},
     {NULL, false, NULL},
 };

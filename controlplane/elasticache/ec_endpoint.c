@@ -66,6 +66,11 @@ static const struct {
     {PROBLEM_OPERATION_IN_PROGRESS, 400, "InvalidReplicationGroupState"},
     {PROBLEM_CLUSTER_UNHEALTHY, 400, "InvalidReplicationGroupState"},
     {PROBLEM_NO_IN_SYNC_REPLICA, 400, "TestFailoverNotAvailableFault"},
+    {PROBLEM_SNAPSHOT_NOT_FOUND, 404, "SnapshotNotFoundFault"},
+    {PROBLEM_SNAPSHOT_NAME_TAKEN, 400, "SnapshotAlreadyExistsFault"},
+    {PROBLEM_SNAPSHOT_NOT_AVAILABLE, 400, "InvalidSnapshotState"},
+    /* Not retried, as a 503 would be: this cairnd cannot take snapshots. */
+    {PROBLEM_NO_SNAPSHOT_STORE, 400, "SnapshotFeatureNotSupportedFault"},
     {PROBLEM_COMBINED_CHANGES, 400, "InvalidParameterCombination"},
     {PROBLEM_NO_PENDING_CHANGE, 400, "InvalidParameterValue"},
     {PROBLEM_DATABASE_UNAVAILABLE, 503, "ServiceUnavailable"},
@@ -88,16 +93,25 @@ static const struct {
     {"automatic_failover", "AutomaticFailoverEnabled"},
     {"multi_az", "MultiAZEnabled"},
     {"maintenance_window", "PreferredMaintenanceWindow"},
+    {"snapshot_window", "SnapshotWindow"},
+    {"snapshot_retention_days", "SnapshotRetentionLimit"},
+    {"restore_from.snapshot_id", "SnapshotName"},
     {"parameters", "CacheParameterGroupName"},
     {"tags", "Tags"},
     {"auth_token", "AuthToken"},
 };
 
 /* A field of a problem's errors ("tags.team") named as the request named it
- * ("Tags.team"). */
+ * ("Tags.team"): the whole field's parameter, else its first part's. */
 static void param_name(struct strbuf *b, const char *field)
 {
     size_t n = strcspn(field, ".");
+    for (size_t i = 0; i < sizeof(param_of) / sizeof(param_of[0]); i++) {
+        if (strcmp(param_of[i].field, field) == 0) {
+            strbuf_printf(b, "%s", param_of[i].param);
+            return;
+        }
+    }
     for (size_t i = 0; i < sizeof(param_of) / sizeof(param_of[0]); i++) {
         if (strlen(param_of[i].field) == n && strncmp(param_of[i].field, field, n) == 0) {
             strbuf_printf(b, "%s%s", param_of[i].param, field + n);
@@ -204,7 +218,8 @@ bool ec_params_known(struct ec_call *c, const char *const *allowed)
 /* ---- documents and names ------------------------------------------------- */
 
 struct doc_call {
-    const char *id;
+    enum db_status (*get)(struct db_conn *conn, const char *key, char **out);
+    const char *key;
     char *text;
 };
 
@@ -213,22 +228,36 @@ static enum db_status doc_fn(struct db_conn *conn, void *arg)
     struct doc_call *d = arg;
     free(d->text);
     d->text = NULL;
-    return store_cluster_get(conn, d->id, false, &d->text);
+    return d->get(conn, d->key, &d->text);
 }
 
-json_t *ec_cluster_find(struct ec_call *c, const char *id, bool *missing)
+/* The document get() reads by key, parsed; NULL with *missing when there
+ * is none, or after refusing. */
+static json_t *find_doc(struct ec_call *c,
+                        enum db_status (*get)(struct db_conn *conn, const char *key, char **out),
+                        const char *key, bool *missing)
 {
-    struct doc_call call = {id, NULL};
+    struct doc_call call = {get, key, NULL};
     enum db_status st = db_run(c->app->db, doc_fn, &call);
     json_t *doc = NULL;
 
     *missing = st == DB_NOT_FOUND;
     if (st == DB_OK && (doc = json_loads(call.text, 0, NULL)) == NULL)
-        ec_fail(c, 500, "InternalFailure", "the document of %s cannot be read", id);
+        ec_fail(c, 500, "InternalFailure", "the document of %s cannot be read", key);
     else if (st != DB_OK && !*missing)
         ec_fail_db(c, st);
     free(call.text);
     return doc;
+}
+
+static enum db_status cluster_get(struct db_conn *conn, const char *id, char **out)
+{
+    return store_cluster_get(conn, id, false, out);
+}
+
+json_t *ec_cluster_find(struct ec_call *c, const char *id, bool *missing)
+{
+    return find_doc(c, cluster_get, id, missing);
 }
 
 json_t *ec_cluster_doc(struct ec_call *c, const char *id)
@@ -237,6 +266,20 @@ json_t *ec_cluster_doc(struct ec_call *c, const char *id)
     json_t *doc = ec_cluster_find(c, id, &missing);
     if (missing)
         ec_fail(c, 404, "ReplicationGroupNotFoundFault", "ReplicationGroup %s not found", id);
+    return doc;
+}
+
+json_t *ec_snapshot_find(struct ec_call *c, const char *id_or_name, bool *missing)
+{
+    return find_doc(c, store_snapshot_get, id_or_name, missing);
+}
+
+json_t *ec_snapshot_doc(struct ec_call *c, const char *id_or_name)
+{
+    bool missing;
+    json_t *doc = ec_snapshot_find(c, id_or_name, &missing);
+    if (missing)
+        ec_fail(c, 404, "SnapshotNotFoundFault", "Snapshot %s not found", id_or_name);
     return doc;
 }
 

@@ -1,6 +1,7 @@
-/* ec_render.c -- Cairn's cluster documents as ElastiCache's XML: a cluster
- * is a ReplicationGroup, a shard a NodeGroup, a node a member CacheCluster
- * of one CacheNode.
+/* ec_render.c -- Cairn's cluster and snapshot documents as ElastiCache's
+ * XML: a cluster is a ReplicationGroup, a shard a NodeGroup, a node a
+ * member CacheCluster of one CacheNode; a snapshot is a Snapshot of one
+ * NodeSnapshot per shard.
  *
  * One departure: a Cairn endpoint is a node's address and port, and the
  * nodes of a cluster listen on ports of their own, where ElastiCache gives
@@ -10,7 +11,9 @@
  * that replaces the group -- and each node's own endpoint, address and
  * port, is in its NodeGroupMember and CacheNode. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ec_int.h"
 #include "xmlw.h"
@@ -30,14 +33,18 @@ static bool disabled_mode(const json_t *doc)
  * down, the group serving) is an available group whose member shows it,
  * and a group with an operation queued or running (a failover, an upgrade
  * about to start) is modifying from the moment it is accepted, as the AWS
- * tools' waiters expect. */
+ * tools' waiters expect -- snapshotting when the operation is a snapshot. */
 static const char *group_status(const json_t *doc)
 {
     const char *s = str(doc, "status");
-    if (s == NULL || strcmp(s, "degraded") == 0 || strcmp(s, "available") == 0)
-        return json_is_object(json_object_get(doc, "current_operation")) ? "modifying"
-                                                                         : "available";
-    return s;
+    const json_t *op = json_object_get(doc, "current_operation");
+    const char *kind = str(op, "kind");
+
+    if (s != NULL && strcmp(s, "degraded") != 0 && strcmp(s, "available") != 0)
+        return s;
+    if (!json_is_object(op))
+        return "available";
+    return kind != NULL && strcmp(kind, "snapshot") == 0 ? "snapshotting" : "modifying";
 }
 
 /* A node's status as a cache cluster's. */
@@ -60,6 +67,15 @@ static void elem_int(struct strbuf *b, const char *tag, long long v)
 static void elem_bool(struct strbuf *b, const char *tag, bool v)
 {
     xmlw_elem(b, tag, v ? "true" : "false");
+}
+
+/* A cluster's automatic snapshots: SnapshotRetentionLimit (0: none) and
+ * SnapshotWindow, from its spec. */
+static void snapshot_settings(struct strbuf *b, const json_t *doc)
+{
+    elem_int(b, "SnapshotRetentionLimit",
+             json_integer_value(json_object_get(doc, "snapshot_retention_days")));
+    xmlw_elem(b, "SnapshotWindow", str(doc, "snapshot_window"));
 }
 
 /* <tag><Address/>[<Port/>]</tag> for an {address, port} object. */
@@ -168,7 +184,7 @@ void ec_render_group(struct ec_call *c, const json_t *doc)
             b, "ConfigurationEndpoint",
             json_array_get(json_object_get(json_object_get(doc, "endpoints"), "configuration"), 0),
             false);
-    elem_int(b, "SnapshotRetentionLimit", 0);
+    snapshot_settings(b, doc);
     elem_bool(b, "ClusterEnabled", !disabled);
     xmlw_elem(b, "ClusterMode", disabled ? "disabled" : "enabled");
     xmlw_elem(b, "CacheNodeType", str(doc, "node_type"));
@@ -186,16 +202,23 @@ void ec_render_group(struct ec_call *c, const json_t *doc)
     xmlw_close(b, "ReplicationGroup");
 }
 
-/* The parameter group a cluster's settings stand for: Cairn keeps them per
- * cluster, and answers with the default group of its engine line. */
-static void parameter_group(struct strbuf *b, const json_t *doc)
+/* The parameter group a cluster's settings stand for (or a snapshot's,
+ * taken of such a cluster): Cairn keeps them per cluster, and answers with
+ * the default group of its engine line. out holds 96 bytes. */
+static void parameter_group_name(const json_t *doc, char *out)
 {
-    char name[96];
     const char *engine = str(doc, "engine"), *version = str(doc, "engine_version");
     int major = version != NULL ? atoi(version) : 0;
 
-    snprintf(name, sizeof(name), "default.%s%d%s", engine, major,
+    snprintf(out, 96, "default.%s%d%s", engine != NULL ? engine : "", major,
              disabled_mode(doc) ? "" : ".cluster.on");
+}
+
+static void parameter_group(struct strbuf *b, const json_t *doc)
+{
+    char name[96];
+
+    parameter_group_name(doc, name);
     xmlw_open(b, "CacheParameterGroup");
     xmlw_elem(b, "CacheParameterGroupName", name);
     xmlw_elem(b, "ParameterApplyStatus", "in-sync");
@@ -246,7 +269,7 @@ static void cache_cluster(struct ec_call *c, const json_t *doc, size_t s, size_t
     xmlw_open(b, "SecurityGroups");
     xmlw_close(b, "SecurityGroups");
     xmlw_elem(b, "ReplicationGroupId", str(doc, "id"));
-    elem_int(b, "SnapshotRetentionLimit", 0);
+    snapshot_settings(b, doc);
     elem_bool(b, "AuthTokenEnabled", true);
     transit_encryption(b, doc);
     elem_bool(b, "AtRestEncryptionEnabled", false);
@@ -292,4 +315,123 @@ void ec_render_tags(struct ec_call *c, const json_t *tags)
         xmlw_close(&c->out, "Tag");
     }
     xmlw_close(&c->out, "TagList");
+}
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+/* Whole days from one of Cairn's timestamps to another; -1 when either is
+ * not one. */
+static long days_between(const char *from, const char *to)
+{
+    struct tm t[2] = {{0}, {0}};
+    const char *text[2] = {from, to};
+
+    for (int i = 0; i < 2; i++) {
+        if (text[i] == NULL ||
+            sscanf(text[i], "%d-%d-%dT%d:%d:%d", &t[i].tm_year, &t[i].tm_mon, &t[i].tm_mday,
+                   &t[i].tm_hour, &t[i].tm_min, &t[i].tm_sec) != 6)
+            return -1;
+        t[i].tm_year -= 1900;
+        t[i].tm_mon -= 1;
+    }
+    return (long)((timegm(&t[1]) - timegm(&t[0])) / 86400);
+}
+
+/* A shard's slot ranges ([[first, last], ...]) as "0-5460,...". */
+static void slot_ranges(struct strbuf *b, const json_t *slots)
+{
+    const json_t *r;
+    size_t i;
+
+    json_array_foreach (slots, i, r) {
+        strbuf_printf(b, "%s%lld-%lld", i > 0 ? "," : "",
+                      (long long)json_integer_value(json_array_get(r, 0)),
+                      (long long)json_integer_value(json_array_get(r, 1)));
+    }
+}
+
+/* One shard of a snapshot as a NodeSnapshot: its node group, the data the
+ * engine held when it saved (CacheSize, in MB as ElastiCache gives it) and
+ * when the snapshot began. */
+static void node_snapshot(struct strbuf *b, const json_t *snap, const json_t *shard,
+                          bool node_groups)
+{
+    char group[24], size[32];
+    const json_t *memory = json_object_get(shard, "memory_bytes");
+
+    snprintf(group, sizeof(group), "%04lld",
+             (long long)json_integer_value(json_object_get(shard, "index")) + 1);
+    xmlw_open(b, "NodeSnapshot");
+    xmlw_elem(b, "NodeGroupId", group);
+    if (node_groups) {
+        xmlw_open(b, "NodeGroupConfiguration");
+        xmlw_elem(b, "NodeGroupId", group);
+        if (json_array_size(json_object_get(shard, "slots")) > 0) {
+            struct strbuf slots;
+            strbuf_init(&slots, 32);
+            slot_ranges(&slots, json_object_get(shard, "slots"));
+            xmlw_elem(b, "Slots", slots.p);
+            free(slots.p);
+        }
+        elem_int(b, "ReplicaCount",
+                 json_integer_value(json_object_get(snap, "replicas_per_shard")));
+        xmlw_close(b, "NodeGroupConfiguration");
+    }
+    if (json_is_integer(memory)) {
+        snprintf(size, sizeof(size), "%lld MB",
+                 ((long long)json_integer_value(memory) + (1 << 20) - 1) / (1 << 20));
+        xmlw_elem(b, "CacheSize", size);
+    }
+    xmlw_elem(b, "SnapshotCreateTime", str(snap, "created_at"));
+    xmlw_close(b, "NodeSnapshot");
+}
+
+void ec_render_snapshot(struct ec_call *c, const json_t *snap, const json_t *group,
+                        bool node_groups)
+{
+    struct strbuf *b = &c->out;
+    const char *source = str(snap, "source");
+    bool automatic = source != NULL && strcmp(source, "automatic") == 0;
+    long retention =
+        automatic ? days_between(str(snap, "created_at"), str(snap, "expires_at")) : -1;
+    const json_t *shard;
+    size_t i;
+    char name[96], arn[256];
+
+    xmlw_open(b, "Snapshot");
+    xmlw_elem(b, "SnapshotName", str(snap, "name"));
+    xmlw_elem(b, "ReplicationGroupId", str(snap, "cluster_id"));
+    xmlw_elem(b, "ReplicationGroupDescription", str(group, "description"));
+    xmlw_elem(b, "SnapshotStatus", str(snap, "status"));
+    /* ElastiCache's two sources: a final snapshot is one a user asked for. */
+    xmlw_elem(b, "SnapshotSource", automatic ? "automated" : "manual");
+    xmlw_elem(b, "CacheNodeType", str(snap, "node_type"));
+    xmlw_elem(b, "Engine", str(snap, "engine"));
+    xmlw_elem(b, "EngineVersion", str(snap, "engine_version"));
+    xmlw_elem(b, "PreferredMaintenanceWindow", str(group, "maintenance_window"));
+    parameter_group_name(snap, name);
+    xmlw_elem(b, "CacheParameterGroupName", name);
+    elem_bool(b, "AutoMinorVersionUpgrade", true);
+    /* An automatic snapshot's own retention; a manual one's, as
+     * ElastiCache has it, the source group's. */
+    if (retention < 0 && group != NULL)
+        retention = (long)json_integer_value(json_object_get(group, "snapshot_retention_days"));
+    if (retention >= 0)
+        elem_int(b, "SnapshotRetentionLimit", retention);
+    xmlw_elem(b, "SnapshotWindow", str(group, "snapshot_window"));
+    elem_int(b, "NumNodeGroups", json_integer_value(json_object_get(snap, "num_shards")));
+    if (group != NULL)
+        xmlw_elem(b, "AutomaticFailover",
+                  json_is_true(json_object_get(group, "automatic_failover")) ? "enabled"
+                                                                             : "disabled");
+    xmlw_open(b, "NodeSnapshots");
+    json_array_foreach (json_object_get(snap, "shards"), i, shard) {
+        node_snapshot(b, snap, shard, node_groups);
+    }
+    xmlw_close(b, "NodeSnapshots");
+    snprintf(arn, sizeof(arn), "arn:aws:elasticache:%s:" EC_ACCOUNT ":snapshot:%s", c->region,
+             str(snap, "name"));
+    xmlw_elem(b, "ARN", arn);
+    xmlw_elem(b, "DataTiering", "disabled");
+    xmlw_close(b, "Snapshot");
 }

@@ -23,8 +23,8 @@ bool ec_snapshot_name(struct ec_call *c, const char *param, const char **name)
     if (!ec_param_required(c, param, name))
         return false;
     json_t *v = json_string(*name);
-    bool ok = strlen(*name) <= SNAPSHOT_NAME_MAX && v != NULL &&
-              snapshot_check_name(v, msg, sizeof(msg));
+    bool ok =
+        strlen(*name) <= SNAPSHOT_NAME_MAX && v != NULL && snapshot_check_name(v, msg, sizeof(msg));
     json_decref(v);
     if (ok)
         return true;
@@ -33,9 +33,10 @@ bool ec_snapshot_name(struct ec_call *c, const char *param, const char **name)
     return ec_invalid(c, "%s %s", param, msg);
 }
 
-/* The replication groups snapshots were taken of, looked up once a call:
- * cluster id -> its document, or null when it is gone (or another cluster
- * of the same id stands in its place). */
+/* The replication group snap was taken of into *group while it exists
+ * (NULL: gone, or another cluster of the same id stands in its place).
+ * groups caches the lookups of one call: cluster id -> its document, or
+ * null. False after refusing (the database). */
 static bool source_group(struct ec_call *c, json_t *groups, const json_t *snap,
                          const json_t **group)
 {
@@ -72,7 +73,7 @@ static bool answer_snapshot(struct ec_call *c, const char *id_or_name)
 bool ec_create_snapshot(struct ec_call *c)
 {
     static const char *const allowed[] = {"ReplicationGroupId", "SnapshotName", "CacheClusterId",
-                                          "KmsKeyId", "Tags.", NULL};
+                                          "KmsKeyId",           "Tags.",        NULL};
     char id[64], snapshot_id[STORE_UUID_SIZE];
     const char *name;
     struct problem p = {0};
@@ -83,8 +84,8 @@ bool ec_create_snapshot(struct ec_call *c)
         return ec_invalid(c, "CacheClusterId: a Cairn snapshot is a whole replication group's, "
                              "every shard, taken from in-sync replicas; send ReplicationGroupId");
     if (ec_param(c, "KmsKeyId") != NULL)
-        return ec_invalid(c, "KmsKeyId is not supported: the snapshot store keeps what it is "
-                             "given (an s3:// store encrypts as its bucket does)");
+        return ec_invalid(c, "KmsKeyId is not supported: Cairn keeps a snapshot's files as the "
+                             "engines saved them, gzipped, not encrypted with a key of yours");
     for (size_t i = 0; i < c->form.count; i++)
         if (strncmp(c->form.fields[i].name, "Tags.", 5) == 0)
             return ec_invalid(c, "%s: Cairn's snapshots carry no tags", c->form.fields[i].name);
@@ -123,6 +124,7 @@ static bool source_filter(struct ec_call *c, int *automatic)
     return true;
 }
 
+/* Whether snap is of group_id (NULL: any) and of the source asked for. */
 static bool wanted(const json_t *snap, const char *group_id, int automatic)
 {
     const char *source = json_string_value(json_object_get(snap, "source"));
@@ -133,26 +135,18 @@ static bool wanted(const json_t *snap, const char *group_id, int automatic)
     return automatic < 0 || (source != NULL && (strcmp(source, "automatic") == 0) == automatic);
 }
 
-/* One snapshot by name, as a list of it or of none (it is not of the group
- * or the source asked for); NULL after refusing. */
-static json_t *named(struct ec_call *c, const char *name, const char *group_id, int automatic)
+/* The snapshot of a name, as a list of one; NULL after refusing. */
+static json_t *named(struct ec_call *c, const char *name)
 {
     json_t *snap = ec_snapshot_doc(c, name);
-    if (snap == NULL)
-        return NULL;
-    json_t *list = json_array();
-    if (wanted(snap, group_id, automatic))
-        json_array_append(list, snap);
-    json_decref(snap);
-    return list;
+    return snap != NULL ? json_pack("[o]", snap) : NULL;
 }
 
 bool ec_describe_snapshots(struct ec_call *c)
 {
-    static const char *const allowed[] = {"ReplicationGroupId", "CacheClusterId",
-                                          "SnapshotName",       "SnapshotSource",
-                                          "MaxRecords",         "Marker",
-                                          "ShowNodeGroupConfig", NULL};
+    static const char *const allowed[] = {
+        "ReplicationGroupId", "CacheClusterId", "SnapshotName",        "SnapshotSource",
+        "MaxRecords",         "Marker",         "ShowNodeGroupConfig", NULL};
     const char *name = ec_param(c, "SnapshotName");
     char id[64], next[PAGE_KEY_MAX] = "";
     const char *group_id = NULL;
@@ -162,7 +156,8 @@ bool ec_describe_snapshots(struct ec_call *c)
 
     if (!ec_params_known(c, allowed) ||
         !ec_paging(c, "snapshots", PAGE_KEY_TIME_UUID, EC_SNAPSHOT_RECORDS_MAX, &page) ||
-        !ec_param_bool(c, "ShowNodeGroupConfig", &node_groups, &present) || !source_filter(c, &automatic))
+        !ec_param_bool(c, "ShowNodeGroupConfig", &node_groups, &present) ||
+        !source_filter(c, &automatic))
         return false;
     if (ec_param(c, "CacheClusterId") != NULL)
         return ec_invalid(c, "CacheClusterId: a Cairn snapshot is a whole replication group's; "
@@ -172,8 +167,10 @@ bool ec_describe_snapshots(struct ec_call *c)
             return false;
         group_id = id;
     }
-    json_t *snaps = name != NULL ? named(c, name, group_id, automatic)
-                                 : ec_fetch(c, &snapshot_list, group_id, &page, next);
+    /* SnapshotSource is a filter of the page read: a page may hold fewer
+     * than MaxRecords, and still have a Marker after it. */
+    json_t *snaps =
+        name != NULL ? named(c, name) : ec_fetch(c, &snapshot_list, group_id, &page, next);
     json_t *groups = json_object(), *snap;
     size_t i;
     bool ok = snaps != NULL;
@@ -182,10 +179,11 @@ bool ec_describe_snapshots(struct ec_call *c)
         xmlw_open(&c->out, "Snapshots");
     json_array_foreach (snaps, i, snap) {
         const json_t *group = NULL;
+        if (!wanted(snap, group_id, automatic))
+            continue;
         if (!(ok = source_group(c, groups, snap, &group)))
             break;
-        if (wanted(snap, NULL, automatic))
-            ec_render_snapshot(c, snap, group, node_groups);
+        ec_render_snapshot(c, snap, group, node_groups);
     }
     if (ok) {
         xmlw_close(&c->out, "Snapshots");

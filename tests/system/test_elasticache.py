@@ -13,6 +13,7 @@ import requests
 
 import clusters
 import ec_tools
+import expect
 from expect import eq
 
 stack, _dump_on_failure, cleanup = clusters.stack_fixtures("elasticache")
@@ -260,6 +261,165 @@ def test_primary_replica_group_through_aws_cli(stack, cleanup, admin):
     clusters.wait_gone(stack.api, "ec-cli")
 
 
+def wait_snapshot(ec, name, status="available", timeout=60):
+    """DescribeSnapshots of one name until it is status; the Snapshot."""
+    deadline = time.monotonic() + timeout
+    while True:
+        snap = ec.describe_snapshots(SnapshotName=name)["Snapshots"][0]
+        if snap["SnapshotStatus"] == status:
+            return snap
+        assert snap["SnapshotStatus"] in ("creating", "available"), snap
+        assert time.monotonic() < deadline, f"snapshot {name} is {snap['SnapshotStatus']}"
+        time.sleep(0.1)
+
+
+def snapshot_window(hours_from_now):
+    """A daily window opening that many hours from now (UTC), so no automatic
+    snapshot fires while the test runs."""
+    h = (time.gmtime().tm_hour + hours_from_now) % 24
+    return f"{h:02d}:00-{(h + 1) % 24:02d}:00"
+
+
+def test_snapshots_through_boto3_and_aws_cli(stack, cleanup, ec, admin):
+    """ElastiCache's snapshot API on Cairn's backups: automatic snapshot
+    settings on a group (create, modify, describe, the REST spec beneath);
+    CreateSnapshot, DescribeSnapshots until available; a group restored from
+    it by SnapshotName, its shape and data the snapshot's; a final snapshot
+    on DeleteReplicationGroup that outlives the group; DeleteSnapshot; and
+    the faults of names missing, taken or busy."""
+    api = stack.api
+    window, later = snapshot_window(6), snapshot_window(9)
+    cleanup += ["ec-snap", "ec-snap-copy"]
+    g = ec.create_replication_group(
+        ReplicationGroupId="ec-snap", ReplicationGroupDescription="orders", Engine="valkey",
+        EngineVersion="8.0", CacheNodeType="cache.t3.micro", NumCacheClusters=2,
+        AutomaticFailoverEnabled=True, SnapshotRetentionLimit=3,
+        SnapshotWindow=window)["ReplicationGroup"]
+    eq((g["SnapshotRetentionLimit"], g["SnapshotWindow"]), (3, window), "snapshot settings")
+    rest = clusters.wait_available(api, "ec-snap")
+    eq((rest["snapshot_retention_days"], rest["snapshot_window"]), (3, window), "REST spec")
+    msg = fault(ec.modify_replication_group, "InvalidParameterValue", 400,
+                ReplicationGroupId="ec-snap", SnapshotWindow="25:00-26:00")
+    assert "SnapshotWindow" in msg, msg
+    fault(ec.modify_replication_group, "InvalidParameterValue", 400,
+          ReplicationGroupId="ec-snap", SnapshotRetentionLimit=36)
+    fault(ec.modify_replication_group, "InvalidParameterValue", 400,
+          ReplicationGroupId="ec-snap", SnapshotRetentionLimit=5,
+          SnapshottingClusterId="other-001")
+    # As the AWS provider turns automatic snapshots on: with the group's
+    # first member as SnapshottingClusterId.
+    g = ec.modify_replication_group(ReplicationGroupId="ec-snap", SnapshotRetentionLimit=5,
+                                    SnapshotWindow=later, SnapshottingClusterId="ec-snap-001",
+                                    ApplyImmediately=True)["ReplicationGroup"]
+    eq((g["SnapshotRetentionLimit"], g["SnapshotWindow"]), (5, later), "after modify")
+    rest = clusters.get(api, "ec-snap")
+    eq((rest["snapshot_retention_days"], rest["snapshot_window"]), (5, later), "REST after")
+    member = ec.describe_cache_clusters(CacheClusterId="ec-snap-001")["CacheClusters"][0]
+    eq((member["SnapshotRetentionLimit"], member["SnapshotWindow"]), (5, later), "a member's")
+
+    pw = clusters.password(api, "ec-snap")
+    primary = rest["endpoints"]["primary"]
+    with clusters.client(primary["address"], primary["port"], pw) as c:
+        for i in range(200):
+            c.set(f"order:{i}", f"v{i}")
+        eq(c.execute_command("WAIT", 1, 5000), 1, "the replica has the keys")  # it is saved
+
+    snap = ec.create_snapshot(ReplicationGroupId="EC-Snap",
+                              SnapshotName="ec-snap-one")["Snapshot"]
+    eq((snap["SnapshotName"], snap["ReplicationGroupId"], snap["SnapshotStatus"],
+        snap["SnapshotSource"]), ("ec-snap-one", "ec-snap", "creating", "manual"), "created")
+    fault(ec.delete_snapshot, "InvalidSnapshotState", 400, SnapshotName="ec-snap-one")
+    fault(ec.create_snapshot, "InvalidReplicationGroupState", 400, ReplicationGroupId="ec-snap",
+          SnapshotName="ec-snap-two")   # one operation at a time
+    snap = wait_snapshot(ec, "ec-snap-one")
+    eq((snap["Engine"], snap["EngineVersion"], snap["CacheNodeType"], snap["NumNodeGroups"],
+        snap["AutomaticFailover"], snap["SnapshotRetentionLimit"], snap["SnapshotWindow"],
+        snap["ReplicationGroupDescription"]),
+       ("valkey", "8.0", "cache.t3.micro", 1, "enabled", 5, later, "orders"), "the snapshot")
+    eq([n["NodeGroupId"] for n in snap["NodeSnapshots"]], ["0001"], "node snapshots")
+    assert snap["NodeSnapshots"][0]["CacheSize"].endswith(" MB"), snap["NodeSnapshots"]
+    assert snap["ARN"].endswith(":snapshot:ec-snap-one"), snap["ARN"]
+    eq(expect.json_ok(api.get("/v1/snapshots/ec-snap-one"))["keys"], 200, "REST keys")
+    clusters.wait_until(lambda: ec.describe_replication_groups(
+        ReplicationGroupId="ec-snap")["ReplicationGroups"][0]["Status"] == "available",
+        30, "the group available after its snapshot")
+
+    fault(ec.create_snapshot, "SnapshotAlreadyExistsFault", 400, ReplicationGroupId="ec-snap",
+          SnapshotName="ec-snap-one")
+    fault(ec.create_snapshot, "ReplicationGroupNotFoundFault", 404,
+          ReplicationGroupId="nothing-here", SnapshotName="ec-snap-two")
+    msg = fault(ec.create_snapshot, "InvalidParameterValue", 400, ReplicationGroupId="ec-snap",
+                SnapshotName="Not_A_Name")
+    assert "SnapshotName" in msg, msg
+    fault(ec.describe_snapshots, "SnapshotNotFoundFault", 404, SnapshotName="no-such-snapshot")
+    fault(ec.describe_snapshots, "InvalidParameterValue", 400, MaxRecords=51)
+    listed = ec.describe_snapshots(ReplicationGroupId="ec-snap",
+                                   ShowNodeGroupConfig=True)["Snapshots"]
+    eq([s["SnapshotName"] for s in listed], ["ec-snap-one"], "the group's snapshots")
+    eq(listed[0]["NodeSnapshots"][0]["NodeGroupConfiguration"]["ReplicaCount"], 1,
+       "node group configuration")
+    eq(ec.describe_snapshots(ReplicationGroupId="ec-snap", SnapshotSource="system")["Snapshots"],
+       [], "no automatic snapshot")
+    eq(len(ec.describe_snapshots(ReplicationGroupId="ec-snap",
+                                 SnapshotSource="user")["Snapshots"]), 1, "one manual")
+
+    # A group restored from the snapshot by name: everything the request
+    # leaves out of its shape is the snapshot's.
+    fault(ec.create_replication_group, "SnapshotNotFoundFault", 404,
+          ReplicationGroupId="ec-snap-copy", ReplicationGroupDescription="copy",
+          SnapshotName="no-such-snapshot")
+    fault(ec.create_replication_group, "InvalidParameterValue", 400,
+          ReplicationGroupId="ec-snap-copy", ReplicationGroupDescription="copy",
+          SnapshotArns=["arn:aws:s3:::bucket/dump.rdb"])
+    g = ec.create_replication_group(ReplicationGroupId="ec-snap-copy",
+                                    ReplicationGroupDescription="copy",
+                                    SnapshotName="ec-snap-one")["ReplicationGroup"]
+    eq(g["Status"], "creating", "a restore's status")
+    copy = clusters.wait_available(api, "ec-snap-copy", timeout=60)
+    eq((copy["engine"], copy["engine_version"], copy["node_type"], copy["cluster_mode"],
+        copy["replicas_per_shard"], copy["restore_from"]),
+       ("valkey", "8.0", "cache.t3.micro", "disabled", 1, {"snapshot_id": "ec-snap-one"}),
+       "the restored group's spec")
+    primary = copy["endpoints"]["primary"]
+    with clusters.client(primary["address"], primary["port"],
+                         clusters.password(api, "ec-snap-copy")) as c:
+        eq((c.dbsize(), c.get("order:7")), (200, "v7"), "the restored data")
+
+    # DeleteReplicationGroup with a final snapshot, through aws-cli.
+    url = stack.inst.url
+    rc, out, err = ec_tools.aws(url, admin, "delete-replication-group",
+                                "--replication-group-id", "ec-snap",
+                                "--final-snapshot-identifier", "ec-snap-one")
+    assert rc != 0 and "SnapshotAlreadyExistsFault" in err, (rc, err)
+    eq(clusters.get(api, "ec-snap")["status"], "available", "the group after the refusal")
+    rc, out, err = ec_tools.aws(url, admin, "delete-replication-group",
+                                "--replication-group-id", "ec-snap",
+                                "--final-snapshot-identifier", "ec-snap-final")
+    eq(rc, 0, f"delete-replication-group ({err})")
+    eq(out["ReplicationGroup"]["Status"], "deleting", "status")
+    wait_gone(ec, "ec-snap")
+    final = wait_snapshot(ec, "ec-snap-final")
+    eq((final["ReplicationGroupId"], final["SnapshotSource"]), ("ec-snap", "manual"),
+       "the final snapshot")
+    assert "SnapshotWindow" not in final, final  # its group is gone
+    rc, out, err = ec_tools.aws(url, admin, "describe-snapshots",
+                                "--replication-group-id", "ec-snap")
+    eq(rc, 0, f"describe-snapshots ({err})")
+    eq(sorted(s["SnapshotName"] for s in out["Snapshots"]), ["ec-snap-final", "ec-snap-one"],
+       "the snapshots of the deleted group")
+
+    snap = ec.delete_snapshot(SnapshotName="ec-snap-final")["Snapshot"]
+    eq(snap["SnapshotStatus"], "deleting", "DeleteSnapshot's answer")
+    clusters.wait_until(lambda: api.get("/v1/snapshots/ec-snap-final").status_code == 404,
+                        30, "the final snapshot gone")
+    fault(ec.delete_snapshot, "SnapshotNotFoundFault", 404, SnapshotName="ec-snap-final")
+    ec.delete_replication_group(ReplicationGroupId="ec-snap-copy")
+    wait_gone(ec, "ec-snap-copy")
+    ec.delete_snapshot(SnapshotName="ec-snap-one")
+    clusters.wait_until(lambda: api.get("/v1/snapshots/ec-snap-one").status_code == 404,
+                        30, "the snapshot gone")
+
+
 def test_refusals_carry_elasticache_fault_codes(stack, cleanup, ec):
     fault(ec.describe_replication_groups, "ReplicationGroupNotFoundFault", 404,
           ReplicationGroupId="nothing-here")
@@ -406,11 +566,13 @@ def test_fuzzed_requests_get_an_answer(stack, admin):
     actions = ["DescribeReplicationGroups", "DescribeCacheClusters", "ModifyReplicationGroup",
                "DeleteReplicationGroup", "TestFailover", "DescribeEvents",
                "DescribeCacheEngineVersions", "ListTagsForResource", "AddTagsToResource",
-               "RemoveTagsFromResource", "IncreaseReplicaCount", "Nope", ""]
+               "RemoveTagsFromResource", "IncreaseReplicaCount", "CreateSnapshot",
+               "DescribeSnapshots", "DeleteSnapshot", "Nope", ""]
     names = ["ReplicationGroupId", "CacheClusterId", "NodeGroupId", "MaxRecords", "Marker",
              "Engine", "EngineVersion", "ApplyImmediately", "StartTime", "Duration",
              "ResourceName", "Tags.Tag.1.Key", "Tags.Tag.1.Value", "TagKeys.member.1",
-             "ShowCacheNodeInfo", "NewReplicaCount", "AutomaticFailoverEnabled", "Version"]
+             "ShowCacheNodeInfo", "NewReplicaCount", "AutomaticFailoverEnabled", "Version",
+             "SnapshotName", "SnapshotSource", "FinalSnapshotIdentifier"]
     values = [b"zz-fuzz-" + bytes(rnd.randrange(97, 123) for _ in range(5)), b"", b"0", b"-1",
               b"99999999999999999999", b"true", b"TRUE", b"%ff%fe", b"%00", b"%e2%82",
               b"\xf0\x9f\x92\xa9", b"a" * 5000, b"arn:aws:elasticache:x:0:cluster:zz-fuzz-0001-001",
