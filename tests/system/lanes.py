@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 
 TOOLS = {
     "test_browser.py", "test_browser_actions.py", "test_browser_dashboard.py",
+    "test_browser_snapshots.py",
     "test_calibration.py", "test_catalog.py", "test_compressed_push.py", "test_console.py",
     "test_demo.py", "test_elasticache.py", "test_metrics.py", "test_metrics_api.py",
     "test_metrics_first_sample.py", "test_node_type.py", "test_patroni.py",

@@ -1,12 +1,14 @@
 // actions.js -- what an admin token can do to a cluster, each in a dialog
 // that previews it first where the API can (PATCH with "dry_run": true
 // makes every check the change would meet, an upgrade's included): modify,
-// engine upgrade, test failover, cancel a pending change, delete.
+// engine upgrade, test failover, take a snapshot, cancel a pending change,
+// delete (after a final snapshot, if asked).
 
 import { api, getAll } from './api.js';
 import { h } from './dom.js';
 import { openDialog } from './dialog.js';
-import { checkbox, field, formatPairs, input, parsePairs, select } from './form.js';
+import { checkbox, field, formatPairs, input, number, parsePairs, select } from './form.js';
+import { snapshotFields } from './snapshots.js';
 
 const path = (c) => `/v1/clusters/${encodeURIComponent(c.id)}`;
 
@@ -47,6 +49,7 @@ async function modify(c, done) {
     description: field('description', 'Description', input({ value: c.description, maxlength: 255 })),
     tags: field('tags', 'Tags', h('textarea', { rows: 3 }, formatPairs(c.tags)), 'One key=value per line.'),
     maintenance_window: field('maintenance_window', 'Maintenance window (UTC)', input({ value: c.maintenance_window })),
+    ...snapshotFields(c),
     parameters: field('parameters', 'Parameters', h('textarea', { rows: 3 }, formatPairs(c.parameters)), 'One name=value per line.'),
     automatic_failover: field('automatic_failover', 'Automatic failover', checkbox(c.automatic_failover)),
     multi_az: field('multi_az', 'Multi-AZ', checkbox(c.multi_az)),
@@ -54,7 +57,8 @@ async function modify(c, done) {
   const patch = () => {
     const p = {};
     if (f.description.control.value !== c.description) p.description = f.description.control.value;
-    if (f.maintenance_window.control.value.trim() !== c.maintenance_window) p.maintenance_window = f.maintenance_window.control.value.trim();
+    for (const k of ['maintenance_window', 'snapshot_window'])
+      if (f[k].control.value.trim() !== c[k]) p[k] = f[k].control.value.trim();
     for (const k of ['automatic_failover', 'multi_az'])
       if (f[k].control.checked !== c[k]) p[k] = f[k].control.checked;
     const tags = mapPatch(c.tags, parsePairs(f.tags.control.value));
@@ -62,10 +66,9 @@ async function modify(c, done) {
     if (tags) p.tags = tags;
     if (params) p.parameters = params;
     if (scale.node_type.control.value !== c.node_type) p.node_type = scale.node_type.control.value;
-    for (const k of ['num_shards', 'replicas_per_shard']) {
-      const v = scale[k].control.value.trim();
-      if (v !== String(c[k])) p[k] = Number.isInteger(Number(v)) && v !== '' ? Number(v) : v;
-    }
+    const numbers = { snapshot_retention_days: f.snapshot_retention_days, ...scale };
+    for (const k of ['snapshot_retention_days', 'num_shards', 'replicas_per_shard'])
+      if (numbers[k].control.value.trim() !== String(c[k])) p[k] = number(numbers[k].control);
     return p;
   };
   openDialog({
@@ -121,15 +124,40 @@ function failover(c, done) {
   });
 }
 
+/* A snapshot of the cluster, named or not; the page then lists it, being
+ * taken, with a link to it. */
+function snapshot(c, done) {
+  const name = field('name', 'Snapshot name', input({ maxlength: 64, placeholder: `${c.id}-yyyymmdd-hhmmss` }),
+    'Optional: lowercase letters, digits and hyphens, starting with a letter; left empty, the cluster id and the time in UTC.');
+  openDialog({
+    title: `Take a snapshot of ${c.id}`,
+    body: [h('p', {}, 'Copies every shard\'s data into the snapshot store, where it is kept until deleted. ',
+      'Each shard is saved by an in-sync replica where it has one, so that its primary is not forked; the cluster serves throughout, ',
+      'and its other changes wait until the snapshot is taken.'), name.el],
+    confirm: 'Take snapshot',
+    submit: async () => {
+      const n = name.control.value.trim();
+      await api('POST', `${path(c)}/snapshots`, n ? { name: n } : {});
+      done();
+    },
+  });
+}
+
 function remove(c, done) {
+  const final = field('final_snapshot', 'Final snapshot', input({ maxlength: 64, placeholder: `${c.id}-final` }),
+    'Optional: name a snapshot to take of the data first; it is kept until deleted, and a new cluster can be restored from it. If it fails, nothing is deleted.');
   const typed = field('confirm', `Type ${c.id} to confirm`, input({ autocomplete: 'off' }));
   openDialog({
     title: `Delete ${c.id}`,
-    body: [h('p', { class: 'warn' }, 'Deletes every node and its data. This cannot be undone.'), typed.el],
+    body: [h('p', { class: 'warn' }, 'Deletes every node and its data. This cannot be undone.'), final.el, typed.el],
     confirm: 'Delete cluster',
     danger: true,
     ready: () => typed.control.value === c.id,
-    submit: async () => { await api('DELETE', path(c)); done(); },
+    submit: async () => {
+      const name = final.control.value.trim();
+      await api('DELETE', name ? `${path(c)}?final_snapshot=${encodeURIComponent(name)}` : path(c));
+      done();
+    },
   });
 }
 
@@ -147,6 +175,6 @@ export function actionBar(c, done) {
   const busy = c.status === 'deleting';
   const b = (text, fn) => h('button', { type: 'button', disabled: busy, onclick: () => fn(c, done) }, text);
   return h('div', { class: 'actions', role: 'group', 'aria-label': 'Actions' },
-    b('Modify', modify), b('Upgrade engine', upgrade), b('Test failover', failover),
+    b('Modify', modify), b('Upgrade engine', upgrade), b('Test failover', failover), b('Take snapshot', snapshot),
     h('button', { type: 'button', class: 'danger', disabled: busy, onclick: () => remove(c, done) }, 'Delete'));
 }

@@ -1,7 +1,8 @@
 // app.js -- the console's entry: sign-in gate, hash routes, the header.
 // Pages: #/clusters (the list), #/create (a new cluster), #/clusters/<id>
-// (one cluster), #/clusters/<id>/metrics (its dashboards), #/hosts (the
-// fleet) and #/tokens (admin tokens only).
+// (one cluster), #/clusters/<id>/metrics (its dashboards), #/snapshots
+// (the backups) and #/snapshots/<id> (one), #/hosts (the fleet) and
+// #/tokens (admin tokens only).
 
 import { canChange, identity, signOut, token, ApiError, READ_ONLY } from './api.js';
 import { alertLine, h, show } from './dom.js';
@@ -10,6 +11,7 @@ import { renderClusters } from './clusters.js';
 import { renderCluster } from './cluster.js';
 import { renderCreate } from './create.js';
 import { renderHosts } from './fleet.js';
+import { renderSnapshot, renderSnapshots } from './snapshots.js';
 import { renderTokens } from './tokens.js';
 
 const main = document.getElementById('main');
@@ -46,6 +48,7 @@ async function page(parts, params) {
     return (await import('./dashboard.js')).renderDashboard(main, parts[1], params);
   }
   if (parts[0] === 'clusters' && parts[1]) return renderCluster(main, parts[1]);
+  if (parts[0] === 'snapshots') return parts[1] ? renderSnapshot(main, parts[1]) : renderSnapshots(main, params);
   return renderClusters(main, params);
 }
 

@@ -1,12 +1,15 @@
 // cluster.js -- one cluster: summary, endpoints, topology (shards × nodes
-// with their replication), pending changes, parameters, operations and
-// events, and for an admin token its actions. While an operation runs the
-// page follows it every 2 s, and while a replica catches up every 5 s.
+// with their replication), pending changes, parameters, snapshots,
+// operations and events, and for an admin token its actions. While an
+// operation runs (or a snapshot is taken) the page follows it every 2 s,
+// and while a replica catches up every 5 s.
 
 import { api, canChange, get, ApiError, READ_ONLY } from './api.js';
-import { alertLine, h, show, table } from './dom.js';
+import { h, show, table } from './dom.js';
 import { actionBar, cancelPending } from './actions.js';
-import { bytes, clusterTabs, copyButton, operation, shape, statusBadge, tags } from './format.js';
+import { follow } from './follow.js';
+import { bytes, clusterTabs, copyButton, mode, operation, shape, statusBadge, tags } from './format.js';
+import { clusterSnapshots, snapshotsUnderWay } from './snapshots.js';
 
 const FOLLOW_MS = 2000;  // while an operation runs
 const SETTLE_MS = 5000;  // while a replica catches up
@@ -116,18 +119,26 @@ function eventRow(e) {
     h('td', {}, e.message));
 }
 
-/* The cluster's newest operations, and its events of the last day (the
- * newest 25), newest first. */
+/* The cluster's newest operations and snapshots, and its events of the
+ * last day (the newest 25), newest first. */
 async function history(id) {
   const since = new Date(Date.now() - 86400e3).toISOString();
-  const [ops, evs] = await Promise.all([
+  const [ops, snaps, evs] = await Promise.all([
     get('/v1/operations', { cluster_id: id, page_size: 10 }),
+    get('/v1/snapshots', { cluster_id: id, page_size: 5 }),
     get('/v1/events', { cluster_id: id, since, page_size: 200 }),
   ]);
-  return { operations: ops.operations, events: evs.events.slice(-25).reverse() };
+  return { operations: ops.operations, snapshots: snaps.snapshots, events: evs.events.slice(-25).reverse() };
 }
 
-function page(c, operations, events, refresh) {
+/* Where a restored cluster's data came from. */
+function restoredFrom(c) {
+  if (!c.restore_from) return null;
+  const id = c.restore_from.snapshot_id;
+  return [h('dt', {}, 'Restored from'), h('dd', {}, 'snapshot ', h('a', { href: `#/snapshots/${encodeURIComponent(id)}` }, id))];
+}
+
+function page(c, { operations, snapshots, events }, refresh) {
   return [
     h('h1', {}, c.id, ' ', statusBadge(c.status), operation(c.current_operation)),
     clusterTabs(c.id, 'Overview'),
@@ -137,7 +148,7 @@ function page(c, operations, events, refresh) {
         h('dt', {}, 'Description'), h('dd', {}, c.description || h('span', { class: 'muted' }, 'none')),
         h('dt', {}, 'Engine'), h('dd', {}, `${c.engine} ${c.engine_version}`,
           h('span', { class: 'muted' }, ` · running ${c.engine_version_actual || 'not yet'}`)),
-        h('dt', {}, 'Mode'), h('dd', {}, c.cluster_mode === 'enabled' ? 'cluster mode' : 'primary/replica'),
+        h('dt', {}, 'Mode'), h('dd', {}, mode(c)),
         h('dt', {}, 'Node type'), h('dd', {}, c.node_type),
         h('dt', {}, 'Shards × nodes'), h('dd', {}, shape(c)),
         h('dt', {}, 'Automatic failover'), h('dd', {}, c.automatic_failover ? 'yes' : 'no'),
@@ -145,10 +156,12 @@ function page(c, operations, events, refresh) {
         h('dt', {}, 'Encryption in transit'), h('dd', {}, c.transit_encryption ? 'TLS only' : 'no'),
         h('dt', {}, 'Endpoints'), h('dd', {}, endpoints(c)),
         h('dt', {}, 'AUTH token'), h('dd', {}, authToken(c)),
+        restoredFrom(c),
         h('dt', {}, 'Tags'), h('dd', {}, tags(c.tags).length ? tags(c.tags) : h('span', { class: 'muted' }, 'none')))),
     h('h2', {}, 'Topology'),
     h('div', { class: 'shards' }, (c.shards || []).map(shardTable)),
     h('div', { class: 'two' }, pending(c, refresh), parameters(c)),
+    clusterSnapshots(c, snapshots),
     h('h2', {}, 'Operations'),
     table('Operations', [['Kind'], ['Status'], ['Step'], ['Progress'], ['Started', 'optional'],
       ['Finished', 'optional'], ['Error']], operations.map(operationRow), 'No operations yet.'),
@@ -157,7 +170,8 @@ function page(c, operations, events, refresh) {
   ];
 }
 
-/* One load of the page; false once the cluster is gone. */
+/* One load of the page; the delay before the next (null once the
+ * cluster is gone or all is settled). */
 async function load(main, id, refresh) {
   let c;
   try {
@@ -165,45 +179,28 @@ async function load(main, id, refresh) {
   } catch (e) {
     if (!(e instanceof ApiError) || e.status !== 404) throw e;
     show(main, h('h1', {}, id), h('p', { role: 'status' }, `Cluster ${id} does not exist: it was deleted or never created. `,
+      h('a', { href: `#/snapshots?cluster_id=${encodeURIComponent(id)}` }, 'Its snapshots'), ' · ',
       h('a', { href: '#/clusters' }, 'Back to the clusters')));
     return null;
   }
-  const { operations, events } = await history(c.id);
+  const seen = await history(c.id);
   const y = window.scrollY;
-  show(main, page(c, operations, events, refresh));
+  show(main, page(c, seen, refresh));
   window.scrollTo(0, y);
-  return c;
+  return nextLook(c, seen.snapshots);
 }
 
-/* How soon to look again: soon while an operation runs or the status is
- * on its way somewhere, less often while a replica is not linked and in
- * sync, never once all is settled. */
-function nextLook(c) {
-  if (!c) return null;
-  if (c.current_operation || !['available', 'create-failed'].includes(c.status)) return FOLLOW_MS;
+/* How soon to look again: soon while an operation runs, the status is on
+ * its way somewhere or a snapshot is being taken or deleted, less often
+ * while a replica is not linked and in sync, never once all is settled. */
+function nextLook(c, snapshots) {
+  if (c.current_operation || !['available', 'create-failed'].includes(c.status) || snapshotsUnderWay(snapshots))
+    return FOLLOW_MS;
   const replicas = (c.shards || []).flatMap((s) => s.nodes).filter((n) => n.replication);
   const settled = (r) => r.link_status === 'up' && !r.sync_in_progress && !r.loading;
   return replicas.every((n) => settled(n.replication)) ? null : SETTLE_MS;
 }
 
-export async function renderCluster(main, id) {
-  const here = location.hash;
-  let timer = null;
-  const follow = (c) => {
-    const ms = nextLook(c);
-    if (ms) timer = setTimeout(refresh, ms);
-  };
-  const refresh = async () => {
-    clearTimeout(timer);
-    if (location.hash !== here) return;
-    if (document.querySelector('dialog[open]')) {
-      timer = setTimeout(refresh, FOLLOW_MS);
-      return;
-    }
-    follow(await load(main, id, refresh).catch((e) => {
-      show(main, alertLine(e.message));
-      return null;
-    }));
-  };
-  follow(await load(main, id, refresh));
+export function renderCluster(main, id) {
+  return follow(main, (refresh) => load(main, id, refresh));
 }

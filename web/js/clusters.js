@@ -3,7 +3,7 @@
 
 import { canChange, get } from './api.js';
 import { h, show } from './dom.js';
-import { operation, shape, statusBadge, tags } from './format.js';
+import { mode, operation, shape, statusBadge, tags } from './format.js';
 
 const STATUSES = ['', 'creating', 'available', 'modifying', 'degraded', 'deleting', 'create-failed'];
 
@@ -15,7 +15,7 @@ function row(c) {
   return h('tr', {},
     h('td', {}, h('a', { href: `#/clusters/${encodeURIComponent(c.id)}` }, c.id)),
     h('td', {}, `${c.engine} ${c.engine_version_actual || c.engine_version}`),
-    h('td', { class: 'optional' }, c.cluster_mode === 'enabled' ? 'cluster mode' : 'primary/replica'),
+    h('td', { class: 'optional' }, mode(c)),
     h('td', { class: 'optional' }, c.node_type),
     h('td', {}, shape(c)),
     h('td', {}, statusBadge(c.status), operation(c.current_operation)),

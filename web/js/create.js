@@ -5,9 +5,10 @@
 
 import { api, getAll } from './api.js';
 import { h, show } from './dom.js';
-import { checkbox, field, formAlert, input, parsePairs, select, showErrors } from './form.js';
+import { checkbox, field, formAlert, input, number, parsePairs, select, showErrors } from './form.js';
 import { money } from './format.js';
 import { sizingPanel } from './sizing.js';
+import { SNAPSHOT_DEFAULTS, snapshotFields } from './snapshots.js';
 
 const HOURS_PER_MONTH = 730;
 
@@ -20,12 +21,6 @@ function typeLabel(t, engine) {
   const price = t.price_usd_per_hour && t.price_usd_per_hour[engine];
   return `${t.name} · ${t.memory_gib} GiB · ${t.vcpus} vCPU${t.vcpus > 1 ? 's' : ''}` +
     (price !== undefined ? ` · ${money(price)}/h` : '');
-}
-
-/* A number as typed, or the text itself so that the API names the field. */
-function number(control) {
-  const v = control.value.trim();
-  return v !== '' && Number.isInteger(Number(v)) ? Number(v) : v;
 }
 
 export async function renderCreate(main) {
@@ -50,6 +45,7 @@ export async function renderCreate(main) {
     transit_encryption: field('transit_encryption', 'Encryption in transit', checkbox(false),
       'TLS only, with certificates from Cairn\'s authority (GET /v1/ca-certificate); chosen now, for good.'),
     maintenance_window: field('maintenance_window', 'Maintenance window (UTC)', input({ value: 'sun:05:00-sun:06:00' })),
+    ...snapshotFields(SNAPSHOT_DEFAULTS),
     parameters: field('parameters', 'Parameters', h('textarea', { rows: 3, placeholder: 'maxmemory-policy=allkeys-lru' }), 'One name=value per line.'),
     tags: field('tags', 'Tags', h('textarea', { rows: 2, placeholder: 'team=checkout' }), 'One key=value per line.'),
   };
@@ -114,6 +110,8 @@ export async function renderCreate(main) {
       multi_az: f.multi_az.control.checked,
       transit_encryption: f.transit_encryption.control.checked,
       maintenance_window: f.maintenance_window.control.value.trim(),
+      snapshot_retention_days: number(f.snapshot_retention_days.control),
+      snapshot_window: f.snapshot_window.control.value.trim(),
       parameters: parsePairs(f.parameters.control.value),
       tags: parsePairs(f.tags.control.value),
     };

@@ -35,6 +35,13 @@ export function checkbox(checked) {
   return h('input', { type: 'checkbox', checked: !!checked });
 }
 
+/** A whole number as typed, or the text itself so that the API names the
+ *  field it refuses. */
+export function number(control) {
+  const v = control.value.trim();
+  return v !== '' && Number.isInteger(Number(v)) ? Number(v) : v;
+}
+
 /** "key=value" lines as an object; a line without "=" is kept as a key
  *  with the value "" so that the API names it. */
 export function parsePairs(text) {

@@ -1,5 +1,6 @@
 // format.js -- how the console writes the API's values: statuses with
-// their word and colour, shapes of clusters, operations in progress.
+// their word and colour, shapes and modes of clusters (and of snapshots),
+// operations in progress, counts and bytes.
 
 import { h } from './dom.js';
 
@@ -18,6 +19,11 @@ export function copyButton(text, what) {
 /** "3 × (1 + 1)": shards, each a primary and its replicas. */
 export function shape(c) {
   return `${c.num_shards} × (1 + ${c.replicas_per_shard})`;
+}
+
+/** A cluster's (or a snapshot's) cluster_mode in words. */
+export function mode(c) {
+  return c.cluster_mode === 'enabled' ? 'cluster mode' : 'primary/replica';
 }
 
 /** The current operation with its step and progress, or nothing. */
@@ -39,6 +45,13 @@ const usdFine = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'U
 /** Dollars: cents for sums, finer for hourly prices below a dollar. */
 export function money(v) {
   return (v < 1 ? usdFine : usd).format(v);
+}
+
+const whole = new Intl.NumberFormat('en-US');
+
+/** A count with its thousands marked: 100,000; '—' when not known. */
+export function count(n) {
+  return n === null || n === undefined ? '—' : whole.format(n);
 }
 
 /** Bytes in binary units: 1.5 GiB. */
