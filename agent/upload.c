@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,8 +21,16 @@
 #include "xalloc.h"
 
 /* zlib's fastest level: an RDB file's strings are compressed already
- * (rdbcompression), and the part's bytes must keep up with the disk. */
-#define UPLOAD_GZIP_LEVEL 1
+ * (rdbcompression), and the part's bytes must keep up with the disk. A
+ * read that does not shrink below UPLOAD_STORE_RATIO of itself is data gzip
+ * cannot help (values compressed already, random bytes): the reads after it
+ * are stored as they are (level 0, gzip still, at the speed of a copy),
+ * and every UPLOAD_PROBE_EVERY-th is tried again at level 1. */
+#define UPLOAD_GZIP_LEVEL  1
+#define UPLOAD_STORE_RATIO 0.9
+#define UPLOAD_PROBE_EVERY 16
+/* The upload's thread yields to the engines it shares the host with. */
+#define UPLOAD_NICE 10
 /* A part is tried this many times, 1 s, 2 s, 4 s ... apart. */
 #define UPLOAD_TRIES 6
 
@@ -198,7 +208,7 @@ static bool send_file(struct upload *u, char *err, size_t errsize)
     unsigned char *part = xmalloc(cap);
     EVP_MD_CTX *whole = EVP_MD_CTX_new(), *piece = EVP_MD_CTX_new();
     unsigned long long total = 0, in_part = 0;
-    int parts = 0;
+    int parts = 0, level = UPLOAD_GZIP_LEVEL, stored_reads = 0;
     bool ok = true, end = false;
     char sha[65];
 
@@ -216,7 +226,11 @@ static bool send_file(struct upload *u, char *err, size_t errsize)
         end = n == 0;
         if (n > 0) {
             size_t zlen;
-            unsigned char *z = gzip_compress_level(raw, (size_t)n, UPLOAD_GZIP_LEVEL, &zlen);
+            bool probe = level == 0 && ++stored_reads % UPLOAD_PROBE_EVERY == 0;
+            int use = probe ? UPLOAD_GZIP_LEVEL : level;
+            unsigned char *z = gzip_compress_level(raw, (size_t)n, use, &zlen);
+            if (use != 0)
+                level = (double)zlen > UPLOAD_STORE_RATIO * (double)n ? 0 : UPLOAD_GZIP_LEVEL;
             if (used + zlen > cap) {
                 cap = used + zlen;
                 part = xrealloc(part, cap);
@@ -282,6 +296,9 @@ static void *upload_main(void *arg)
 {
     struct upload *u = arg;
     char err[2048];
+
+    /* On Linux a thread has a nice value of its own. */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), UPLOAD_NICE);
 
     if (!send_file(u, err, sizeof(err))) {
         log_warn("snapshot file not sent", "snapshot=%s shard=%d error=\"%s\"", u->snapshot_id,
