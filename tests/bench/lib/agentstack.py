@@ -35,7 +35,8 @@ def exit_cleanly_on_signals():
 class AgentStack:
     """cairnd_args are added to cairnd's command line after the bootstrap
     token (harness.Cairnd turns Sentinel discovery off unless they say
-    otherwise)."""
+    otherwise). The benchmark's own agents register with that token and
+    need no admin's approval, as the demo's and the system tests' do."""
 
     def __init__(self, label, cairnd_args=()):
         harness.require_cairnd()
@@ -43,7 +44,8 @@ class AgentStack:
         self.pg = harness.PostgresServer(f"{label}-pg").start()
         self.db = self.pg.create_database(label)
         self.cairnd = harness.start_cairnd(self.pg.url(self.db),
-                                           ["--agent-bootstrap-token", agents.BOOTSTRAP]
+                                           ["--agent-bootstrap-token", agents.BOOTSTRAP,
+                                            "--approve-bootstrap-hosts"]
                                            + [str(a) for a in cairnd_args],
                                            label=f"{label}-cairnd")
         self.api = harness.Api(self.cairnd.url,
