@@ -70,6 +70,7 @@ struct loader {
     char cursor[32];                   /* SCAN's, "0" at the start of a database */
     long long keys;                    /* copied so far */
     bool functions;                    /* its functions are in the new cluster */
+    bool ready;                        /* it has loaded its file: its databases are known */
 };
 
 static struct loader *loaders[LOADERS_MAX];
@@ -346,7 +347,7 @@ static bool loader_ready(struct loader *l, char *err, size_t errsize)
                  loading == 0;
     l->ndbs = 0;
     for (int db = 0; ready && db < DATABASES_MAX; db++) {
-        char name[8];
+        char name[16];
         long long keys;
         snprintf(name, sizeof(name), "db%d", db);
         if (engine_info_field_ll(engine_info_get(info, "keyspace", name), "keys", &keys) &&
@@ -698,8 +699,8 @@ enum op_result ops_restore(struct op_ctx *ctx)
     }
     json_decref(sc.doc);
     struct loader *l = *slot;
-    if (l->src == NULL || l->dbi == 0) {
-        if (!loader_ready(l, err, sizeof(err))) {
+    if (!l->ready) {
+        if (!(l->ready = loader_ready(l, err, sizeof(err)))) {
             if (err[0] != '\0')
                 return fail_loader(ctx, slot, PROBLEM_RESTORE_FAILED, err);
             if (ops_elapsed_s(ctx, "load_since") > LOAD_LIMIT_S)

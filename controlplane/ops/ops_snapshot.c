@@ -133,7 +133,7 @@ static json_t *keyspace(const struct engine_info *info, long long *total)
     const struct engine_info_section *ks = engine_info_section(info, "keyspace");
     *total = 0;
     for (int db = 0; ks != NULL && db < 16; db++) {
-        char key[8];
+        char key[16];
         long long n;
         snprintf(key, sizeof(key), "db%d", db);
         if (engine_info_field_ll(engine_info_get(info, "keyspace", key), "keys", &n) && n > 0) {
