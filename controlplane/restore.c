@@ -65,8 +65,10 @@ json_t *restore_fill(struct app *app, const json_t *body, json_t **snapshot, jso
     return filled;
 }
 
-bool restore_engine_ok(const char *to_engine, const char *to_line, const char *from_engine,
-                       const char *from_line)
+/* Whether an engine can load data saved by another: the same engine, the
+ * same or a newer line; or valkey loading redis's up to 7.2. */
+static bool restore_engine_ok(const char *to_engine, const char *to_line, const char *from_engine,
+                              const char *from_line)
 {
     if (!engine_line_parse(to_line, NULL, NULL) || !engine_line_parse(from_line, NULL, NULL))
         return false;

@@ -28,9 +28,4 @@ json_t *restore_fill(struct app *app, const json_t *body, json_t **snapshot, jso
  * or INSUFFICIENT_MEMORY. */
 bool restore_check(struct app *app, const json_t *spec, const json_t *snapshot, struct problem *p);
 
-/* Whether an engine can load data saved by another: the same engine, the
- * same or a newer line; or valkey loading redis's up to 7.2. Pure. */
-bool restore_engine_ok(const char *to_engine, const char *to_line, const char *from_engine,
-                       const char *from_line);
-
 #endif

@@ -122,11 +122,11 @@ static void hash_piece(const void *data, size_t len, void *arg)
 /* The part's gzip members must expand to exactly the bytes its headers
  * name, with their SHA-256; the file's first part must start as an RDB
  * file does. False with why in err. */
-static bool check_part(const struct http_request *req, int part, unsigned long long *raw_bytes,
+static bool check_part(struct http_request *req, int part, unsigned long long *raw_bytes,
                        const char **field, char *err, size_t errsize)
 {
-    const char *bytes = http_header((struct http_request *)req, "Cairn-Raw-Bytes");
-    const char *sha = http_header((struct http_request *)req, "Cairn-Raw-Sha256");
+    const char *bytes = http_header(req, "Cairn-Raw-Bytes");
+    const char *sha = http_header(req, "Cairn-Raw-Sha256");
     char *end;
     unsigned char want[CRYPTO_SHA256_LEN], got[CRYPTO_SHA256_LEN];
 

@@ -67,6 +67,7 @@ struct loader {
     char password[65]; /* the private engine's: no one else on the host reads the data */
     struct resp_conn *src;
     int dbs[DATABASES_MAX], ndbs, dbi; /* the databases with keys, the one being copied */
+    int selected;                      /* the database src has selected: 0 on connecting */
     char cursor[32];                   /* SCAN's, "0" at the start of a database */
     long long keys;                    /* copied so far */
     bool functions;                    /* its functions are in the new cluster */
@@ -544,13 +545,14 @@ static int copy_batch(struct loader *l, struct targets *tg, char *err, size_t er
     if (l->dbi >= l->ndbs)
         return 1;
     int db = l->dbs[l->dbi];
-    char dbtext[16];
-    snprintf(dbtext, sizeof(dbtext), "%d", db);
-    redisReply *sel = resp_command(l->src, err, errsize, "SELECT %s", dbtext);
-    resp_reply_free(sel);
-    redisReply *scan =
-        sel != NULL ? resp_command(l->src, err, errsize, "SCAN %s COUNT " SCAN_COUNT, l->cursor)
-                    : NULL;
+    if (l->selected != db) {
+        redisReply *sel = resp_command(l->src, err, errsize, "SELECT %d", db);
+        if (sel == NULL)
+            return -1;
+        resp_reply_free(sel);
+        l->selected = db;
+    }
+    redisReply *scan = resp_command(l->src, err, errsize, "SCAN %s COUNT " SCAN_COUNT, l->cursor);
     if (scan == NULL)
         return -1;
     if (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 ||
