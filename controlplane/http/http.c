@@ -801,6 +801,58 @@ int64_t http_agents_behind_us(struct http_server *srv)
     return oldest == INT64_MAX ? 0 : time_mono_us() - oldest;
 }
 
+/* Whether req goes into the audit log (migrations/0023_audit_log.sql): a
+ * call by a caller cairnd knows that changes something or tries to, or
+ * reads a cluster's AUTH token. Agents' syncs and pushes are their own
+ * record; a refusal for the rate (429) is the request log's only. */
+static bool audited(const struct http_request *req)
+{
+    if (req->route == NULL || req->method == NULL || !req->who.authenticated || req->status == 429)
+        return false;
+    switch (req->route->scope) {
+    case SCOPE_BOOTSTRAP:
+        return true;
+    case SCOPE_SIGV4:
+        return req->action[0] != '\0' && strncmp(req->action, "Describe", 8) != 0 &&
+               strncmp(req->action, "List", 4) != 0;
+    case SCOPE_READ:
+    case SCOPE_ADMIN:
+        return strcmp(req->method, "GET") != 0 ||
+               strcmp(req->route->pattern, "/v1/clusters/{id}/auth") == 0;
+    case SCOPE_NONE:
+    case SCOPE_AGENT:
+        break;
+    }
+    return false;
+}
+
+static enum db_status audit_fn(struct db_conn *conn, void *arg)
+{
+    return store_audit_add(conn, arg);
+}
+
+static void audit(const struct http_request *req)
+{
+    bool token = req->who.kind == AUTH_KIND_TOKEN, join = req->who.kind == AUTH_KIND_JOIN;
+    struct store_audit_entry e = {
+        .request_id = req->request_id,
+        .caller_kind = token  ? "token"
+                       : join ? "host_join_token"
+                              : "agent_bootstrap",
+        .token_id = token || join ? req->who.token_id : NULL,
+        .token_scope = token ? auth_scope_name(req->who.scope) : NULL,
+        .remote_address = req->remote_address,
+        .method = req->method,
+        .path = req->path != NULL ? req->path : req->target,
+        .action = req->action[0] != '\0' ? req->action : NULL,
+        .status = req->status,
+    };
+    enum db_status st = db_run(req->app->db, audit_fn, &e);
+    if (st != DB_OK)
+        log_warn("could not write the audit log", "request_id=%s db_status=%d", req->request_id,
+                 (int)st);
+}
+
 static enum MHD_Result queue_reply(struct http_request *req)
 {
     struct MHD_Response *resp =
@@ -809,6 +861,10 @@ static enum MHD_Result queue_reply(struct http_request *req)
             : MHD_create_response_from_buffer(req->reply_len, req->reply, MHD_RESPMEM_MUST_FREE);
     enum MHD_Result ret;
 
+    /* Written before the answer leaves: a caller holding its answer finds
+     * its call in the log. */
+    if (audited(req))
+        audit(req);
     req->reply = NULL; /* MHD frees it now, or closes the file */
     req->reply_fd = -1;
     if (req->content_type != NULL)
@@ -881,58 +937,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return queue_reply(req);
 }
 
-/* Whether req goes into the audit log (migrations/0023_audit_log.sql): a
- * call by a caller cairnd knows that changes something or tries to, or
- * reads a cluster's AUTH token. Agents' syncs and pushes are their own
- * record; a refusal for the rate (429) is the request log's only. */
-static bool audited(const struct http_request *req)
-{
-    if (req->route == NULL || req->method == NULL || !req->who.authenticated || req->status == 429)
-        return false;
-    switch (req->route->scope) {
-    case SCOPE_BOOTSTRAP:
-        return true;
-    case SCOPE_SIGV4:
-        return req->action[0] != '\0' && strncmp(req->action, "Describe", 8) != 0 &&
-               strncmp(req->action, "List", 4) != 0;
-    case SCOPE_READ:
-    case SCOPE_ADMIN:
-        return strcmp(req->method, "GET") != 0 ||
-               strcmp(req->route->pattern, "/v1/clusters/{id}/auth") == 0;
-    case SCOPE_NONE:
-    case SCOPE_AGENT:
-        break;
-    }
-    return false;
-}
-
-static enum db_status audit_fn(struct db_conn *conn, void *arg)
-{
-    return store_audit_add(conn, arg);
-}
-
-static void audit(struct http_server *srv, const struct http_request *req)
-{
-    bool token = req->who.kind == AUTH_KIND_TOKEN, join = req->who.kind == AUTH_KIND_JOIN;
-    struct store_audit_entry e = {
-        .request_id = req->request_id,
-        .caller_kind = token  ? "token"
-                       : join ? "host_join_token"
-                              : "agent_bootstrap",
-        .token_id = token || join ? req->who.token_id : NULL,
-        .token_scope = token ? auth_scope_name(req->who.scope) : NULL,
-        .remote_address = req->remote_address,
-        .method = req->method,
-        .path = req->path != NULL ? req->path : req->target,
-        .action = req->action[0] != '\0' ? req->action : NULL,
-        .status = req->status,
-    };
-    enum db_status st = db_run(srv->app->db, audit_fn, &e);
-    if (st != DB_OK)
-        log_warn("could not write the audit log", "request_id=%s db_status=%d", req->request_id,
-                 (int)st);
-}
-
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -959,8 +963,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
              req->status, (double)took_us / 1000.0, req->reply_len,
              req->who.authenticated ? req->who.token_id : "-",
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
-    if (audited(req))
-        audit(srv, req);
     request_free(req);
     pthread_mutex_lock(&srv->lock);
     if (--srv->active == 0)
