@@ -65,10 +65,13 @@
 #define FAST_FORCE_MS         500  /* the same, when a primary's engine exited */
 #define FORCE_POLL_MS         5
 #define RELEASE_AFTER_MS      3000 /* replicas restarted from their disks have loaded by then */
-#define STALE_SLACK_MS        2500 /* the engines count a link's downtime in whole seconds */
-#define WARN_EVERY_MS         30000
-#define REBALANCE_SETTLE_S    5  /* quiet this long before primaries are moved back */
-#define MAX_WORK              64 /* groups handled per tick; the rest next tick */
+#define FORCE_UNSYNCED_AFTER_MS                                                                    \
+    60000                       /* a shard without a primary this long takes a replica             \
+                                   holding only its own disk's data */
+#define STALE_SLACK_MS     2500 /* the engines count a link's downtime in whole seconds */
+#define WARN_EVERY_MS      30000
+#define REBALANCE_SETTLE_S 5  /* quiet this long before primaries are moved back */
+#define MAX_WORK           64 /* groups handled per tick; the rest next tick */
 
 /* Throttles: when a shard was last warned about or repaired. */
 struct mark {
@@ -173,18 +176,25 @@ static bool candidate(const struct cluster_node *n, int shard)
            strcmp(n->process_state, "running") == 0;
 }
 
-/* The replica of shard to promote: one that holds the group's data (it
- * completed a sync and is not loading or in a new one) and was linked to
- * its primary until that went down (at down_ms, epoch ms, when known: a
- * replica cut off from it seconds before lacks what it acknowledged
- * since), with the highest replication offset; on a tie, one outside the
- * lost primary's zone, then the lowest ordinal. With relaxed, any
- * answering replica will do (a cluster-mode shard that has had no primary
- * for long). */
+/* Which replicas best_replica() considers. */
+enum candidates {
+    HOLDS_DATA, /* completed a sync and is not loading or in a new one, and was linked to its
+                   primary until that went down */
+    SYNCED,     /* linked to its primary at some time since it started, however long ago (a
+                   cluster-mode shard that has had no primary for long) */
+    ANY,        /* any answering replica, even one holding only what it loaded from its own
+                   disk: the primary's own disk is no better, or it has been gone for minutes */
+};
+
+/* The replica of shard to promote among those want allows, with the
+ * highest replication offset; on a tie, one outside the lost primary's
+ * zone, then the lowest ordinal. With HOLDS_DATA, a replica cut off from
+ * the primary seconds before it went down (at down_ms, epoch ms, when
+ * known) is left out: it lacks what the primary acknowledged since. */
 static const struct cluster_node *best_replica(const struct cluster_nodes *nodes,
                                                const char *password, int shard,
                                                const struct cluster_node *old, long long down_ms,
-                                               bool relaxed)
+                                               enum candidates want)
 {
     long long down_for_ms = down_ms > 0 ? time_now_ms() - down_ms : -1;
     const struct cluster_node *best = NULL;
@@ -201,9 +211,10 @@ static const struct cluster_node *best_replica(const struct cluster_nodes *nodes
             log_warn("failover candidate did not answer", "node=%s error=\"%s\"", n->id, err);
             continue;
         }
-        if (repl.primary || repl.loading || !(repl.has_data || relaxed))
+        if (repl.primary || repl.loading || (want == HOLDS_DATA && !repl.has_data) ||
+            (want == SYNCED && !repl.synced))
             continue;
-        if (!relaxed && down_for_ms >= 0 &&
+        if (want == HOLDS_DATA && down_for_ms >= 0 &&
             repl.link_down_s * 1000 > down_for_ms + STALE_SLACK_MS) {
             log_info("failover candidate was cut off from its primary before it went down",
                      "node=%s link_down_s=%lld primary_down_ms=%lld", n->id, repl.link_down_s,
@@ -488,7 +499,7 @@ static void failover_shard(struct ha *h, const struct store_ha_work *w)
     const char *meanwhile = cluster_mode ? "the engines will elect" : "waiting";
     const struct cluster_node *old = cluster_nodes_find(&nodes, w->node);
     const struct cluster_node *best =
-        old != NULL ? best_replica(&nodes, password, w->shard, old, w->since_ms, false) : NULL;
+        old != NULL ? best_replica(&nodes, password, w->shard, old, w->since_ms, HOLDS_DATA) : NULL;
     struct store_ha_work failed;
     enum restart restart = best == NULL && old != NULL
                                ? restart_primary(h, w, &nodes, password, old)
@@ -496,7 +507,7 @@ static void failover_shard(struct ha *h, const struct store_ha_work *w)
     if (restart == RESTART_SENT)
         goto out;
     if (restart == RESTART_FAILED) {
-        best = best_replica(&nodes, password, w->shard, old, 0, true);
+        best = best_replica(&nodes, password, w->shard, old, 0, ANY);
         failed = *w;
         snprintf(failed.why, sizeof(failed.why), "%s", "engine crashed, and again when restarted");
         w = &failed;
@@ -756,12 +767,21 @@ static void repair_shard(struct ha *h, const struct store_ha_work *w)
         return;
     if (!cluster_nodes_load(h->app, w->cluster, &nodes, &password, &cluster_mode, err, sizeof(err)))
         return;
-    const struct cluster_node *best = best_replica(&nodes, password, w->shard, NULL, 0, false);
+    /* A replica that has not been linked since it started holds what its
+     * own disk held, which may be nothing (a replica whose disk filled
+     * after its sync restarts on its AOF from before it). While the
+     * primary may only be frozen or cut off, the shard waits for it
+     * rather than lose its data to such a replica. */
+    const struct cluster_node *best = best_replica(&nodes, password, w->shard, NULL, 0, HOLDS_DATA);
     if (best == NULL)
-        best = best_replica(&nodes, password, w->shard, NULL, 0, true);
+        best = best_replica(&nodes, password, w->shard, NULL, 0, SYNCED);
+    if (best == NULL && down_ms >= FORCE_UNSYNCED_AFTER_MS)
+        best = best_replica(&nodes, password, w->shard, NULL, 0, ANY);
     if (best == NULL) {
-        log_warn("shard without a primary and no replica to force", "cluster=%s shard=%04d",
-                 w->cluster, w->shard + 1);
+        log_warn("shard without a primary and no replica to force",
+                 "cluster=%s shard=%04d "
+                 "down_ms=%lld unsynced_after_ms=%d",
+                 w->cluster, w->shard + 1, down_ms, FORCE_UNSYNCED_AFTER_MS);
         goto out;
     }
     enum engine_failover_mode how;

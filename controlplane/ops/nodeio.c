@@ -207,6 +207,8 @@ bool nodeio_replication(const struct cluster_node *n, const char *password, stru
     out->in_sync = !out->primary && link_up && !syncing && !out->loading;
     out->has_data = !out->primary && !syncing && !out->loading &&
                     (link_up || (down_s >= 0 && down_s <= NODEIO_LINK_RECENT_S));
+    /* The engines count a link never up since the start as down since -1. */
+    out->synced = !out->primary && (link_up || down_s >= 0);
     engine_info_free(info);
     return true;
 }

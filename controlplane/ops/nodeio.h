@@ -110,6 +110,8 @@ struct nodeio_repl {
     bool in_sync;  /* a replica: link up, not loading, not in a full sync */
     bool has_data; /* a replica that completed a sync with its primary: link up, or
                       down for at most NODEIO_LINK_RECENT_S (its primary just died) */
+    bool synced;   /* a replica linked to its primary at some time since it started: what it
+                      holds came from a primary, not only from its own disk */
     bool loading;
     long long link_down_s; /* a replica: seconds its link has been down; -1: up, or never was */
     long long offset;      /* a replica: slave_repl_offset; a primary: master_repl_offset */

@@ -282,15 +282,52 @@ static void retry_failover(struct op_ctx *ctx, const struct shard_view *v)
         log_warn("the failover was refused again", "node=%s error=\"%s\"", v->to->id, err);
 }
 
+static const char ON_LOST_HOST[] = "is on a lost host";
+
+/* Why node n, one of the two a failover switches, can take no part in it
+ * now (its agent reports it down, or its host lost); NULL when it can. */
+static const char *gone(const struct cluster_node *n)
+{
+    if (n == NULL)
+        return "is gone from the shard";
+    if (n->host_lost)
+        return ON_LOST_HOST;
+    if (strcmp(n->process_state, "crashed") == 0 || strcmp(n->process_state, "stopped") == 0 ||
+        strcmp(n->process_state, "unresponsive") == 0)
+        return n->process_state;
+    return NULL;
+}
+
 /* Done when the target says it is the primary and every other node of the
- * shard follows it. */
-static enum op_result wait_switch(struct op_ctx *ctx)
+ * shard follows it. A failover operation of its own (alone) holds the
+ * failover authority (ha.c) off the cluster while it runs, so when the
+ * primary or the target goes down before the roles switch, it ends at once
+ * instead of waiting out the step's minute with a shard whose primary may
+ * be down; a primary gone after the switch (the target says it took over)
+ * counts as switched. Inside another operation (an upgrade) the authority
+ * acts meanwhile, and the step waits. */
+static enum op_result await_switch(struct op_ctx *ctx, bool alone)
 {
     struct shard_view v;
+    struct nodeio_repl repl;
+    const char *who = NULL, *why = NULL;
+    char err[256];
+
     if (!view_shard(ctx, &v))
         return op_wait(ctx, 20);
     bool done = switched(&v);
-    if (!done)
+    if (!done && alone) {
+        if ((why = gone(cluster_nodes_find(&v.t.nodes, ops_context_str(ctx, "previous")))) !=
+            NULL) {
+            who = "previous";
+            done = v.to != NULL &&
+                   nodeio_replication(v.to, v.t.password, NODEIO_QUICK, &repl, err, sizeof(err)) &&
+                   repl.primary;
+        } else if ((why = gone(v.to)) != NULL) {
+            who = "target";
+        }
+    }
+    if (!done && why == NULL)
         retry_failover(ctx, &v);
     ops_topo_free(&v.t);
     if (done) {
@@ -298,8 +335,24 @@ static enum op_result wait_switch(struct op_ctx *ctx)
             json_object_set_new(ctx->context, "switched_ms", json_integer(time_now_ms()));
         return OP_NEXT;
     }
+    if (why != NULL)
+        return op_fail(ctx, why == ON_LOST_HOST ? PROBLEM_HOST_LOST : PROBLEM_NODE_UNREACHABLE,
+                       "node %s (the %s) %s before the roles switched; the planned failover is "
+                       "called off, and automatic failover acts",
+                       ops_context_str(ctx, who), strcmp(who, "target") == 0 ? "target" : "primary",
+                       why);
     return ops_wait_within(ctx, "switch_since", OPS_FORM_WAIT_LIMIT_S, 20, PROBLEM_FAILOVER_TIMEOUT,
                            "the roles did not switch within %d s", OPS_FORM_WAIT_LIMIT_S);
+}
+
+static enum op_result wait_switch(struct op_ctx *ctx)
+{
+    return await_switch(ctx, false);
+}
+
+static enum op_result wait_switch_alone(struct op_ctx *ctx)
+{
+    return await_switch(ctx, true);
 }
 
 /* Whether every replica follows the target; tell those that do not. */
@@ -373,9 +426,17 @@ static const struct op_step failover_steps[] = {
     {"repoint_replicas", repoint_replicas},
 };
 
-const struct op_kind op_cluster_failover = {"failover", failover_steps,
-                                            sizeof(failover_steps) / sizeof(failover_steps[0]),
-                                            ops_back_to_available};
+/* The same steps, run as an operation of its own. */
+static const struct op_step failover_alone_steps[] = {
+    {"start_failover", start_failover},
+    {"wait_switch", wait_switch_alone},
+    {"record", measure_pause, record_failover},
+    {"repoint_replicas", repoint_replicas},
+};
+
+const struct op_kind op_cluster_failover = {
+    "failover", failover_alone_steps,
+    sizeof(failover_alone_steps) / sizeof(failover_alone_steps[0]), ops_back_to_available};
 
 enum op_result ops_failover_run(struct op_ctx *ctx, json_t *sub)
 {

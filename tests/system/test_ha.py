@@ -996,6 +996,121 @@ def test_cluster_mode_without_a_majority_is_forced_to_take_over(stack, cleanup):
     rc.reset()
 
 
+def test_planned_failover_whose_primary_dies_is_called_off_for_the_automatic_one(stack,
+                                                                                 cleanup):
+    """Cluster mode, 3 shards: a planned failover of shard 0001 that cannot
+    win its vote (the other two primaries frozen) holds the automatic
+    failover off the cluster while it runs. Its primary killed meanwhile,
+    it is called off at once (NODE_UNREACHABLE) rather than after its
+    minute, and the automatic failover serves every shard again."""
+    cid = "ha-called-off"
+    body, pw = create(stack, cleanup, clusters.valkey_cluster(
+        cid, parameters={"cluster-node-timeout": "2000"}))
+    primaries = [next(n for n in s["nodes"] if n["role"] == "primary") for s in body["shards"]]
+    rc = clusters.cluster_client(body, pw)
+    for i in range(300):
+        rc.set(f"c{i}", i)
+    rc.close()
+    frozen = [stack.agent_of(n["host_id"]).pidfile(n["id"]) for n in primaries[1:]]
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        op = expect.json_ok(stack.api.post(f"/v1/clusters/{cid}/failover",
+                                           json={"shard_id": "0001"}), 202)
+
+        def switching():
+            o = expect.json_ok(stack.api.get(f"/v1/operations/{op['id']}"))
+            assert o["status"] in ("pending", "running"), \
+                f"the planned failover ended before its primary was killed: {o}"
+            return o if o["status"] == "running" and o["step_name"] == "wait_switch" else None
+        wait_until(switching, 10, "the planned failover waiting for its switch", interval=0.1)
+        time.sleep(1)  # the vote it cannot win is under way
+        os.kill(stack.agent_of(primaries[0]["host_id"]).pidfile(primaries[0]["id"]),
+                signal.SIGKILL)
+        killed = time.monotonic()
+
+        def ended():
+            o = expect.json_ok(stack.api.get(f"/v1/operations/{op['id']}"))
+            return o if o["status"] not in ("pending", "running") else None
+        o = wait_until(ended, 15, "the planned failover called off", interval=0.1)
+        called_off = time.monotonic() - killed
+        eq((o["status"], o["step_name"], o["error"]["code"]),
+           ("failed", "wait_switch", "NODE_UNREACHABLE"), "the planned failover")
+        assert f"node {primaries[0]['id']} (the primary) crashed" in o["error"]["message"], o
+
+        def serving():
+            b = clusters.get(stack.api, cid)
+            return all(any(n["role"] == "primary" and n["status"] == "running"
+                           and n["id"] not in [p["id"] for p in primaries] for n in s["nodes"])
+                       for s in b["shards"])
+        wait_until(serving, 30, "every shard served by a former replica", interval=0.2)
+        served = time.monotonic() - killed
+        rc = ClusterClient(stack, cid, pw)
+        wait_until(lambda: rc.all(lambda c: all(c.get(f"c{i}") == str(i)
+                                                for i in range(0, 300, 3))),
+                   20, "every slot served with its data", interval=0.1)
+        rc.reset()
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    print(f"\nplanned failover called off {called_off:.1f} s after its primary died; "
+          f"every shard served {served:.1f} s after")
+
+
+def test_cluster_mode_replica_holding_only_its_own_empty_disk_is_not_forced_in(stack, cleanup):
+    """Cluster mode, node timeout 2 s: shard 0001's primary freezes, and
+    its replica restarts on an AOF from before its sync (here: none, as
+    after a disk that filled once the sync was done) and cannot sync from
+    the frozen primary. Past twice the node timeout the shard has no
+    primary, but its only replica holds nothing a primary gave it: cairnd
+    does not force it in (that would serve the shard empty) and the shard
+    waits for its primary, which serves every key once thawed."""
+    cid = "ha-unsynced"
+    body, pw = create(stack, cleanup, clusters.valkey_cluster(
+        cid, parameters={"cluster-node-timeout": "2000"}))
+    shard = body["shards"][0]
+    primary = next(n for n in shard["nodes"] if n["role"] == "primary")
+    replica = next(n for n in shard["nodes"] if n["role"] == "replica")
+    rc = clusters.cluster_client(body, pw)
+    for i in range(300):
+        rc.set(f"u{i}", i)
+    rc.close()
+    time.sleep(1.5)  # appendfsync everysec: on the disks by now
+    primary_pid = stack.agent_of(primary["host_id"]).pidfile(primary["id"])
+    agent = stack.agent_of(replica["host_id"])
+    os.kill(primary_pid, signal.SIGSTOP)
+    try:
+        agent.signal(signal.SIGSTOP)
+        try:
+            os.kill(agent.pidfile(replica["id"]), signal.SIGKILL)
+            aof = [f for f in agent.node_dir(replica["id"]).rglob("*") if f.is_file() and
+                   f.parent.name == "appendonlydir"]
+            assert aof, f"no AOF under {agent.node_dir(replica['id'])}"
+            for f in aof:
+                f.unlink()
+        finally:
+            agent.signal(signal.SIGCONT)
+
+        def restarted_empty():
+            try:
+                with clusters.admin_client(replica) as c:
+                    return c.dbsize() == 0 and c.info("replication")["role"] == "slave"
+            except redis.RedisError:
+                return False
+        wait_until(restarted_empty, 15, "the replica restarted with nothing of its own")
+        time.sleep(8)  # four times the node timeout: the shard had long been forced before
+        forced = [e for e in events(stack.api, cid) if e["type"] == "FailoverForced"]
+        eq(forced, [], "forced failovers while the only replica holds nothing")
+        eq(engine_role(replica["address"], replica["port"], pw), "replica", "the empty replica")
+    finally:
+        os.kill(primary_pid, signal.SIGCONT)
+    rc = ClusterClient(stack, cid, pw)
+    wait_until(lambda: rc.all(lambda c: all(c.get(f"u{i}") == str(i) for i in range(300))),
+               20, "every key served by the thawed primary", interval=0.2)
+    rc.reset()
+    eq(engine_role(primary["address"], primary["port"], pw), "primary", "the thawed primary")
+
+
 def test_hung_primary_engine_fails_over_and_is_demoted(stack, cleanup):
     """Disabled mode: the primary's engine hangs (SIGSTOP of the engine
     alone; its agent and host stay healthy). The agent reports it
