@@ -198,7 +198,8 @@ def test_registers_once_and_keeps_its_identity_across_restarts(stack):
     eq(stack.events(hid), ["HostRegistered"], "host events")
     node = stack.wait_serving(hid, nid, since=restarted)
     eq((node["pid"], node["restarts"]), (pid, 0), "engine pid and restarts after an agent restart")
-    assert agent_said(a, "engine adopted", node=nid, pid=pid), a.log.text(a.start_offset)
+    settle(lambda: agent_said(a, "engine adopted", node=nid, pid=pid), bool, 5,
+           "the restarted agent to log the adoption")
 
     # A data dir without identity.json (a rebuilt VM of the same name) is
     # refused the name with the bootstrap token: whoever holds that token
