@@ -10,19 +10,12 @@
 // Run by tests/system/test_browser_actions.py, which starts the stack and
 // the redis 7.0 group to upgrade.
 
-import { check, run, signIn as signInAt } from './lib.mjs';
+import { check, dialog, run, signIn as signInAt } from './lib.mjs';
 
 const [base, adminToken, readToken, groupId, shots] = process.argv.slice(2);
 const signIn = (page, token) => signInAt(page, base, token);
 const NEW = 'web-made';
 const shot = (page, name) => page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
-
-async function dialog(page, opener) {
-  await page.getByRole('button', { name: opener, exact: true }).click();
-  const d = page.getByRole('dialog');
-  await d.waitFor();
-  return d;
-}
 
 async function waitOperation(page, kind, status, timeout = 90000) {
   const ops = page.getByRole('table', { name: 'Operations' });

@@ -43,3 +43,11 @@ export async function run(body, shots) {
     await browser.close();
   }
 }
+
+// Click the button named opener and wait for the dialog it opens.
+export async function dialog(page, opener) {
+  await page.getByRole('button', { name: opener, exact: true }).click();
+  const d = page.getByRole('dialog');
+  await d.waitFor();
+  return d;
+}

@@ -15,7 +15,7 @@
 // the cluster, with <keys> keys in it, and chooses a snapshot window that
 // opens no automatic snapshot while the test runs.
 
-import { check, run, signIn } from './lib.mjs';
+import { check, dialog, run, signIn } from './lib.mjs';
 
 const [base, adminToken, readToken, source, keys, snapshotWindow, shots] = process.argv.slice(2);
 const SNAP = 'web-snap';
@@ -23,13 +23,6 @@ const COPY = 'web-copy';
 const FINAL = 'web-final';
 const KEYS = Number(keys).toLocaleString('en-US');
 const shot = (page, name) => page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
-
-async function dialog(page, opener) {
-  await page.getByRole('button', { name: opener, exact: true }).click();
-  const d = page.getByRole('dialog');
-  await d.waitFor();
-  return d;
-}
 
 const snapshotRow = (page, name) =>
   page.getByRole('table', { name: 'Snapshots' }).getByRole('row').filter({ hasText: name });
