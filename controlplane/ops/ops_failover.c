@@ -11,7 +11,6 @@
 #include <time.h>
 
 #include "cluster.h"
-#include "engine_config.h"
 #include "info.h"
 #include "log.h"
 #include "monitor.h"
@@ -181,24 +180,18 @@ static bool votes_for(const struct ops_topo *t, const struct engine_cluster_node
  * agrees on it. Elected then, it falls short of votes from primaries that
  * do not count it as a replica yet -- and a failed election holds off the
  * next one for four node timeouts -- or it counts its quorum among the few
- * primaries it knows. So the failover is sent once every node of the shard
- * says cluster_state:ok (each knows every slot's primary) and every primary
- * serving slots counts the target as a linked replica of the shard's
- * primary. Outside cluster mode there is no election: ready. */
-static bool ready_to_elect(const struct ops_topo *t, const struct observed *seen, size_t n,
-                           const struct cluster_node *primary, const struct cluster_node *target,
-                           char *why, size_t whysize)
+ * primaries it knows. So the failover is sent once the target knows a
+ * primary for every slot and every one of those primaries that answers
+ * counts the target as a linked replica of the shard's primary. Outside
+ * cluster mode there is no election: ready. */
+static bool ready_to_elect(const struct ops_topo *t, const struct cluster_node *primary,
+                           const struct cluster_node *target, char *why, size_t whysize)
 {
     struct engine_cluster_nodes tview = {0};
     char pid[ENGINE_CLUSTER_ID_LEN + 1], err[256];
 
     if (!t->cluster_mode)
         return true;
-    for (size_t i = 0; i < n; i++)
-        if (!nodeio_cluster_state_ok(seen[i].node, t->password, NODEIO_QUICK)) {
-            snprintf(why, whysize, "node %s does not say cluster_state:ok", seen[i].node->id);
-            return false;
-        }
     if (!nodeio_cluster_myid(primary, t->password, NODEIO_QUICK, pid, err, sizeof(err)) ||
         !nodeio_cluster_view(target, t->password, NODEIO_QUICK, &tview, err, sizeof(err))) {
         snprintf(why, whysize, "%s", err);
@@ -208,10 +201,18 @@ static bool ready_to_elect(const struct ops_topo *t, const struct observed *seen
     bool ok = me != NULL && strcmp(me->primary_id, pid) == 0;
     if (!ok)
         snprintf(why, whysize, "the target does not yet follow the primary in its own view");
+    int slots = 0;
     for (size_t i = 0; ok && i < tview.count; i++) {
         const struct engine_cluster_node *m = &tview.nodes[i];
-        if ((m->flags & ENGINE_CLUSTER_PRIMARY) && engine_cluster_node_slot_count(m) > 0)
-            ok = votes_for(t, m, me->id, pid, why, whysize);
+        int count = engine_cluster_node_slot_count(m);
+        if ((m->flags & ENGINE_CLUSTER_PRIMARY) == 0 || count == 0)
+            continue;
+        slots += count;
+        ok = votes_for(t, m, me->id, pid, why, whysize);
+    }
+    if (ok && slots < ENGINE_CLUSTER_SLOTS) {
+        snprintf(why, whysize, "the target knows the primaries of %d slots", slots);
+        ok = false;
     }
     engine_cluster_nodes_free(&tview);
     return ok;
@@ -219,7 +220,7 @@ static bool ready_to_elect(const struct ops_topo *t, const struct observed *seen
 
 /* How long a failover waits for the cluster to be ready to elect its
  * target before it is sent regardless (the engine may still manage). */
-#define READY_WAIT_LIMIT_S 30
+#define READY_WAIT_LIMIT_S 10
 
 /* Whether the node the failover chose already serves as the primary: a
  * failover sent by a cairnd that died before recording so. */
@@ -284,7 +285,7 @@ static enum op_result start_failover(struct op_ctx *ctx)
     }
     bool done = target_primary(seen, n, target);
     char why[256] = "";
-    if (!done && !ready_to_elect(&t, seen, n, from, to, why, sizeof(why))) {
+    if (!done && !ready_to_elect(&t, from, to, why, sizeof(why))) {
         bool first = json_object_get(ctx->context, "ready_since") == NULL;
         if (ops_elapsed_s(ctx, "ready_since") <= READY_WAIT_LIMIT_S) {
             if (first)
@@ -337,18 +338,6 @@ static bool view_shard(struct op_ctx *ctx, struct shard_view *v)
     return true;
 }
 
-/* How long after a planned failover that did not switch it is asked
- * again. In cluster mode, a replica whose election failed starts no other
- * for twice its election's timeout (itself twice the node timeout); asked
- * sooner, it would pause the primary's writes for nothing. */
-static int retry_after_s(const struct ops_topo *t)
-{
-    if (!t->cluster_mode)
-        return FAILOVER_RETRY_S;
-    int node_timeout_ms = atoi(engine_config_managed_find("cluster-node-timeout")->fallback);
-    return 4 * node_timeout_ms / 1000 + 1;
-}
-
 /* Switched: the target is the only primary. The write pause ends there; in
  * cluster mode it ends once every node agrees the cluster is ok again. */
 static bool switched(const struct shard_view *v)
@@ -365,16 +354,16 @@ static bool switched(const struct shard_view *v)
 
 /* An engine gives a planned failover FAILOVER_ENGINE_TIMEOUT_MS (5 s for
  * CLUSTER FAILOVER) for the target to catch up, then gives up and leaves
- * the roles as they were; nothing would switch then. Every retry_after_s()
- * the step sees no switch, it asks again, as long as the old primary still
- * is one. */
+ * the roles as they were; nothing would switch then. Every
+ * FAILOVER_RETRY_S the step sees no switch, it asks again, as long as the
+ * old primary still is one. */
 static void retry_failover(struct op_ctx *ctx, const struct shard_view *v)
 {
     long long retries = ops_context_int(ctx, "retries");
     const struct cluster_node *primary = NULL;
     char err[256];
 
-    if (!v->observed || ops_elapsed_s(ctx, "switch_since") < retry_after_s(&v->t) * (retries + 1))
+    if (!v->observed || ops_elapsed_s(ctx, "switch_since") < FAILOVER_RETRY_S * (retries + 1))
         return;
     for (size_t i = 0; i < v->n; i++)
         if (v->seen[i].repl.primary && v->seen[i].node != v->to)
