@@ -222,6 +222,29 @@ static bool ready_to_elect(const struct ops_topo *t, const struct cluster_node *
  * target before it is sent regardless (the engine may still manage). */
 #define READY_WAIT_LIMIT_S 10
 
+/* Whether to send the failover now: the cluster is ready to elect its
+ * target, or has been waited for READY_WAIT_LIMIT_S (said once, and not
+ * asked again when a refused failover is retried). */
+static bool send_now(struct op_ctx *ctx, const struct ops_topo *t, const struct cluster_node *from,
+                     const struct cluster_node *to)
+{
+    char why[256] = "";
+    if (json_object_get(ctx->context, "ready_waived") != NULL ||
+        ready_to_elect(t, from, to, why, sizeof(why)))
+        return true;
+    bool waiting = json_object_get(ctx->context, "ready_since") != NULL;
+    if (ops_elapsed_s(ctx, "ready_since") <= READY_WAIT_LIMIT_S) {
+        if (!waiting)
+            log_info("a planned failover waits for the cluster to agree on its target",
+                     "node=%s why=\"%s\"", to->id, why);
+        return false;
+    }
+    log_warn("sending a planned failover the cluster is not ready for", "node=%s why=\"%s\"",
+             to->id, why);
+    json_object_set_new(ctx->context, "ready_waived", json_true());
+    return true;
+}
+
 /* Whether the node the failover chose already serves as the primary: a
  * failover sent by a cairnd that died before recording so. */
 static bool target_primary(const struct observed *seen, size_t n, const char *target)
@@ -284,18 +307,9 @@ static enum op_result start_failover(struct op_ctx *ctx)
                        target, ops_context_str(ctx, "previous"));
     }
     bool done = target_primary(seen, n, target);
-    char why[256] = "";
-    if (!done && !ready_to_elect(&t, from, to, why, sizeof(why))) {
-        bool first = json_object_get(ctx->context, "ready_since") == NULL;
-        if (ops_elapsed_s(ctx, "ready_since") <= READY_WAIT_LIMIT_S) {
-            if (first)
-                log_info("a planned failover waits for the cluster to agree on its target",
-                         "node=%s why=\"%s\"", target, why);
-            ops_topo_free(&t);
-            return op_wait(ctx, OPS_POLL_MS);
-        }
-        log_warn("sending a planned failover the cluster is not ready for", "node=%s why=\"%s\"",
-                 target, why);
+    if (!done && !send_now(ctx, &t, from, to)) {
+        ops_topo_free(&t);
+        return op_wait(ctx, OPS_POLL_MS);
     }
     json_object_set_new(ctx->context, "started_ms", json_integer(time_now_ms()));
     if (!done && !send_failover(&t, from, to, err, sizeof(err))) {
